@@ -1,0 +1,60 @@
+"""Board configuration endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from rankd.api import schemas
+from rankd.api.http import read_json, reply, runtime
+from rankd.boards import BOARD_ID, BoardConfig
+from rankd.errors import BoardNotFound
+from rankd.validation import format_time
+
+router = APIRouter(tags=["boards"])
+
+
+def board_out(config: BoardConfig) -> dict[str, Any]:
+    created = config.created_at
+    return {
+        "board_id": config.board_id,
+        **config.settings(),
+        "created_at": format_time(int(created.timestamp() * 1000)) if created else None,
+        "tie_resolution_ms": config.tie_resolution_ms(),
+    }
+
+
+@router.put(
+    "/v1/boards/{board_id}",
+    response_model=schemas.BoardOut,
+    responses=schemas.ERRORS,
+    openapi_extra=schemas.body_schema(schemas.BoardIn),
+    summary="Create or update a board (admin); omitted fields keep their value",
+)
+async def put_board(board_id: str, request: Request) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    body = await read_json(request)
+    config, created = await rt.boards.put(board_id, body)
+    return reply(board_out(config), 201 if created else 200)
+
+
+@router.get("/v1/boards", response_model=schemas.BoardsOut, summary="List boards")
+async def list_boards(request: Request) -> Response:
+    boards = await runtime(request).boards.list()
+    return reply({"boards": [board_out(b) for b in boards]})
+
+
+@router.get(
+    "/v1/boards/{board_id}",
+    response_model=schemas.BoardOut,
+    responses=schemas.ERRORS,
+    summary="One board's config",
+)
+async def get_board(board_id: str, request: Request) -> Response:
+    if not BOARD_ID.match(board_id):
+        raise BoardNotFound(f"board {board_id!r} does not exist")
+    return reply(board_out(await runtime(request).boards.get(board_id)))

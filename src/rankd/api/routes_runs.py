@@ -1,0 +1,92 @@
+"""Run submission: single and batch."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from rankd import metrics
+from rankd.api import schemas
+from rankd.api.http import read_json, reply, runtime
+from rankd.errors import InvalidRequest, RankdError
+from rankd.runs import Run
+from rankd.validation import parse_run
+
+router = APIRouter(tags=["runs"])
+MAX_BATCH = 1000
+
+
+@router.post(
+    "/v1/boards/{board_id}/runs",
+    response_model=schemas.SubmitOut,
+    responses=schemas.ERRORS,
+    openapi_extra=schemas.body_schema(schemas.RunIn),
+    summary="Submit one finished run (server)",
+)
+async def submit_run(board_id: str, request: Request) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "server")
+    board = await rt.boards.get(board_id)
+    body = await read_json(request)
+    now_ms = int(time.time() * 1000)
+    run = parse_run(body, board, now_ms, rt.settings.max_future_skew_s * 1000)
+    [standings] = await rt.submitter.submit(board, [run])
+    metrics.RUNS_ACCEPTED.labels("single").inc()
+    return reply(
+        {
+            "run_id": run.run_id,
+            "player_id": run.player_id,
+            "score": run.score,
+            "standings": standings,
+        }
+    )
+
+
+@router.post(
+    "/v1/boards/{board_id}/runs:batch",
+    response_model=schemas.BatchOut,
+    responses=schemas.ERRORS,
+    openapi_extra=schemas.body_schema(schemas.BatchIn),
+    summary="Submit up to 1000 runs (server); one bad run does not fail the others",
+)
+async def submit_batch(board_id: str, request: Request) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "server")
+    board = await rt.boards.get(board_id)
+    body = await read_json(request)
+    if (
+        not isinstance(body, dict)
+        or not isinstance(body.get("runs"), list)
+        or set(body) != {"runs"}
+    ):
+        raise InvalidRequest('the body must be {"runs": [run, ...]}')
+    payloads: list[Any] = body["runs"]
+    if len(payloads) > MAX_BATCH:
+        raise InvalidRequest(f"runs holds {len(payloads)} runs; at most {MAX_BATCH} per batch")
+    now_ms = int(time.time() * 1000)
+    skew_ms = rt.settings.max_future_skew_s * 1000
+    results: list[dict[str, Any]] = []
+    valid: list[tuple[int, Run]] = []
+    for payload in payloads:
+        try:
+            run = parse_run(payload, board, now_ms, skew_ms)
+        except RankdError as exc:
+            run_id = payload.get("run_id") if isinstance(payload, dict) else None
+            results.append(
+                {
+                    "run_id": run_id if isinstance(run_id, str) else None,
+                    "error": {"code": exc.code, "message": exc.message},
+                }
+            )
+            continue
+        valid.append((len(results), run))
+        results.append({"run_id": run.run_id})
+    standings = await rt.submitter.submit(board, [run for _, run in valid])
+    for (index, _), runs_standings in zip(valid, standings, strict=True):
+        results[index]["standings"] = runs_standings
+    metrics.RUNS_ACCEPTED.labels("batch").inc(len(valid))
+    return reply({"results": results})

@@ -1,0 +1,176 @@
+"""Board configuration: what a board is, its validation rules and its per-window codecs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any, Literal
+
+from rankd.codec import MAX_SCORE_LIMIT, Codec
+from rankd.errors import InvalidRequest
+from rankd.periods import SPAN_MS, WINDOWS
+
+BOARD_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+PLAYER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+Policy = Literal["best", "sum"]
+DEFAULT_RETENTION = {"daily": 8, "weekly": 35, "monthly": 100}
+IMMUTABLE_FIELDS = ("order", "policy", "max_score", "shards")
+MAX_HOLD_TOP = 10_000
+MAX_GRACE_S = 31_536_000
+MAX_RETENTION_DAYS = 3_650
+
+
+@dataclass(frozen=True)
+class BoardConfig:
+    board_id: str
+    windows: tuple[str, ...] = ("all-time",)
+    order: Literal["desc", "asc"] = "desc"
+    policy: Policy = "best"
+    max_score: int = 1_000_000_000
+    max_run_score: int = 1_000_000_000
+    shards: int = 1
+    hold_top: int = 0
+    grace_seconds: int = 3600
+    retention_days: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_RETENTION))
+    created_at: datetime | None = None
+
+    @cached_property
+    def codecs(self) -> dict[str, Codec]:
+        return {w: Codec.create(self.max_score, self.order, SPAN_MS[w]) for w in self.windows}
+
+    @property
+    def default_window(self) -> str:
+        return self.windows[0]
+
+    def tie_resolution_ms(self) -> dict[str, int]:
+        return {w: c.resolution_ms for w, c in self.codecs.items()}
+
+    def settings(self) -> dict[str, Any]:
+        """The stored, user-settable fields."""
+        return {
+            "windows": list(self.windows),
+            "order": self.order,
+            "policy": self.policy,
+            "max_score": self.max_score,
+            "max_run_score": self.max_run_score,
+            "shards": self.shards,
+            "hold_top": self.hold_top,
+            "grace_seconds": self.grace_seconds,
+            "retention_days": dict(self.retention_days),
+        }
+
+
+def _int_field(body: dict[str, Any], name: str, low: int, high: int) -> int | None:
+    if name not in body:
+        return None
+    value = body[name]
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InvalidRequest(f"{name} must be an integer in {low}..{high}")
+    return value
+
+
+def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> BoardConfig:
+    """The config that results from a PUT body; omitted fields keep their current value.
+
+    Raises InvalidRequest naming the first bad field. Immutability is checked by the caller,
+    which knows whether the board has runs.
+    """
+    if not BOARD_ID.match(board_id):
+        raise InvalidRequest("board_id must match ^[a-z0-9][a-z0-9_.-]{0,63}$")
+    if not isinstance(body, dict):
+        raise InvalidRequest("the body must be a JSON object")
+    known = {
+        "windows",
+        "order",
+        "policy",
+        "max_score",
+        "max_run_score",
+        "shards",
+        "hold_top",
+        "grace_seconds",
+        "retention_days",
+    }
+    unknown = sorted(set(body) - known)
+    if unknown:
+        raise InvalidRequest(f"unknown field {unknown[0]!r}; allowed: {', '.join(sorted(known))}")
+    base = current or BoardConfig(board_id)
+    values = base.settings()
+
+    if "windows" in body:
+        windows = body["windows"]
+        if (
+            not isinstance(windows, list)
+            or not windows
+            or any(w not in WINDOWS for w in windows)
+            or len(set(windows)) != len(windows)
+        ):
+            raise InvalidRequest(
+                "windows must be a non-empty list of distinct values from "
+                "all-time, daily, weekly, monthly"
+            )
+        values["windows"] = list(windows)
+    for name, allowed in (("order", ("desc", "asc")), ("policy", ("best", "sum"))):
+        if name in body:
+            if body[name] not in allowed:
+                raise InvalidRequest(f"{name} must be one of {', '.join(allowed)}")
+            values[name] = body[name]
+    max_score = _int_field(body, "max_score", 1, MAX_SCORE_LIMIT)
+    if max_score is not None:
+        # an unset run bound follows max_score; an explicit one is kept while it fits
+        follows = current is None or current.max_run_score == current.max_score
+        values["max_run_score"] = max_score if follows else min(values["max_run_score"], max_score)
+        values["max_score"] = max_score
+    max_run = _int_field(body, "max_run_score", 1, MAX_SCORE_LIMIT)
+    if max_run is not None:
+        if max_run > values["max_score"]:
+            raise InvalidRequest("max_run_score must not exceed max_score")
+        values["max_run_score"] = max_run
+    for name, low, high in (
+        ("shards", 1, 1024),
+        ("hold_top", 0, MAX_HOLD_TOP),
+        ("grace_seconds", 0, MAX_GRACE_S),
+    ):
+        parsed = _int_field(body, name, low, high)
+        if parsed is not None:
+            values[name] = parsed
+    if "retention_days" in body:
+        retention = body["retention_days"]
+        if not isinstance(retention, dict) or any(
+            k not in DEFAULT_RETENTION
+            or not isinstance(v, int)
+            or isinstance(v, bool)
+            or not 1 <= v <= MAX_RETENTION_DAYS
+            for k, v in retention.items()
+        ):
+            raise InvalidRequest(
+                "retention_days must map daily/weekly/monthly to whole days "
+                f"in 1..{MAX_RETENTION_DAYS}"
+            )
+        values["retention_days"] = {**values["retention_days"], **retention}
+    return from_settings(board_id, values, base.created_at)
+
+
+def from_settings(
+    board_id: str, values: dict[str, Any], created_at: datetime | None
+) -> BoardConfig:
+    return BoardConfig(
+        board_id=board_id,
+        windows=tuple(values["windows"]),
+        order=values["order"],
+        policy=values["policy"],
+        max_score=values["max_score"],
+        max_run_score=values["max_run_score"],
+        shards=values["shards"],
+        hold_top=values["hold_top"],
+        grace_seconds=values["grace_seconds"],
+        retention_days=dict(values["retention_days"]),
+        created_at=created_at,
+    )
+
+
+def changed_immutable(old: BoardConfig, new: BoardConfig) -> list[str]:
+    return [f for f in IMMUTABLE_FIELDS if getattr(old, f) != getattr(new, f)]

@@ -1,0 +1,92 @@
+"""The composite score: a run's score and the time it was achieved in one exact integer.
+
+A Redis sorted set orders by one double. We pack ``(score, time)`` into an integer below
+2**53, so the double holds it exactly, with two rules built in:
+
+* higher composite is always better (an ``asc`` board stores ``max_score - score``);
+* on equal scores the earlier achiever has the higher composite (time is stored reversed).
+
+The score takes ``max_score.bit_length()`` high bits; the remaining low bits count time since
+the period's start in units of ``resolution_ms``, the finest unit for which the whole period
+fits. Two runs with equal score whose times fall in the same unit tie exactly; Redis then
+orders them by member (player id), which the API documents.
+
+This module is pure: no I/O, no clocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Order = Literal["desc", "asc"]
+
+COMPOSITE_LIMIT = 1 << 53  # every composite is strictly below this, so a double is exact
+MAX_SCORE_LIMIT = COMPOSITE_LIMIT - 1
+
+
+class CodecError(ValueError):
+    """A value cannot be packed: a score or time outside what the codec covers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """Packs and unpacks composites for one board window.
+
+    ``span_ms`` is the longest period the window can have (for all-time: the whole epoch
+    range); ``resolution_ms`` is derived so that ``span_ms`` fits the time bits.
+    """
+
+    max_score: int
+    order: Order
+    span_ms: int
+    time_bits: int
+    resolution_ms: int
+
+    @classmethod
+    def create(cls, max_score: int, order: Order, span_ms: int) -> Codec:
+        if not 1 <= max_score <= MAX_SCORE_LIMIT:
+            raise CodecError(f"max_score must be in 1..{MAX_SCORE_LIMIT}, got {max_score}")
+        if span_ms < 1:
+            raise CodecError("span_ms must be positive")
+        time_bits = 53 - max_score.bit_length()
+        slots = 1 << time_bits
+        resolution_ms = max(1, -(-span_ms // slots))  # ceil division
+        return cls(max_score, order, span_ms, time_bits, resolution_ms)
+
+    @property
+    def _time_mask(self) -> int:
+        return (1 << self.time_bits) - 1
+
+    def score_key(self, score: int) -> int:
+        """The score part as stored: higher is better for both orders."""
+        if score < 0:
+            raise CodecError(f"score must not be negative, got {score}")
+        if score > self.max_score:
+            raise CodecError(f"score {score} is above max_score {self.max_score}")
+        return score if self.order == "desc" else self.max_score - score
+
+    def time_key(self, offset_ms: int) -> int:
+        """The time part as stored: earlier offsets give larger values."""
+        if not 0 <= offset_ms < self.span_ms:
+            raise CodecError(
+                f"time offset {offset_ms} ms is outside the period (0..{self.span_ms})"
+            )
+        return self._time_mask - offset_ms // self.resolution_ms
+
+    def pack(self, score: int, offset_ms: int) -> int:
+        """Composite for ``score`` achieved ``offset_ms`` after the period's start."""
+        return (self.score_key(score) << self.time_bits) | self.time_key(offset_ms)
+
+    def unpack(self, composite: int) -> tuple[int, int]:
+        """Back to ``(score, offset_ms)``; the offset is the start of its resolution unit."""
+        if not 0 <= composite < COMPOSITE_LIMIT:
+            raise CodecError(f"composite {composite} is outside 0..2**53")
+        key = composite >> self.time_bits
+        score = key if self.order == "desc" else self.max_score - key
+        offset_ms = (self._time_mask - (composite & self._time_mask)) * self.resolution_ms
+        return score, offset_ms
+
+    def score_floor(self, score: int) -> int:
+        """The lowest composite any entry holding exactly ``score`` can have."""
+        return self.score_key(score) << self.time_bits

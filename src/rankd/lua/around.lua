@@ -1,0 +1,18 @@
+-- around: a player's rank and the entries directly above and below, in one atomic read.
+--
+-- KEYS[1] = the public board of one period
+-- ARGV[1] = member (player id)
+-- ARGV[2] = how many entries to take on each side
+--
+-- Returns {-1} when the player has no entry, else {first_rank0, total, slice} where slice is
+-- ZREVRANGE ... WITHSCORES from first_rank0 (a flat member, score list).
+
+local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+if not r then
+  return {-1}
+end
+local n = tonumber(ARGV[2])
+local first = r - n
+if first < 0 then first = 0 end
+local slice = redis.call('ZREVRANGE', KEYS[1], first, r + n, 'WITHSCORES')
+return {first, redis.call('ZCARD', KEYS[1]), slice}

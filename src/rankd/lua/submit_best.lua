@@ -1,0 +1,31 @@
+-- submit_best: raise a player's best in one board period and read the standing, atomically.
+--
+-- KEYS[1] = the key the entry is written to (the public board, or a side key such as
+--           :shadow or :pending for a player who must not show publicly)
+-- KEYS[2] = the public board the rank is read from (equal to KEYS[1] for most players)
+-- ARGV[1] = composite of this run (integer below 2^53, as a decimal string)
+-- ARGV[2] = member (player id)
+-- ARGV[3] = unix seconds at which the written key expires, or "0" for never
+--
+-- Returns {changed, rank, stored, mine}:
+--   changed  1 if this call created or raised the entry (ZADD GT CH), else 0
+--   rank     1-based rank of the entry in the player's own view of the public board
+--   stored   the entry's composite after the call
+--   mine     1 if the entry is this run's composite (a resend of the best gives 1 too)
+-- ZADD GT never lowers an entry, so duplicates and any order of the same runs converge.
+-- Works on Redis 6.2 (ZREVRANK WITHSCORE is 7.2+, so the score is read with ZSCORE).
+
+local changed = redis.call('ZADD', KEYS[1], 'GT', 'CH', ARGV[1], ARGV[2])
+if ARGV[3] ~= '0' then
+  redis.call('EXPIREAT', KEYS[1], ARGV[3])
+end
+local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
+local rank
+if KEYS[1] == KEYS[2] then
+  rank = redis.call('ZREVRANK', KEYS[1], ARGV[2]) + 1
+else
+  -- composed view: everyone public strictly above this entry, plus one
+  rank = redis.call('ZCOUNT', KEYS[2], '(' .. stored, '+inf') + 1
+end
+local mine = (tonumber(stored) == tonumber(ARGV[1])) and 1 or 0
+return {changed, rank, tonumber(stored), mine}

@@ -1,0 +1,71 @@
+-- submit_sum: add a run to a player's total in one board period, counting each run once,
+-- and read the standing, atomically.
+--
+-- KEYS[1] = the key the entry is written to (public board or a side key)
+-- KEYS[2] = the public board the rank is read from (equal to KEYS[1] for most players)
+-- KEYS[3] = the period's counted run ids (sorted set: run_id -> ended_at ms), same hash tag
+-- ARGV[1] = run id
+-- ARGV[2] = member (player id)
+-- ARGV[3] = the run's score (non-negative integer)
+-- ARGV[4] = the run's time part: reversed time units since the period start (see codec.py)
+-- ARGV[5] = 2^time_bits (the multiplier that puts the score part above the time part)
+-- ARGV[6] = max_score (a total saturates here)
+-- ARGV[7] = "desc" or "asc"
+-- ARGV[8] = the run's ended_at in ms (score of its id in KEYS[3])
+-- ARGV[9] = forget counted ids that ended before this ms ("0": keep them while the key lives);
+--           the service refuses runs this old, so forgetting them cannot double count
+-- ARGV[10] = unix seconds at which the written keys expire, or "0" for never
+--
+-- Returns {changed, rank, stored, counted}: counted is 1 if this call counted the run.
+-- The total's time is the latest counted run's time, so any order of the same runs gives
+-- the same composite. All arithmetic stays below 2^53, where Lua's doubles are exact.
+
+local counted = 0
+local changed = 0
+if ARGV[9] ~= '0' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[9])
+end
+local fresh = tonumber(ARGV[8]) >= tonumber(ARGV[9])
+if fresh and redis.call('ZADD', KEYS[3], 'NX', ARGV[8], ARGV[1]) == 1 then
+  counted = 1
+  local mult = tonumber(ARGV[5])
+  local max_score = tonumber(ARGV[6])
+  local desc = ARGV[7] == 'desc'
+  local total = 0
+  local tpart = tonumber(ARGV[4])
+  local old = redis.call('ZSCORE', KEYS[1], ARGV[2])
+  if old then
+    old = tonumber(old)
+    local key = math.floor(old / mult)
+    local old_tpart = old - key * mult
+    if desc then total = key else total = max_score - key end
+    -- a smaller time part is a later time: the total was reached at the latest run
+    if old_tpart < tpart then tpart = old_tpart end
+  end
+  total = math.min(total + tonumber(ARGV[3]), max_score)
+  local key = total
+  if not desc then key = max_score - total end
+  local composite = key * mult + tpart
+  if composite ~= old then
+    changed = 1
+    -- %.0f keeps every digit; Lua's default number formatting would round past 14 digits
+    redis.call('ZADD', KEYS[1], string.format('%.0f', composite), ARGV[2])
+  end
+end
+if ARGV[10] ~= '0' then
+  redis.call('EXPIREAT', KEYS[3], ARGV[10])
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    redis.call('EXPIREAT', KEYS[1], ARGV[10])
+  end
+end
+local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
+if not stored then
+  return {0, 0, 0, 0}
+end
+local rank
+if KEYS[1] == KEYS[2] then
+  rank = redis.call('ZREVRANK', KEYS[1], ARGV[2]) + 1
+else
+  rank = redis.call('ZCOUNT', KEYS[2], '(' .. stored, '+inf') + 1
+end
+return {changed, rank, tonumber(stored), counted}

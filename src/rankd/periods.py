@@ -1,0 +1,117 @@
+"""Time windows and their periods, all in UTC.
+
+Period ids: ``all-time``, ``2026-11-03`` (daily), ``2026-W45`` (ISO week), ``2026-11``
+(monthly). A period is ``open`` until its end plus the board's grace, then ``closed``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Literal
+
+Window = Literal["all-time", "daily", "weekly", "monthly"]
+WINDOWS: tuple[Window, ...] = ("all-time", "daily", "weekly", "monthly")
+ALL_TIME = "all-time"
+
+DAY_MS = 86_400_000
+# All-time composites count time from a fixed epoch; a century of room.
+EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
+EPOCH_MS = int(EPOCH.timestamp() * 1000)
+ALL_TIME_SPAN_MS = 36_525 * DAY_MS
+
+# Longest period per window: the codec's time bits must cover it.
+SPAN_MS: dict[str, int] = {
+    "all-time": ALL_TIME_SPAN_MS,
+    "daily": DAY_MS,
+    "weekly": 7 * DAY_MS,
+    "monthly": 31 * DAY_MS,
+}
+
+_DAILY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_WEEKLY = re.compile(r"^(\d{4})-W(\d{2})$")
+_MONTHLY = re.compile(r"^(\d{4})-(\d{2})$")
+
+
+class PeriodError(ValueError):
+    """A period id that is malformed or does not belong to the window."""
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    window: str
+    id: str
+    start_ms: int
+    end_ms: int  # exclusive; for all-time the end of the codec's range
+
+    def status(self, now_ms: int, grace_ms: int) -> Literal["open", "closed"]:
+        if self.window == ALL_TIME:
+            return "open"
+        return "open" if now_ms < self.end_ms + grace_ms else "closed"
+
+
+def _ms(d: date) -> int:
+    return int(datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp() * 1000)
+
+
+def _month_after(d: date) -> date:
+    return date(d.year + (d.month == 12), d.month % 12 + 1, 1)
+
+
+def _build(window: str, start: date) -> Period:
+    if window == "daily":
+        end = start + timedelta(days=1)
+        pid = start.isoformat()
+    elif window == "weekly":
+        end = start + timedelta(days=7)
+        year, week, _ = start.isocalendar()
+        pid = f"{year}-W{week:02d}"
+    elif window == "monthly":
+        end = _month_after(start)
+        pid = f"{start.year}-{start.month:02d}"
+    else:
+        raise PeriodError(f"unknown window {window!r}")
+    return Period(window, pid, _ms(start), _ms(end))
+
+
+ALL_TIME_PERIOD = Period(ALL_TIME, ALL_TIME, EPOCH_MS, EPOCH_MS + ALL_TIME_SPAN_MS)
+
+
+def period_at(window: str, at_ms: int) -> Period:
+    """The period of ``window`` that contains the instant ``at_ms``."""
+    if window == ALL_TIME:
+        return ALL_TIME_PERIOD
+    day = datetime.fromtimestamp(at_ms / 1000, tz=UTC).date()
+    if window == "daily":
+        return _build(window, day)
+    if window == "weekly":
+        return _build(window, day - timedelta(days=day.weekday()))
+    if window == "monthly":
+        return _build(window, day.replace(day=1))
+    raise PeriodError(f"unknown window {window!r}")
+
+
+def parse_period(window: str, period_id: str) -> Period:
+    """The period named ``period_id`` in ``window``; PeriodError if it is not one."""
+    try:
+        if window == ALL_TIME:
+            if period_id != ALL_TIME:
+                raise PeriodError("the all-time window has only the period 'all-time'")
+            return ALL_TIME_PERIOD
+        if window == "daily" and (m := _DAILY.match(period_id)):
+            return _build(window, date(int(m[1]), int(m[2]), int(m[3])))
+        if window == "weekly" and (m := _WEEKLY.match(period_id)):
+            return _build(window, date.fromisocalendar(int(m[1]), int(m[2]), 1))
+        if window == "monthly" and (m := _MONTHLY.match(period_id)):
+            return _build(window, date(int(m[1]), int(m[2]), 1))
+    except ValueError as exc:  # e.g. 2026-02-30 or week 54
+        raise PeriodError(f"period {period_id!r} is not a valid {window} period") from exc
+    raise PeriodError(f"period {period_id!r} is not a valid {window} period id")
+
+
+def previous(period: Period) -> Period:
+    """The period just before ``period`` (all-time has none: returns itself)."""
+    if period.window == ALL_TIME:
+        return period
+    return period_at(period.window, period.start_ms - 1)

@@ -1,0 +1,69 @@
+"""The Lua scripts, loaded from their ``.lua`` files and run by SHA.
+
+Scripts are sent with EVALSHA inside plain (non-transactional) pipelines, so a submit that
+touches every window of a board costs one round trip. When Redis has lost its script cache
+(restart, SCRIPT FLUSH, failover) the pipeline answers NOSCRIPT; we load the scripts and send
+the whole pipeline again. That is safe because every script is idempotent: a max, or a sum
+keyed by run id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
+
+Call = tuple["Script", Sequence[str], Sequence[str | int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    name: str
+    source: str
+    sha: str
+
+    @classmethod
+    def load(cls, name: str) -> Script:
+        source = resources.files("rankd.lua").joinpath(f"{name}.lua").read_text("utf-8")
+        return cls(name, source, hashlib.sha1(source.encode()).hexdigest())
+
+
+SUBMIT_BEST = Script.load("submit_best")
+SUBMIT_SUM = Script.load("submit_sum")
+AROUND = Script.load("around")
+ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_SUM, AROUND)
+
+
+async def load_all(redis: Redis) -> None:
+    for script in ALL_SCRIPTS:
+        await redis.script_load(script.source)
+
+
+async def run_pipeline(
+    redis: Redis, calls: Sequence[Call], extra: Sequence[tuple[str, tuple[Any, ...]]] = ()
+) -> list[Any]:
+    """Run script calls (then plain commands from ``extra``) in one round trip.
+
+    Returns one result per call, then one per extra command, in order. Errors other than
+    NOSCRIPT are raised.
+    """
+    for attempt in range(2):
+        pipe = redis.pipeline(transaction=False)
+        for script, keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        for command, command_args in extra:
+            pipe.execute_command(command, *command_args)
+        results: list[Any] = await pipe.execute(raise_on_error=False)
+        if attempt == 0 and any(isinstance(r, NoScriptError) for r in results):
+            await load_all(redis)
+            continue
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+        return results
+    raise AssertionError("unreachable")

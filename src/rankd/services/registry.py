@@ -1,0 +1,56 @@
+"""Board configs: stored in PostgreSQL, served from a short-lived in-process cache."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from redis.asyncio import Redis
+
+from rankd import keys
+from rankd.boards import BoardConfig, apply_changes, changed_immutable
+from rankd.errors import BoardImmutableField, BoardNotFound
+from rankd.stores.postgres import PostgresStore
+
+
+class BoardRegistry:
+    def __init__(self, pg: PostgresStore, redis: Redis, ttl_s: float) -> None:
+        self.pg = pg
+        self.redis = redis
+        self.ttl_s = ttl_s
+        self._cache: dict[str, tuple[float, BoardConfig]] = {}
+
+    async def get(self, board_id: str) -> BoardConfig:
+        """The board's config; BoardNotFound if there is no such board."""
+        hit = self._cache.get(board_id)
+        now = time.monotonic()
+        if hit is not None and now - hit[0] < self.ttl_s:
+            return hit[1]
+        config = await self.pg.get_board(board_id)
+        if config is None:
+            self._cache.pop(board_id, None)
+            raise BoardNotFound(f"board {board_id!r} does not exist; create it with PUT first")
+        self._cache[board_id] = (now, config)
+        return config
+
+    async def list(self) -> list[BoardConfig]:
+        return await self.pg.list_boards()
+
+    async def has_runs(self, config: BoardConfig) -> bool:
+        index_keys = [keys.periods_index(config.board_id, w) for w in config.windows]
+        return bool(await self.redis.exists(*index_keys))
+
+    async def put(self, board_id: str, body: Any) -> tuple[BoardConfig, bool]:
+        """Create or update; omitted fields keep their values. Returns (config, created)."""
+        current = await self.pg.get_board(board_id)
+        new = apply_changes(board_id, current, body)
+        if current is not None:
+            changed = changed_immutable(current, new)
+            if changed and await self.has_runs(current):
+                raise BoardImmutableField(
+                    f"{', '.join(changed)} cannot change on a board that has runs; "
+                    "create a new board instead"
+                )
+        stored, created = await self.pg.put_board(new)
+        self._cache[board_id] = (time.monotonic(), stored)
+        return stored, created

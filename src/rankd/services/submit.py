@@ -1,0 +1,178 @@
+"""The write path: validate, make durable in the log, apply every window in one round trip.
+
+1. Runs are validated (by the caller, with rankd.validation) before anything is written.
+2. They are published to the log (a batch as one message; concurrent single submits
+   share messages, see group_commit.py) and we wait for the ack. No ack: the
+   caller gets Unavailable and nothing reaches Redis.
+3. For every run and every window of the board one Lua call raises the entry (or adds to a
+   sum) and reads the rank in the same atomic step. All calls go in one pipeline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from rankd import keys
+from rankd.boards import BoardConfig
+from rankd.errors import Unavailable
+from rankd.periods import ALL_TIME, DAY_MS, Period, period_at
+from rankd.runs import Run
+from rankd.scripts import SUBMIT_BEST, SUBMIT_SUM, Call, run_pipeline
+from rankd.services.group_commit import GroupCommitter
+from rankd.stores.runlog import RunLog
+from rankd.validation import format_time
+
+# How long this process trusts that a period is already in the periods index.
+_INDEX_MEMO_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One window of one run: where it goes and the script call that puts it there."""
+
+    window: str
+    period: Period
+    call: Call | None  # None: the period is closed to this run
+
+
+def sum_horizon_ms(board: BoardConfig) -> int:
+    """How far back a run may end and still count on a ``sum`` board's all-time total.
+
+    Counted run ids are kept for this long (by ended_at), which bounds their memory; a run
+    older than this cannot be proven new, so it is refused for that window.
+    """
+    return max(board.grace_seconds * 1000, DAY_MS)
+
+
+def plan(board: BoardConfig, run: Run) -> list[Target]:
+    """The script calls that apply ``run`` to every window of ``board``."""
+    targets = []
+    grace_ms = board.grace_seconds * 1000
+    for window in board.windows:
+        period = period_at(window, run.ended_at_ms)
+        if period.status(run.received_at_ms, grace_ms) == "closed":
+            targets.append(Target(window, period, None))
+            continue
+        codec = board.codecs[window]
+        pk = keys.period_keys(board.board_id, window, period.id)
+        offset = run.ended_at_ms - period.start_ms
+        expire_at = "0"
+        if window != ALL_TIME:
+            retention_ms = board.retention_days.get(window, 0) * DAY_MS
+            expire_at = str((period.end_ms + grace_ms + retention_ms) // 1000)
+        if board.policy == "best":
+            composite = codec.pack(run.score, offset)
+            call: Call = (
+                SUBMIT_BEST,
+                (pk.public, pk.public),
+                (composite, run.player_id, expire_at),
+            )
+        else:
+            trim_before = 0
+            if window == ALL_TIME:
+                trim_before = run.received_at_ms - sum_horizon_ms(board)
+                if run.ended_at_ms < trim_before:
+                    targets.append(Target(window, period, None))
+                    continue
+            call = (
+                SUBMIT_SUM,
+                (pk.public, pk.public, pk.runs),
+                (
+                    run.run_id,
+                    run.player_id,
+                    run.score,
+                    codec.time_key(offset),
+                    1 << codec.time_bits,
+                    board.max_score,
+                    board.order,
+                    run.ended_at_ms,
+                    trim_before,
+                    expire_at,
+                ),
+            )
+        targets.append(Target(window, period, call))
+    return targets
+
+
+def standing(board: BoardConfig, target: Target, result: Sequence[int] | None) -> dict[str, Any]:
+    """The client-facing standing for one window from the script's reply."""
+    if target.call is None or result is None:
+        return {
+            "window": target.window,
+            "period": target.period.id,
+            "status": "closed",
+            "improved": False,
+            "is_best": False,
+        }
+    changed, rank, stored, mine = result
+    score, offset = board.codecs[target.window].unpack(int(stored))
+    return {
+        "window": target.window,
+        "period": target.period.id,
+        "status": "ranked",
+        "rank": int(rank),
+        "score": score,
+        "achieved_at": format_time(target.period.start_ms + offset),
+        "improved": bool(changed),
+        "is_best": bool(mine),
+    }
+
+
+class Submitter:
+    def __init__(self, redis: Redis, log: RunLog) -> None:
+        self.redis = redis
+        self.log = GroupCommitter(log)
+        self._indexed: dict[tuple[str, str, str], float] = {}
+
+    async def submit(self, board: BoardConfig, runs: Sequence[Run]) -> list[list[dict[str, Any]]]:
+        """Make ``runs`` durable, apply them, and return each run's standings."""
+        if not runs:
+            return []
+        await self.log.append(board.board_id, runs)
+        return await self.apply(board, runs)
+
+    async def apply(self, board: BoardConfig, runs: Sequence[Run]) -> list[list[dict[str, Any]]]:
+        """Apply already-logged runs to Redis (idempotent) and return their standings."""
+        plans = [plan(board, run) for run in runs]
+        calls = [t.call for p in plans for t in p if t.call is not None]
+        extra, memos = self._index_commands(board, plans)
+        try:
+            results = await run_pipeline(self.redis, calls, extra) if calls or extra else []
+        except (RedisError, OSError) as exc:
+            # The runs are in the log; a retry is harmless and the log consumer heals Redis.
+            raise Unavailable(
+                "the run was logged but the boards are unreachable; retrying is safe"
+            ) from exc
+        now = time.monotonic()
+        self._indexed.update((memo, now) for memo in memos)
+        replies = iter(results[: len(calls)])
+        return [
+            [standing(board, t, next(replies) if t.call is not None else None) for t in p]
+            for p in plans
+        ]
+
+    def _index_commands(
+        self, board: BoardConfig, plans: list[list[Target]]
+    ) -> tuple[list[tuple[str, tuple[Any, ...]]], set[tuple[str, str, str]]]:
+        """ZADD NX of newly seen periods into the per-window periods index."""
+        now = time.monotonic()
+        commands: list[tuple[str, tuple[Any, ...]]] = []
+        memos: set[tuple[str, str, str]] = set()
+        for targets in plans:
+            for t in targets:
+                if t.call is None:
+                    continue
+                memo = (board.board_id, t.window, t.period.id)
+                seen = self._indexed.get(memo)
+                if (seen is not None and now - seen < _INDEX_MEMO_S) or memo in memos:
+                    continue
+                memos.add(memo)
+                index = keys.periods_index(board.board_id, t.window)
+                commands.append(("ZADD", (index, "NX", t.period.start_ms, t.period.id)))
+        return commands, memos

@@ -1,0 +1,42 @@
+"""Configuration, read once from the environment (prefix ``RANKD_``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RANKD_", extra="ignore")
+
+    # External services; when all are unset `rankd serve` starts embedded ones.
+    redis_url: str | None = None
+    postgres_url: str | None = None
+    nats_url: str | None = None
+    data_dir: Path = Path(".rankd")
+
+    # Comma-separated bearer keys per role.
+    admin_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    server_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    # JetStream stream holding every accepted run.
+    stream: str = "RUNS"
+    subject_prefix: str = "runs"
+    publish_timeout_s: float = 5.0
+
+    # How long board configs and player names are trusted from the in-process cache.
+    config_cache_ttl_s: float = 2.0
+    name_cache_ttl_s: float = 30.0
+
+    # Runs may end at most this far in the future (clock skew between game servers and us).
+    max_future_skew_s: int = 300
+
+    @field_validator("admin_keys", "server_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [k.strip() for k in value.split(",") if k.strip()]
+        return value

@@ -1,0 +1,125 @@
+"""PostgreSQL: numbered migrations, board configs and player names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from rankd.boards import BoardConfig, from_settings
+
+_MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+# Any constant: serialises migrations when several instances start at once.
+_MIGRATION_LOCK = 0x72616E6B64
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, file name, SQL) for every migration file, in order."""
+    found = []
+    for entry in resources.files("rankd.migrations").iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append((int(match[1]), entry.name, entry.read_text("utf-8")))
+    return sorted(found)
+
+
+async def migrate(conn: AsyncConnection[Any]) -> list[str]:
+    """Apply the migrations not applied yet; returns the names applied now."""
+    applied_now: list[str] = []
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version int PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        cur = await conn.execute("SELECT version FROM schema_migrations")
+        done = {row[0] for row in await cur.fetchall()}
+        for version, name, sql in migrations():
+            if version in done:
+                continue
+            await conn.execute(sql.encode())
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
+            )
+            applied_now.append(name)
+    return applied_now
+
+
+class PostgresStore:
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.pool = AsyncConnectionPool(
+            url, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True}
+        )
+
+    async def open(self) -> None:
+        await self.pool.open(wait=True, timeout=30)
+        async with self.pool.connection() as conn:
+            await migrate(conn)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def ping(self) -> None:
+        async with self.pool.connection(timeout=2) as conn:
+            await conn.execute("SELECT 1")
+
+    # boards
+
+    async def get_board(self, board_id: str) -> BoardConfig | None:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT config, created_at FROM boards WHERE board_id = %s", (board_id,)
+            )
+            row = await cur.fetchone()
+        return None if row is None else from_settings(board_id, row[0], row[1])
+
+    async def list_boards(self) -> list[BoardConfig]:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT board_id, config, created_at FROM boards ORDER BY board_id"
+            )
+            rows = await cur.fetchall()
+        return [from_settings(r[0], r[1], r[2]) for r in rows]
+
+    async def put_board(self, config: BoardConfig) -> tuple[BoardConfig, bool]:
+        """Upsert; returns the stored config (with created_at) and whether it was created."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "INSERT INTO boards (board_id, config) VALUES (%s, %s)"
+                " ON CONFLICT (board_id) DO UPDATE SET config = EXCLUDED.config,"
+                " updated_at = now()"
+                " RETURNING created_at, (xmax = 0) AS created",
+                (config.board_id, Jsonb(config.settings())),
+            )
+            row = await cur.fetchone()
+        assert row is not None
+        created_at: datetime = row[0]
+        return from_settings(config.board_id, config.settings(), created_at), bool(row[1])
+
+    # players
+
+    async def set_name(self, player_id: str, name: str) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO players (player_id, name) VALUES (%s, %s)"
+                " ON CONFLICT (player_id) DO UPDATE SET name = EXCLUDED.name, updated_at = now()",
+                (player_id, name),
+            )
+
+    async def get_names(self, player_ids: Iterable[str]) -> dict[str, str]:
+        ids = list(player_ids)
+        if not ids:
+            return {}
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(
+                "SELECT player_id, name FROM players WHERE player_id = ANY(%s)", (ids,)
+            )
+            return {r["player_id"]: r["name"] for r in await cur.fetchall()}

@@ -1,0 +1,95 @@
+"""Shared fixtures: real Redis, PostgreSQL and NATS, started once per test session.
+
+With RANKD_TEST_REDIS_URL / RANKD_TEST_POSTGRES_URL / RANKD_TEST_NATS_URL set, those
+servers are used instead. Tests isolate themselves with fresh board ids rather than flushing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from redis.asyncio import Redis
+
+from rankd.api.app import create_app
+from rankd.embedded import EmbeddedServers, start_embedded
+from rankd.settings import Settings
+
+ADMIN = "test-admin-key"
+SERVER = "test-server-key"
+ADMIN_H = {"Authorization": f"Bearer {ADMIN}"}
+SERVER_H = {"Authorization": f"Bearer {SERVER}"}
+
+
+@dataclass(frozen=True)
+class Urls:
+    redis: str
+    postgres: str
+    nats: str
+
+
+@pytest.fixture(scope="session")
+def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Urls]:
+    env = [os.environ.get(f"RANKD_TEST_{n}_URL") for n in ("REDIS", "POSTGRES", "NATS")]
+    if all(env):
+        yield Urls(*env)  # type: ignore[arg-type]
+        return
+    servers: EmbeddedServers = start_embedded(Path(tmp_path_factory.mktemp("servers")))
+    try:
+        yield Urls(servers.redis_url, servers.postgres_url, servers.nats_url)
+    finally:
+        servers.stop()
+
+
+def make_settings(urls: Urls, **overrides: object) -> Settings:
+    return Settings(
+        redis_url=urls.redis,
+        postgres_url=urls.postgres,
+        nats_url=urls.nats,
+        admin_keys=[ADMIN],
+        server_keys=[SERVER],
+        **overrides,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture(scope="session")
+async def client(urls: Urls) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(make_settings(urls))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://rankd.test"
+        ) as http,
+    ):
+        yield http
+
+
+@pytest.fixture(scope="session")
+async def redis(urls: Urls) -> AsyncIterator[Redis]:
+    client = Redis.from_url(urls.redis)
+    yield client
+    await client.aclose()
+
+
+_counter = itertools.count()
+
+
+def new_board_id(prefix: str = "b") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}-{next(_counter)}"
+
+
+@pytest.fixture
+async def make_board(client: httpx.AsyncClient):  # type: ignore[no-untyped-def]
+    async def make(**config: object) -> str:
+        board_id = new_board_id()
+        response = await client.put(f"/v1/boards/{board_id}", json=config, headers=ADMIN_H)
+        assert response.status_code == 201, response.text
+        return board_id
+
+    return make
