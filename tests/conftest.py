@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -34,17 +35,26 @@ class Urls:
     nats: str
 
 
+@pytest.fixture
+def server_dir() -> Iterator[Path]:
+    """A data dir for embedded servers, outside pytest's tmp root: PostgreSQL runs as another
+    user when we are root and must traverse its parents, which pytest keeps at 0700."""
+    with tempfile.TemporaryDirectory(prefix="rankd-test-") as path:
+        yield Path(path)
+
+
 @pytest.fixture(scope="session")
-def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Urls]:
+def urls() -> Iterator[Urls]:
     env = [os.environ.get(f"RANKD_TEST_{n}_URL") for n in ("REDIS", "POSTGRES", "NATS")]
     if all(env):
         yield Urls(*env)  # type: ignore[arg-type]
         return
-    servers: EmbeddedServers = start_embedded(Path(tmp_path_factory.mktemp("servers")))
-    try:
-        yield Urls(servers.redis_url, servers.postgres_url, servers.nats_url)
-    finally:
-        servers.stop()
+    with tempfile.TemporaryDirectory(prefix="rankd-test-") as path:
+        servers: EmbeddedServers = start_embedded(Path(path))
+        try:
+            yield Urls(servers.redis_url, servers.postgres_url, servers.nats_url)
+        finally:
+            servers.stop()
 
 
 def make_settings(urls: Urls, **overrides: object) -> Settings:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+from types import FrameType
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +16,11 @@ from rankd.settings import Settings
 
 app = typer.Typer(add_completion=False, help="Rankd: real-time leaderboards for games.")
 log = logging.getLogger("rankd")
+
+
+def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+    # Turn SIGTERM into a clean exit so `finally` stops the embedded servers (no orphans).
+    raise SystemExit(0)
 
 
 @app.callback()
@@ -31,6 +38,7 @@ def serve(
 ) -> None:
     """Run the HTTP service; with no RANKD_*_URL set, on embedded Redis, PostgreSQL and NATS."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     settings = Settings()
     if data_dir is not None:
         settings.data_dir = data_dir

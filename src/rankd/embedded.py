@@ -506,6 +506,7 @@ class ServerProcess:
                 break
             self._started_once = True
             self._write_pidfile()
+            self._write_owner()
             _register(self)
             logger.info(
                 "%s ready on %s (pid %s) in %.2fs",
@@ -582,13 +583,44 @@ class ServerProcess:
     def _remove_pidfile(self) -> None:
         self._pidfile.unlink(missing_ok=True)
 
+    @property
+    def _owner_file(self) -> Path:
+        return self.directory / "rankd-owner"
+
+    def _write_owner(self) -> None:
+        if self._proc is not None:
+            self._owner_file.write_text(f"{os.getpid()} {self._proc.pid}\n")
+
+    def _reclaim_orphan(self, pid: int) -> bool:
+        """Stop server ``pid`` if the process that started it is gone; True if stopped.
+
+        A ``rankd serve`` killed with SIGKILL cannot stop its servers. Its successor on the
+        same data dir stops them cleanly (they flush their data) and starts its own.
+        """
+        try:
+            owner, server = (int(x) for x in self._owner_file.read_text().split())
+        except (OSError, ValueError):
+            return False
+        if server != pid or owner == os.getpid() or _process_cmdline(owner) is not None:
+            return False
+        logger.warning(
+            "%s: stopping pid %s left behind by a dead owner (%s)", self.name, pid, owner
+        )
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, self.stop_signal)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while _process_cmdline(pid) is not None and time.monotonic() < deadline:
+            time.sleep(_POLL_INTERVAL)
+        _kill_tree(pid, descendants=True)
+        return True
+
     def _check_not_running_elsewhere(self) -> None:
-        """Refuse to start a second server on the same data dir (e.g. an orphan)."""
+        """Refuse to start a second server on the same data dir; reclaim orphans."""
         pid = self._read_pidfile()
         if pid is None or pid == os.getpid():
             return
         cmdline = _process_cmdline(pid)
-        if cmdline is not None and self.binary_name in cmdline:
+        if cmdline is not None and self.binary_name in cmdline and not self._reclaim_orphan(pid):
             raise EmbeddedServerError(
                 f"{self.name} is already running for {self.directory} (pid {pid}: {cmdline!r}); "
                 f"stop it first (kill -{self.stop_signal.name} {pid})"
@@ -776,6 +808,8 @@ class PostgresServer(ServerProcess):
         if cmdline is None:
             return  # dead: postgres itself replaces a stale postmaster.pid
         if self.binary_name in cmdline and not cmdline.startswith("postgres:"):
+            if self._reclaim_orphan(pid):
+                return
             raise EmbeddedServerError(
                 f"PostgreSQL is already running for {self.directory} (postmaster pid {pid}: "
                 f"{cmdline!r}); stop it first (kill -INT {pid})"
