@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from rankd import scripts
 from rankd.api.auth import Authenticator
@@ -35,9 +35,15 @@ class Runtime:
     def build(cls, settings: Settings) -> Runtime:
         if not (settings.redis_url and settings.postgres_url and settings.nats_url):
             raise ValueError("Runtime needs RANKD_REDIS_URL, RANKD_POSTGRES_URL and RANKD_NATS_URL")
-        redis = Redis.from_url(
-            settings.redis_url, max_connections=64, socket_timeout=5, socket_connect_timeout=5
+        # A blocking pool: under a burst, requests wait for a connection instead of failing.
+        pool = BlockingConnectionPool.from_url(
+            settings.redis_url,
+            max_connections=64,
+            timeout=10,
+            socket_timeout=5,
+            socket_connect_timeout=5,
         )
+        redis = Redis(connection_pool=pool)
         pg = PostgresStore(settings.postgres_url)
         log = JetStreamLog(
             settings.nats_url,

@@ -16,7 +16,8 @@
 --           the service refuses runs this old, so forgetting them cannot double count
 -- ARGV[10] = unix seconds at which the written keys expire, or "0" for never
 --
--- Returns {changed, rank, stored, counted}: counted is 1 if this call counted the run.
+-- Returns {changed, rank, stored, counted}: counted is 1 if the run is counted in the total,
+-- by this call or an earlier one (a resend of a counted run answers 1, changed 0).
 -- The total's time is the latest counted run's time, so any order of the same runs gives
 -- the same composite. All arithmetic stays below 2^53, where Lua's doubles are exact.
 
@@ -26,8 +27,12 @@ if ARGV[9] ~= '0' then
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[9])
 end
 local fresh = tonumber(ARGV[8]) >= tonumber(ARGV[9])
-if fresh and redis.call('ZADD', KEYS[3], 'NX', ARGV[8], ARGV[1]) == 1 then
+local added = 0
+if fresh then
+  added = redis.call('ZADD', KEYS[3], 'NX', ARGV[8], ARGV[1])
   counted = 1
+end
+if added == 1 then
   local mult = tonumber(ARGV[5])
   local max_score = tonumber(ARGV[6])
   local desc = ARGV[7] == 'desc'

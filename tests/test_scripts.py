@@ -1,0 +1,509 @@
+"""Laws of the Lua scripts, run directly against the real Redis.
+
+The hypothesis tests are plain sync functions: each example runs its coroutine on a fresh
+event loop with a fresh Redis client (the session loop belongs to pytest-asyncio). Every
+example writes to fresh keys, so examples and tests never see each other's data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from rankd import keys
+from rankd.codec import Codec
+from rankd.keys import PeriodKeys
+from rankd.periods import DAY_MS, SPAN_MS, period_at
+from rankd.scripts import ALL_SCRIPTS, AROUND, SUBMIT_BEST, SUBMIT_SUM, Call, load_all, run_pipeline
+
+T = TypeVar("T")
+
+LIMIT = 2**53  # every composite is below this
+PROPS = settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+# Member names chosen so that byte order differs from "natural" order.
+PLAYERS = ["a", "B", "z", "_x", "-y", "9", "aa", "Z1"]
+PERIOD_START = period_at("daily", 1_790_000_000_000).start_ms
+
+
+def fresh_keys(window: str = "all-time", period: str = "all-time") -> PeriodKeys:
+    return keys.period_keys(f"t-{uuid.uuid4().hex}", window, period)
+
+
+def in_fresh_loop(urls: Any, fn: Callable[[Redis], Awaitable[T]]) -> T:
+    """Run ``fn(redis)`` on a new event loop with its own client, then close both."""
+
+    async def main() -> T:
+        client = Redis.from_url(urls.redis)
+        try:
+            return await fn(client)
+        finally:
+            await client.aclose()
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        loop.close()
+
+
+async def drop(redis: Redis, *pks: PeriodKeys) -> None:
+    await redis.delete(*[k for pk in pks for k in (pk.public, pk.runs)])
+
+
+def best_call(pk: PeriodKeys, composite: int, member: str, expire: str = "0") -> Call:
+    return (SUBMIT_BEST, (pk.public, pk.public), (composite, member, expire))
+
+
+def sum_call(
+    pk: PeriodKeys,
+    codec: Codec,
+    run_id: str,
+    member: str,
+    score: int,
+    offset_ms: int,
+    *,
+    trim_before: int = 0,
+    expire: str = "0",
+) -> Call:
+    return (
+        SUBMIT_SUM,
+        (pk.public, pk.public, pk.runs),
+        (
+            run_id,
+            member,
+            score,
+            codec.time_key(offset_ms),
+            1 << codec.time_bits,
+            codec.max_score,
+            codec.order,
+            PERIOD_START + offset_ms,
+            trim_before,
+            expire,
+        ),
+    )
+
+
+async def board(redis: Redis, pk: PeriodKeys) -> list[tuple[bytes, float]]:
+    return await redis.zrange(pk.public, 0, -1, withscores=True)
+
+
+def redis_order(entries: dict[str, int]) -> list[str]:
+    """Members best first as a reversed range gives them: composite desc, then member desc."""
+    by_member = sorted(entries, key=lambda m: m.encode(), reverse=True)
+    return sorted(by_member, key=lambda m: -entries[m])
+
+
+composites = st.one_of(
+    st.integers(0, LIMIT - 1),
+    st.integers(0, 12),  # small pool: equal composites and repeats
+    st.integers(LIMIT - 12, LIMIT - 1),  # the top of the exact range
+)
+
+
+# --- best ----------------------------------------------------------------------------------
+
+
+@PROPS
+@given(runs=st.lists(st.tuples(st.sampled_from(PLAYERS[:4]), composites), min_size=1, max_size=40))
+def test_best_is_a_running_max(urls: Any, runs: list[tuple[str, int]]) -> None:
+    async def go(redis: Redis) -> None:
+        pk = fresh_keys()
+        model: dict[str, int] = {}
+        try:
+            for member, composite in runs:
+                [reply] = await run_pipeline(redis, [best_call(pk, composite, member)])
+                changed, rank, stored, mine = reply
+                before = model.get(member)
+                expected = composite if before is None else max(before, composite)
+                model[member] = expected
+                assert stored == expected
+                assert changed == int(before is None or expected > before)
+                assert mine == int(expected == composite)
+                assert await redis.zscore(pk.public, member) == stored
+                assert rank == await redis.zrevrank(pk.public, member) + 1
+                assert rank == redis_order(model).index(member) + 1
+            stored_board = {m.decode(): s for m, s in await board(redis, pk)}
+            assert stored_board == model
+        finally:
+            await drop(redis, pk)
+
+    in_fresh_loop(urls, go)
+
+
+@PROPS
+@given(data=st.data())
+def test_best_any_order_of_the_same_runs_gives_the_same_board(urls: Any, data: Any) -> None:
+    runs = data.draw(
+        st.lists(st.tuples(st.sampled_from(PLAYERS), composites), min_size=1, max_size=30),
+        label="runs",
+    )
+    resent = data.draw(st.lists(st.sampled_from(runs), max_size=15), label="resent")
+    shuffled = data.draw(st.permutations(runs + resent), label="shuffled")
+
+    async def go(redis: Redis) -> None:
+        a, b = fresh_keys(), fresh_keys()
+        try:
+            for member, composite in runs:  # one call per round trip
+                await run_pipeline(redis, [best_call(a, composite, member)])
+            # everything in one pipeline, shuffled and with resends
+            await run_pipeline(redis, [best_call(b, c, m) for m, c in shuffled])
+            model: dict[str, int] = {}
+            for member, composite in runs:
+                model[member] = max(model.get(member, -1), composite)
+            expected = [(m.encode(), float(model[m])) for m in reversed(redis_order(model))]
+            assert await board(redis, a) == expected
+            assert await board(redis, b) == expected
+        finally:
+            await drop(redis, a, b)
+
+    in_fresh_loop(urls, go)
+
+
+async def test_best_equal_scores_rank_the_earlier_run_first(redis: Redis) -> None:
+    for order in ("desc", "asc"):
+        codec = Codec.create(1000, order, SPAN_MS["daily"])
+        res = codec.resolution_ms
+        pk = fresh_keys("daily", "2026-11-03")
+        # "a" sorts below "z", so on an exact tie Redis would put "z" first; the earlier
+        # time must win over that. Insert the later run first, too.
+        calls = [
+            best_call(pk, codec.pack(500, 10 * res), "z"),
+            best_call(pk, codec.pack(500, 3 * res), "a"),
+            best_call(pk, codec.pack(500, 3 * res + res - 1), "m"),  # same unit as "a"
+            best_call(pk, codec.pack(500, 20 * res), "0"),
+        ]
+        replies = await run_pipeline(redis, calls)
+        assert [r[1] for r in replies] == [1, 1, 1, 4]  # each rank right after its write
+        order_now = [m.decode() for m in await redis.zrevrange(pk.public, 0, -1)]
+        # "m" and "a" share the time unit: exact tie, member descending
+        assert order_now == ["m", "a", "z", "0"]
+        better = 600 if order == "desc" else 400
+        [reply] = await run_pipeline(redis, [best_call(pk, codec.pack(better, DAY_MS - 1), "0")])
+        assert reply[1] == 1  # a better score beats any earlier time
+        await drop(redis, pk)
+
+
+@st.composite
+def ranked_entries(draw: st.DrawFn) -> tuple[Codec, dict[str, tuple[int, int]]]:
+    order = draw(st.sampled_from(["desc", "asc"]))
+    max_score = draw(st.sampled_from([3, 1000, 1_000_000_000, 2**40]))
+    window = draw(st.sampled_from(list(SPAN_MS)))
+    codec = Codec.create(max_score, order, SPAN_MS[window])
+    players = draw(st.lists(st.sampled_from(PLAYERS), min_size=1, max_size=8, unique=True))
+    score = st.one_of(st.integers(0, min(max_score, 3)), st.integers(0, max_score))
+    offset = st.one_of(
+        st.integers(0, min(3 * codec.resolution_ms, SPAN_MS[window] - 1)),
+        st.integers(0, SPAN_MS[window] - 1),
+    )
+    return codec, {p: (draw(score), draw(offset)) for p in players}
+
+
+@PROPS
+@given(case=ranked_entries())
+def test_best_order_is_score_then_earlier_time_then_member_desc(
+    urls: Any, case: tuple[Codec, dict[str, tuple[int, int]]]
+) -> None:
+    codec, entries = case
+    sign = -1 if codec.order == "desc" else 1
+    by_member = sorted(entries, key=lambda m: m.encode(), reverse=True)
+    expected = sorted(
+        by_member,
+        key=lambda m: (sign * entries[m][0], entries[m][1] // codec.resolution_ms),
+    )
+
+    async def go(redis: Redis) -> None:
+        pk = fresh_keys()
+        try:
+            calls = [best_call(pk, codec.pack(s, t), m) for m, (s, t) in entries.items()]
+            await run_pipeline(redis, calls)
+            got = [m.decode() for m in await redis.zrevrange(pk.public, 0, -1)]
+            assert got == expected
+        finally:
+            await drop(redis, pk)
+
+    in_fresh_loop(urls, go)
+
+
+# --- sum -----------------------------------------------------------------------------------
+
+
+@st.composite
+def sum_cases(draw: st.DrawFn) -> tuple[Codec, dict[str, tuple[str, int, int]], list[str]]:
+    order = draw(st.sampled_from(["desc", "asc"]))
+    max_score = draw(st.sampled_from([50, 1000, 1_000_000_000, 2**40, LIMIT - 1]))
+    codec = Codec.create(max_score, order, SPAN_MS["daily"])
+    score = st.one_of(
+        st.integers(0, 20),
+        st.integers(0, max_score),
+        st.integers(max(0, max_score // 2 - 5), max_score // 2 + 5),
+    )
+    offset = st.one_of(
+        st.integers(0, min(3 * codec.resolution_ms, SPAN_MS["daily"] - 1)),
+        st.integers(0, SPAN_MS["daily"] - 1),
+    )
+    count = draw(st.integers(1, 14))
+    runs = {
+        f"r{i}": (draw(st.sampled_from(PLAYERS[:3])), draw(score), draw(offset))
+        for i in range(count)
+    }
+    resent = draw(st.lists(st.sampled_from(sorted(runs)), max_size=12))
+    sequence = draw(st.permutations(sorted(runs) + resent))
+    return codec, runs, sequence
+
+
+@PROPS
+@given(case=sum_cases())
+def test_sum_counts_each_run_once_in_any_order(
+    urls: Any, case: tuple[Codec, dict[str, tuple[str, int, int]], list[str]]
+) -> None:
+    codec, runs, sequence = case
+
+    async def go(redis: Redis) -> None:
+        pk = fresh_keys("daily", "2026-11-03")
+        totals: dict[str, int] = {}
+        latest: dict[str, int] = {}
+        counted_ids: set[str] = set()
+        try:
+            for run_id in sequence:
+                member, score, offset = runs[run_id]
+                call = sum_call(pk, codec, run_id, member, score, offset)
+                [reply] = await run_pipeline(redis, [call])
+                changed, rank, stored, counted = reply
+                before = codec.pack(totals[member], latest[member]) if member in totals else None
+                if run_id not in counted_ids:
+                    counted_ids.add(run_id)
+                    totals[member] = min(totals.get(member, 0) + score, codec.max_score)
+                    latest[member] = max(latest.get(member, 0), offset)
+                else:
+                    assert changed == 0  # a resend changes nothing
+                assert counted == 1  # ...but is reported as counted
+                expected = codec.pack(totals[member], latest[member])
+                assert stored == expected
+                assert changed == int(expected != before)
+                assert await redis.zscore(pk.public, member) == stored
+                assert rank == await redis.zrevrank(pk.public, member) + 1
+            # the end state: the sum over distinct run ids, at the latest counted run's time
+            expected_board: dict[str, int] = {}
+            for member in {m for m, _, _ in runs.values()}:
+                mine = [(s, t) for m, s, t in runs.values() if m == member]
+                total = min(sum(s for s, _ in mine), codec.max_score)
+                expected_board[member] = codec.pack(total, max(t for _, t in mine))
+            got = {m.decode(): s for m, s in await board(redis, pk)}
+            assert got == expected_board
+            assert sorted(m.decode() for m in await redis.zrange(pk.runs, 0, -1)) == sorted(runs)
+        finally:
+            await drop(redis, pk)
+
+    in_fresh_loop(urls, go)
+
+
+async def test_sum_saturates_at_max_score(redis: Redis) -> None:
+    for order in ("desc", "asc"):
+        codec = Codec.create(100, order, SPAN_MS["daily"])
+        pk = fresh_keys("daily", "2026-11-03")
+        replies = await run_pipeline(
+            redis,
+            [
+                sum_call(pk, codec, "r1", "p", 70, 1000),
+                sum_call(pk, codec, "r2", "p", 70, 5000),  # 140 -> 100
+                sum_call(pk, codec, "r3", "p", 100, 9000),  # still 100, later time
+                sum_call(pk, codec, "r4", "p", 100, 2000),  # still 100, earlier time
+            ],
+        )
+        stored = [r[2] for r in replies]
+        assert [codec.unpack(s)[0] for s in stored] == [70, 100, 100, 100]
+        assert stored[-1] == codec.pack(100, 9000)
+        assert [r[0] for r in replies] == [1, 1, 1, 0]  # r4 counted but changes nothing
+        assert [r[3] for r in replies] == [1, 1, 1, 1]
+        await drop(redis, pk)
+
+
+async def test_sum_asc_ranks_the_lower_total_first(redis: Redis) -> None:
+    codec = Codec.create(1_000_000_000, "asc", SPAN_MS["all-time"])
+    pk = fresh_keys()
+    calls = [
+        sum_call(pk, codec, "a1", "a", 10, 0),
+        sum_call(pk, codec, "b1", "b", 30, 0),
+        sum_call(pk, codec, "c1", "c", 5, 0),
+        sum_call(pk, codec, "c2", "c", 20, 0),  # c: 25, between a and b
+        sum_call(pk, codec, "d1", "d", 10, 10 * codec.resolution_ms),  # ties a, later
+    ]
+    replies = await run_pipeline(redis, calls)
+    assert [m.decode() for m in await redis.zrevrange(pk.public, 0, -1)] == ["a", "d", "c", "b"]
+    assert [codec.unpack(r[2])[0] for r in replies] == [10, 30, 5, 25, 10]
+    assert replies[-1][1] == 2
+    await drop(redis, pk)
+
+
+async def test_sum_refuses_runs_older_than_the_trim_horizon(redis: Redis) -> None:
+    codec = Codec.create(1000, "desc", SPAN_MS["daily"])
+    pk = fresh_keys("daily", "2026-11-03")
+    horizon = PERIOD_START + 50_000
+    old = sum_call(pk, codec, "old", "p", 5, 1000, trim_before=horizon)
+    [reply] = await run_pipeline(redis, [old])
+    assert reply == [0, 0, 0, 0]  # not counted, and the player has no entry
+    assert await redis.exists(pk.public) == 0
+    fresh = sum_call(pk, codec, "new", "p", 7, 60_000, trim_before=horizon)
+    [reply] = await run_pipeline(redis, [fresh])
+    assert reply[3] == 1 and codec.unpack(reply[2])[0] == 7
+    # a counted id that falls behind a later horizon is forgotten, not kept forever
+    later = sum_call(pk, codec, "newer", "p", 1, 90_000, trim_before=PERIOD_START + 70_000)
+    [reply] = await run_pipeline(redis, [later])
+    assert codec.unpack(reply[2])[0] == 8
+    assert [m.decode() for m in await redis.zrange(pk.runs, 0, -1)] == ["newer"]
+    await drop(redis, pk)
+
+
+# --- NOSCRIPT ------------------------------------------------------------------------------
+
+
+def sum_keys(pk: PeriodKeys) -> PeriodKeys:
+    return keys.period_keys(pk.board + "-sum", "all-time", "all-time")
+
+
+def mixed_calls(pk: PeriodKeys) -> list[Call]:
+    codec = Codec.create(1_000_000, "desc", SPAN_MS["all-time"])
+    return [
+        best_call(pk, 5 << 20, "a"),
+        best_call(pk, 7 << 20, "b"),
+        best_call(pk, 6 << 20, "a"),
+        best_call(pk, 1 << 20, "a"),
+        (AROUND, (pk.public,), ("a", 1)),
+        sum_call(sum_keys(pk), codec, "r", "s", 3, 9),
+    ]
+
+
+async def test_run_pipeline_reloads_scripts_after_script_flush(redis: Redis) -> None:
+    await redis.script_flush()
+    assert await redis.script_exists(*[s.sha for s in ALL_SCRIPTS]) == [False] * 3
+    pk = fresh_keys()
+    [reply] = await run_pipeline(redis, [best_call(pk, 42, "p")])
+    assert reply == [1, 1, 42, 1]
+    assert await redis.script_exists(*[s.sha for s in ALL_SCRIPTS]) == [True] * 3
+    await drop(redis, pk)
+
+
+async def test_pipeline_after_script_flush_gives_the_same_results(redis: Redis) -> None:
+    await load_all(redis)
+    a, b = fresh_keys(), fresh_keys()
+    extra = [("ZCARD", (a.public,)), ("ZSCORE", (a.public, "a"))]
+    warm = await run_pipeline(redis, mixed_calls(a), extra)
+    await redis.script_flush()
+    extra_b = [("ZCARD", (b.public,)), ("ZSCORE", (b.public, "a"))]
+    cold = await run_pipeline(redis, mixed_calls(b), extra_b)
+    assert len(cold) == len(warm) == 8
+    assert cold == warm
+    assert warm[:4] == [
+        [1, 1, 5 << 20, 1],
+        [1, 1, 7 << 20, 1],
+        [1, 2, 6 << 20, 1],
+        [0, 2, 6 << 20, 0],
+    ]
+    assert await board(redis, a) == await board(redis, b)
+    for pk in (a, b):
+        await drop(redis, pk, sum_keys(pk))
+
+
+async def test_run_pipeline_raises_other_errors(redis: Redis) -> None:
+    pk = fresh_keys()
+    await redis.set(pk.public, "not a sorted set")
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        await run_pipeline(redis, [best_call(pk, 1, "p")])
+    await drop(redis, pk)
+
+
+# --- expiry --------------------------------------------------------------------------------
+
+
+async def test_expire_sets_a_ttl_and_zero_leaves_none(redis: Redis) -> None:
+    at = str(int(time.time()) + 1000)
+    codec = Codec.create(1000, "desc", SPAN_MS["daily"])
+    kept, expiring = fresh_keys("daily", "2026-11-03"), fresh_keys("daily", "2026-11-03")
+    await run_pipeline(
+        redis,
+        [
+            best_call(kept, 1, "p"),
+            best_call(expiring, 1, "p", at),
+        ],
+    )
+    assert await redis.ttl(kept.public) == -1
+    assert 0 < await redis.ttl(expiring.public) <= 1000
+    kept_sum, expiring_sum = fresh_keys(), fresh_keys()
+    await run_pipeline(
+        redis,
+        [
+            sum_call(kept_sum, codec, "r", "p", 3, 0),
+            sum_call(expiring_sum, codec, "r", "p", 3, 0, expire=at),
+        ],
+    )
+    assert await redis.ttl(kept_sum.public) == -1
+    assert await redis.ttl(kept_sum.runs) == -1
+    assert 0 < await redis.ttl(expiring_sum.public) <= 1000
+    assert 0 < await redis.ttl(expiring_sum.runs) <= 1000
+    await drop(redis, kept, expiring, kept_sum, expiring_sum)
+
+
+# --- precision -----------------------------------------------------------------------------
+
+
+async def test_best_composites_at_the_top_of_the_exact_range_round_trip(redis: Redis) -> None:
+    pk = fresh_keys()
+    values = [LIMIT - 1, LIMIT - 2, LIMIT - 3, 2**52 + 1, 2**52 - 1, 10**15 + 7, 99_999_999_999_999]
+    calls = [best_call(pk, v, f"p{i}") for i, v in enumerate(values)]
+    replies = await run_pipeline(redis, calls)
+    assert [r[2] for r in replies] == values
+    assert all(r[3] == 1 for r in replies)
+    for i, v in enumerate(values):
+        assert int(await redis.zscore(pk.public, f"p{i}")) == v
+        raw = await redis.execute_command("ZSCORE", pk.public, f"p{i}")
+        assert int(float(raw)) == v
+    # one below the entry never lowers it, one above raises it
+    replies = await run_pipeline(
+        redis, [best_call(pk, LIMIT - 4, "p2"), best_call(pk, LIMIT - 2, "p2")]
+    )
+    assert replies == [[0, 3, LIMIT - 3, 0], [1, 2, LIMIT - 2, 1]]
+    await drop(redis, pk)
+
+
+@PROPS
+@given(
+    max_score=st.sampled_from([2**40, LIMIT - 1]),
+    near=st.lists(st.integers(0, 2**12), min_size=1, max_size=6),
+    offsets=st.lists(st.integers(0, DAY_MS - 1), min_size=7, max_size=7),
+)
+def test_sum_totals_near_the_limit_are_exact(
+    urls: Any, max_score: int, near: list[int], offsets: list[int]
+) -> None:
+    codec = Codec.create(max_score, "desc", SPAN_MS["daily"])
+    # one big run just below max_score, then small ones that reach or pass it
+    scores = [max_score - 2**14, *near]
+
+    async def go(redis: Redis) -> None:
+        pk = fresh_keys("daily", "2026-11-03")
+        try:
+            calls = [sum_call(pk, codec, f"r{i}", "p", s, offsets[i]) for i, s in enumerate(scores)]
+            replies = await run_pipeline(redis, calls)
+            total, latest = 0, 0
+            for i, (s, reply) in enumerate(zip(scores, replies, strict=True)):
+                total = min(total + s, max_score)
+                latest = max(latest, offsets[i])
+                assert reply[2] == codec.pack(total, latest)
+            assert int(await redis.zscore(pk.public, "p")) == replies[-1][2]
+            assert await redis.zscore(pk.public, "p") == float(replies[-1][2])
+        finally:
+            await drop(redis, pk)
+
+    in_fresh_loop(urls, go)
