@@ -303,7 +303,8 @@ def test_sum_counts_each_run_once_in_any_order(
                 expected_board[member] = codec.pack(total, max(t for _, t in mine))
             got = {m.decode(): s for m, s in await board(redis, pk)}
             assert got == expected_board
-            assert sorted(m.decode() for m in await redis.zrange(pk.runs, 0, -1)) == sorted(runs)
+            counted = sorted(m.decode() for m in await redis.zrange(pk.runs, 0, -1))
+            assert counted == sorted(f"{m}|{run_id}" for run_id, (m, _, _) in runs.items())
         finally:
             await drop(redis, pk)
 
@@ -363,7 +364,7 @@ async def test_sum_refuses_runs_older_than_the_trim_horizon(redis: Redis) -> Non
     later = sum_call(pk, codec, "newer", "p", 1, 90_000, trim_before=PERIOD_START + 70_000)
     [reply] = await run_pipeline(redis, [later])
     assert codec.unpack(reply[2])[0] == 8
-    assert [m.decode() for m in await redis.zrange(pk.runs, 0, -1)] == ["newer"]
+    assert [m.decode() for m in await redis.zrange(pk.runs, 0, -1)] == ["p|newer"]
     await drop(redis, pk)
 
 

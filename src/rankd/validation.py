@@ -24,7 +24,7 @@ def parse_time(value: Any, field: str) -> int:
     if not isinstance(value, str) or len(value) > 40:
         raise InvalidRequest(f"{field} must be an RFC 3339 time such as 2026-11-03T18:22:07.123Z")
     try:
-        parsed = datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(value.upper())  # RFC 3339 allows "t" and "z"
     except ValueError:
         parsed = None
     if parsed is None or parsed.tzinfo is None or "T" not in value.upper():
@@ -56,6 +56,9 @@ def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -
         raise InvalidRequest("player_id must be a string matching ^[A-Za-z0-9_-]{1,64}$")
     player_id(pid)
     score = payload.get("score")
+    if isinstance(score, float) and score >= 2**63:
+        # integers past 64 bits reach us as floats; they are out of range, not malformed
+        raise ScoreOutOfRange(f"score is above this board's max_run_score of {board.max_run_score}")
     if not isinstance(score, int) or isinstance(score, bool) or score < 0:
         raise InvalidRequest("score must be a non-negative integer")
     if score > board.max_run_score:

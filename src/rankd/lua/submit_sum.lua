@@ -3,7 +3,9 @@
 --
 -- KEYS[1] = the key the entry is written to (public board or a side key)
 -- KEYS[2] = the public board the rank is read from (equal to KEYS[1] for most players)
--- KEYS[3] = the period's counted run ids (sorted set: run_id -> ended_at ms), same hash tag
+-- KEYS[3] = the period's counted runs (sorted set: "<player>|<run_id>" -> ended_at ms), same
+--           hash tag; keyed by player too, so another player's reuse of a run id cannot
+--           suppress or borrow a count
 -- ARGV[1] = run id
 -- ARGV[2] = member (player id)
 -- ARGV[3] = the run's score (non-negative integer)
@@ -29,7 +31,7 @@ end
 local fresh = tonumber(ARGV[8]) >= tonumber(ARGV[9])
 local added = 0
 if fresh then
-  added = redis.call('ZADD', KEYS[3], 'NX', ARGV[8], ARGV[1])
+  added = redis.call('ZADD', KEYS[3], 'NX', ARGV[8], ARGV[2] .. '|' .. ARGV[1])
   counted = 1
 end
 if added == 1 then

@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+import psycopg
+from psycopg_pool import PoolTimeout
+
 from rankd.stores.postgres import PostgresStore
 
 MAX_CACHED = 200_000
@@ -27,7 +30,14 @@ class NameCache:
             else:
                 missing.append(pid)
         if missing:
-            fetched = await self.pg.get_names(missing)
+            try:
+                fetched = await self.pg.get_names(missing)
+            except (psycopg.Error, PoolTimeout):
+                # Names are display-only: serve what we have rather than fail the read.
+                for pid in missing:
+                    hit = self._cache.get(pid)
+                    found[pid] = hit[1] if hit is not None else None
+                return found
             if len(self._cache) > MAX_CACHED:
                 self._cache.clear()  # crude bound; names are display-only
             for pid in missing:

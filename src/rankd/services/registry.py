@@ -5,11 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import psycopg
+from psycopg_pool import PoolTimeout
 from redis.asyncio import Redis
 
 from rankd import keys
 from rankd.boards import BoardConfig, apply_changes, changed_immutable
-from rankd.errors import BoardImmutableField, BoardNotFound
+from rankd.errors import BoardImmutableField, BoardNotFound, Unavailable
+from rankd.periods import WINDOWS
 from rankd.stores.postgres import PostgresStore
 
 
@@ -26,7 +29,13 @@ class BoardRegistry:
         now = time.monotonic()
         if hit is not None and now - hit[0] < self.ttl_s:
             return hit[1]
-        config = await self.pg.get_board(board_id)
+        try:
+            config = await self.pg.get_board(board_id)
+        except (psycopg.Error, PoolTimeout) as exc:
+            # PostgreSQL is not on the submit path: a known board keeps working from cache.
+            if hit is not None:
+                return hit[1]
+            raise Unavailable("board configs cannot be loaded right now; retry shortly") from exc
         if config is None:
             self._cache.pop(board_id, None)
             raise BoardNotFound(f"board {board_id!r} does not exist; create it with PUT first")
@@ -37,8 +46,11 @@ class BoardRegistry:
         return await self.pg.list_boards()
 
     async def has_runs(self, config: BoardConfig) -> bool:
-        index_keys = [keys.periods_index(config.board_id, w) for w in config.windows]
-        return bool(await self.redis.exists(*index_keys))
+        """Whether any window, current or dropped from the config, ever took a run."""
+        index_keys = [keys.periods_index(config.board_id, w) for w in WINDOWS]
+        if await self.redis.exists(*index_keys):
+            return True
+        return await self.pg.board_has_periods(config.board_id)
 
     async def put(self, board_id: str, body: Any) -> tuple[BoardConfig, bool]:
         """Create or update; omitted fields keep their values. Returns (config, created)."""
