@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 REQUESTS = Histogram(
     "rankd_request_seconds",
@@ -11,3 +11,19 @@ REQUESTS = Histogram(
     buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0),
 )
 RUNS_ACCEPTED = Counter("rankd_runs_accepted_total", "Runs made durable and applied.", ["endpoint"])
+RUNS_APPLIED = Counter(
+    "rankd_runs_applied_total", "Runs applied from the log to Redis and PostgreSQL."
+)
+MESSAGES_PARKED = Counter(
+    "rankd_log_messages_parked_total", "Log messages that can never apply, parked."
+)
+CONSUMER_PENDING = Gauge(
+    "rankd_consumer_pending_messages", "Log messages not yet delivered to the consumer."
+)
+CONSUMER_ACK_PENDING = Gauge(
+    "rankd_consumer_ack_pending_messages", "Log messages delivered but not yet acknowledged."
+)
+CONSUMER_OLDEST_UNACKED = Gauge(
+    "rankd_consumer_oldest_unacked_seconds", "Age of the oldest log message not yet applied."
+)
+REBUILDS = Counter("rankd_rebuilds_total", "Board periods rebuilt into Redis from PostgreSQL.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -32,13 +32,24 @@ from rankd.validation import format_time
 _INDEX_MEMO_S = 60.0
 
 
+Disposition = Literal["apply", "closed", "expired"]
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One window of one run: where it goes and the script call that puts it there."""
+    """One window of one run: what happens to it, and the script call that applies it.
+
+    ``closed``: the run came after its period's grace (decided by when it was received, so
+    a replay decides the same). ``expired``: the period has left Redis (retention passed at
+    apply time); only the durable copy takes the run.
+    """
 
     window: str
     period: Period
-    call: Call | None  # None: the period is closed to this run
+    run: Run
+    disposition: Disposition
+    call: Call | None = None
+    composite: int | None = None  # the run's own composite on a best board
 
 
 def sum_horizon_ms(board: BoardConfig) -> int:
@@ -50,36 +61,49 @@ def sum_horizon_ms(board: BoardConfig) -> int:
     return max(board.grace_seconds * 1000, DAY_MS)
 
 
-def plan(board: BoardConfig, run: Run) -> list[Target]:
-    """The script calls that apply ``run`` to every window of ``board``."""
+def expires_at_ms(board: BoardConfig, period: Period) -> int | None:
+    """When a period's keys leave Redis (None: never)."""
+    if period.window == ALL_TIME:
+        return None
+    retention_ms = board.retention_days.get(period.window, 0) * DAY_MS
+    return period.end_ms + board.grace_seconds * 1000 + retention_ms
+
+
+def plan(board: BoardConfig, run: Run, now_ms: int | None = None) -> list[Target]:
+    """What applying ``run`` does to every window of ``board`` at ``now_ms``.
+
+    ``now_ms`` defaults to when the run was received; the log consumer and replays pass the
+    time they apply it.
+    """
+    now_ms = run.received_at_ms if now_ms is None else now_ms
     targets = []
     grace_ms = board.grace_seconds * 1000
     for window in board.windows:
         period = period_at(window, run.ended_at_ms)
         if period.status(run.received_at_ms, grace_ms) == "closed":
-            targets.append(Target(window, period, None))
+            targets.append(Target(window, period, run, "closed"))
+            continue
+        too_old = run.ended_at_ms < run.received_at_ms - sum_horizon_ms(board)
+        if board.policy == "sum" and window == ALL_TIME and too_old:
+            targets.append(Target(window, period, run, "closed"))
             continue
         codec = board.codecs[window]
-        pk = keys.period_keys(board.board_id, window, period.id)
         offset = run.ended_at_ms - period.start_ms
-        expire_at = "0"
-        if window != ALL_TIME:
-            retention_ms = board.retention_days.get(window, 0) * DAY_MS
-            expire_at = str((period.end_ms + grace_ms + retention_ms) // 1000)
-        if board.policy == "best":
-            composite = codec.pack(run.score, offset)
+        composite = codec.pack(run.score, offset) if board.policy == "best" else None
+        expires = expires_at_ms(board, period)
+        if expires is not None and now_ms >= expires:
+            targets.append(Target(window, period, run, "expired", composite=composite))
+            continue
+        pk = keys.period_keys(board.board_id, window, period.id)
+        expire_at = "0" if expires is None else str(expires // 1000)
+        if composite is not None:
             call: Call = (
                 SUBMIT_BEST,
                 (pk.public, pk.public),
                 (composite, run.player_id, expire_at),
             )
         else:
-            trim_before = 0
-            if window == ALL_TIME:
-                trim_before = run.received_at_ms - sum_horizon_ms(board)
-                if run.ended_at_ms < trim_before:
-                    targets.append(Target(window, period, None))
-                    continue
+            trim_before = now_ms - sum_horizon_ms(board) if window == ALL_TIME else 0
             call = (
                 SUBMIT_SUM,
                 (pk.public, pk.public, pk.runs),
@@ -96,13 +120,14 @@ def plan(board: BoardConfig, run: Run) -> list[Target]:
                     expire_at,
                 ),
             )
-        targets.append(Target(window, period, call))
+        targets.append(Target(window, period, run, "apply", call, composite))
     return targets
 
 
 def standing(board: BoardConfig, target: Target, result: Sequence[int] | None) -> dict[str, Any]:
     """The client-facing standing for one window from the script's reply."""
-    if target.call is None or result is None:
+    if target.disposition != "apply" or result is None or not result[1]:
+        # rank 0: a replayed run too old to count, for a player without an entry
         return {
             "window": target.window,
             "period": target.period.id,
@@ -137,9 +162,21 @@ class Submitter:
         await self.log.append(board.board_id, runs)
         return await self.apply(board, runs)
 
-    async def apply(self, board: BoardConfig, runs: Sequence[Run]) -> list[list[dict[str, Any]]]:
+    async def apply(
+        self, board: BoardConfig, runs: Sequence[Run], now_ms: int | None = None
+    ) -> list[list[dict[str, Any]]]:
         """Apply already-logged runs to Redis (idempotent) and return their standings."""
-        plans = [plan(board, run) for run in runs]
+        plans = [plan(board, run, now_ms) for run in runs]
+        replies = await self.run_plans(board, plans)
+        return [
+            [standing(board, t, r) for t, r in zip(p, rs, strict=True)]
+            for p, rs in zip(plans, replies, strict=True)
+        ]
+
+    async def run_plans(
+        self, board: BoardConfig, plans: Sequence[Sequence[Target]]
+    ) -> list[list[Sequence[int] | None]]:
+        """Send every planned script call in one pipeline; replies shaped like ``plans``."""
         calls = [t.call for p in plans for t in p if t.call is not None]
         extra, memos = self._index_commands(board, plans)
         try:
@@ -152,13 +189,14 @@ class Submitter:
         now = time.monotonic()
         self._indexed.update((memo, now) for memo in memos)
         replies = iter(results[: len(calls)])
-        return [
-            [standing(board, t, next(replies) if t.call is not None else None) for t in p]
-            for p in plans
-        ]
+        return [[next(replies) if t.call is not None else None for t in p] for p in plans]
+
+    def forget_indexed(self) -> None:
+        """After a rebuild the periods index must be written again."""
+        self._indexed.clear()
 
     def _index_commands(
-        self, board: BoardConfig, plans: list[list[Target]]
+        self, board: BoardConfig, plans: Sequence[Sequence[Target]]
     ) -> tuple[list[tuple[str, tuple[Any, ...]]], set[tuple[str, str, str]]]:
         """ZADD NX of newly seen periods into the per-window periods index."""
         now = time.monotonic()

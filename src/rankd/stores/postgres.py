@@ -104,6 +104,14 @@ class PostgresStore:
         created_at: datetime = row[0]
         return from_settings(config.board_id, config.settings(), created_at), bool(row[1])
 
+    async def board_has_periods(self, board_id: str) -> bool:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM periods_seen WHERE board_id = %s)", (board_id,)
+            )
+            row = await cur.fetchone()
+        return bool(row and row[0])
+
     # players
 
     async def set_name(self, player_id: str, name: str) -> None:

@@ -1,0 +1,237 @@
+"""The durable copy of the boards in PostgreSQL: ``player_best``, ``sum_runs``, parking.
+
+Writes come from the log consumer in batches, sorted by key so concurrent consumers lock rows
+in the same order. A ``best`` entry is a conditional max (``ON CONFLICT ... WHERE`` the new
+composite is higher); a ``sum`` entry grows only by runs whose id is new in ``sum_runs``.
+Both are idempotent, so a redelivered or replayed message changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from rankd.boards import BoardConfig
+
+# Readers of player_best (rebuild) take this exclusively; appliers share it, so a rebuild's
+# snapshot and its RENAME see either all of a consumer batch or none of it.
+APPLY_LOCK = 0x72616E6B65
+
+
+@dataclass(frozen=True, slots=True)
+class BestRow:
+    player_id: str
+    composite: int
+    score: int
+    achieved_ms: int
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SumRun:
+    run_id: str
+    player_id: str
+    score: int
+    ended_ms: int
+
+
+PeriodKey = tuple[str, str, str]  # board, window, period
+
+
+@dataclass
+class StandingsBatch:
+    """What one consumer batch writes, grouped per board period."""
+
+    best: dict[PeriodKey, dict[str, BestRow]]
+    sums: dict[PeriodKey, dict[str, SumRun]]  # by "<player>|<run_id>"
+    periods: dict[PeriodKey, int]  # start_ms
+    configs: dict[str, BoardConfig]
+
+    @classmethod
+    def empty(cls) -> StandingsBatch:
+        return cls(defaultdict(dict), defaultdict(dict), {}, {})
+
+    def add_best(self, key: PeriodKey, start_ms: int, row: BestRow) -> None:
+        self.periods[key] = start_ms
+        held = self.best[key].get(row.player_id)
+        if held is None or row.composite > held.composite:
+            self.best[key][row.player_id] = row
+
+    def add_sum(self, key: PeriodKey, start_ms: int, run: SumRun) -> None:
+        self.periods[key] = start_ms
+        self.sums[key].setdefault(f"{run.player_id}|{run.run_id}", run)
+
+    def __bool__(self) -> bool:
+        return bool(self.periods)
+
+
+async def write(conn: AsyncConnection[Any], batch: StandingsBatch) -> None:
+    """Write ``batch`` in the caller's transaction."""
+    if batch.periods:
+        rows = sorted(batch.periods.items())
+        await conn.execute(
+            "INSERT INTO periods_seen (board_id, win, period, start_ms)"
+            " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[])"
+            " ON CONFLICT DO NOTHING",
+            (
+                [k[0] for k, _ in rows],
+                [k[1] for k, _ in rows],
+                [k[2] for k, _ in rows],
+                [start for _, start in rows],
+            ),
+        )
+    for key in sorted(batch.best):
+        entries = [batch.best[key][p] for p in sorted(batch.best[key])]
+        await conn.execute(
+            "INSERT INTO player_best"
+            " (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
+            " SELECT %s, %s, %s, * FROM unnest("
+            "   %s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::text[])"
+            " ON CONFLICT (board_id, win, period, player_id) DO UPDATE SET"
+            "   composite = EXCLUDED.composite, score = EXCLUDED.score,"
+            "   achieved_ms = EXCLUDED.achieved_ms, run_id = EXCLUDED.run_id"
+            " WHERE EXCLUDED.composite > player_best.composite",
+            (
+                *key,
+                [e.player_id for e in entries],
+                [e.composite for e in entries],
+                [e.score for e in entries],
+                [e.achieved_ms for e in entries],
+                [e.run_id for e in entries],
+            ),
+        )
+    for key in sorted(batch.sums):
+        await _write_sums(conn, key, batch.configs[key[0]], list(batch.sums[key].values()))
+
+
+async def _write_sums(
+    conn: AsyncConnection[Any], key: PeriodKey, board: BoardConfig, runs: Sequence[SumRun]
+) -> None:
+    runs = sorted(runs, key=lambda r: (r.player_id, r.run_id))
+    cur = await conn.execute(
+        "INSERT INTO sum_runs (board_id, win, period, run_id, player_id, score, ended_ms)"
+        " SELECT %s, %s, %s, * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])"
+        " ON CONFLICT DO NOTHING RETURNING player_id, score, ended_ms",
+        (
+            *key,
+            [r.run_id for r in runs],
+            [r.player_id for r in runs],
+            [r.score for r in runs],
+            [r.ended_ms for r in runs],
+        ),
+    )
+    totals: dict[str, list[int]] = {}
+    for player_id, score, ended_ms in await cur.fetchall():
+        held = totals.setdefault(player_id, [0, ended_ms])
+        held[0] += score
+        held[1] = max(held[1], ended_ms)
+    if not totals:
+        return
+    players = sorted(totals)
+    codec = board.codecs[key[1]]
+    from rankd.periods import parse_period  # local: keeps this module's imports to stores
+
+    start = parse_period(key[1], key[2]).start_ms
+    mult = 1 << codec.time_bits
+    score_key = "max_score - score" if board.order == "asc" else "score"
+    # New totals saturate at max_score; the time is the latest counted run's. The composite
+    # is recomputed from both with the codec's arithmetic (see codec.py).
+    await conn.execute(
+        "WITH up AS ("
+        " INSERT INTO player_best"
+        "  (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
+        "  SELECT %(b)s, %(w)s, %(p)s, u.player, 0, LEAST(u.total, %(max)s), u.at, ''"
+        "  FROM unnest(%(players)s::text[], %(totals)s::bigint[], %(ats)s::bigint[])"
+        "   AS u(player, total, at)"
+        "  ON CONFLICT (board_id, win, period, player_id) DO UPDATE SET"
+        "   score = LEAST(player_best.score + EXCLUDED.score, %(max)s),"
+        "   achieved_ms = GREATEST(player_best.achieved_ms, EXCLUDED.achieved_ms)"
+        "  RETURNING player_id, score, achieved_ms)"
+        " UPDATE player_best pb SET composite ="
+        f"  ({score_key.replace('score', 'up.score')}) * %(mult)s"
+        "  + (%(mult)s - 1 - (up.achieved_ms - %(start)s) / %(res)s)"
+        " FROM up, (SELECT %(max)s::bigint AS max_score) m"
+        " WHERE pb.board_id = %(b)s AND pb.win = %(w)s AND pb.period = %(p)s"
+        "  AND pb.player_id = up.player_id",
+        {
+            "b": key[0],
+            "w": key[1],
+            "p": key[2],
+            "players": players,
+            "totals": [totals[p][0] for p in players],
+            "ats": [totals[p][1] for p in players],
+            "max": board.max_score,
+            "mult": mult,
+            "start": start,
+            "res": codec.resolution_ms,
+        },
+    )
+
+
+async def park(
+    conn: AsyncConnection[Any], stream_seq: int, subject: str, reason: str, payload: bytes
+) -> None:
+    await conn.execute(
+        "INSERT INTO parked_messages (stream_seq, subject, reason, payload)"
+        " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (stream_seq, subject, reason[:500], payload),
+    )
+
+
+async def periods(
+    conn: AsyncConnection[Any], board_id: str | None, window: str | None, period: str | None
+) -> list[tuple[str, str, str, int]]:
+    """Board periods with entries, optionally narrowed."""
+    cur = await conn.execute(
+        "SELECT board_id, win, period, start_ms FROM periods_seen"
+        " WHERE (%(b)s::text IS NULL OR board_id = %(b)s)"
+        "   AND (%(w)s::text IS NULL OR win = %(w)s)"
+        "   AND (%(p)s::text IS NULL OR period = %(p)s)"
+        " ORDER BY board_id, win, start_ms",
+        {"b": board_id, "w": window, "p": period},
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()]
+
+
+async def stream_entries(
+    conn: AsyncConnection[Any], key: PeriodKey
+) -> AsyncIterator[tuple[bytes, bytes]]:
+    """(player_id, composite) of one period in composite order, streamed with COPY."""
+    async with conn.cursor().copy(
+        "COPY (SELECT player_id, composite FROM player_best"
+        " WHERE board_id = %s AND win = %s AND period = %s ORDER BY composite)"
+        " TO STDOUT",
+        key,
+    ) as copy:
+        pending = b""
+        async for chunk in copy:
+            pending += bytes(chunk)
+            lines = pending.split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                player, _, composite = line.partition(b"\t")
+                yield player, composite
+
+
+async def stream_sum_runs(
+    conn: AsyncConnection[Any], key: PeriodKey, ended_since_ms: int
+) -> AsyncIterator[tuple[bytes, bytes]]:
+    """("<player>|<run_id>", ended_ms) of a sum period's counted runs ended since a time."""
+    async with conn.cursor().copy(
+        "COPY (SELECT player_id || '|' || run_id, ended_ms FROM sum_runs"
+        " WHERE board_id = %s AND win = %s AND period = %s AND ended_ms >= %s)"
+        " TO STDOUT",
+        (*key, ended_since_ms),
+    ) as copy:
+        pending = b""
+        async for chunk in copy:
+            pending += bytes(chunk)
+            lines = pending.split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                run_id, _, ended = line.partition(b"\t")
+                yield run_id, ended
