@@ -1,26 +1,101 @@
-"""The ``rankd`` command."""
+"""The ``rankd`` command: serve, rebuild, replay."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import logging
 import os
 import signal
-from types import FrameType
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Annotated
+from types import FrameType
+from typing import Annotated, Any, TypeVar
 
 import typer
 import uvicorn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
+from rankd.embedded import EmbeddedServers, start_embedded
 from rankd.settings import Settings
 
 app = typer.Typer(add_completion=False, help="Rankd: real-time leaderboards for games.")
 log = logging.getLogger("rankd")
+T = TypeVar("T")
+
+DataDir = Annotated[
+    Path | None, typer.Option(help="where embedded servers keep their data [./.rankd]")
+]
+SERVICES_FILE = "services.json"  # the URLs of a running `rankd serve`'s embedded servers
 
 
 def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
     # Turn SIGTERM into a clean exit so `finally` stops the embedded servers (no orphans).
     raise SystemExit(0)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _services(settings: Settings, *, serving: bool) -> Iterator[Settings]:
+    """Settings with service URLs: from the environment, else from a running `rankd serve`
+    on the same data dir (not when serving), else from embedded servers started here."""
+    urls = (settings.redis_url, settings.postgres_url, settings.nats_url)
+    if all(urls):
+        yield settings
+        return
+    if any(urls):
+        raise typer.BadParameter(
+            "set all of RANKD_REDIS_URL, RANKD_POSTGRES_URL and RANKD_NATS_URL, or none"
+        )
+    data_dir = settings.data_dir.resolve()
+    shared = data_dir / SERVICES_FILE
+    if not serving and shared.exists():
+        known = json.loads(shared.read_text())
+        if _pid_alive(int(known["pid"])):
+            yield settings.model_copy(
+                update={k: known[k] for k in ("redis_url", "postgres_url", "nats_url")}
+            )
+            return
+    typer.echo(f"starting embedded Redis, PostgreSQL and NATS in {data_dir} ...", err=True)
+    servers: EmbeddedServers = start_embedded(data_dir)
+    try:
+        urls_now = {
+            "redis_url": servers.redis_url,
+            "postgres_url": servers.postgres_url,
+            "nats_url": servers.nats_url,
+        }
+        if serving:
+            shared.write_text(json.dumps({**urls_now, "pid": os.getpid()}))
+        yield settings.model_copy(update=urls_now)
+    finally:
+        if serving:
+            shared.unlink(missing_ok=True)
+        typer.echo("stopping embedded servers ...", err=True)
+        servers.stop()
+
+
+def _settings(data_dir: Path | None) -> Settings:
+    settings = Settings()
+    if data_dir is not None:
+        settings.data_dir = data_dir
+    return settings
 
 
 @app.callback()
@@ -32,33 +107,14 @@ def main() -> None:
 def serve(
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on", min=1, max=65535)] = 8000,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="where embedded servers keep their data [./.rankd]")
-    ] = None,
+    data_dir: DataDir = None,
 ) -> None:
     """Run the HTTP service; with no RANKD_*_URL set, on embedded Redis, PostgreSQL and NATS."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    settings = Settings()
-    if data_dir is not None:
-        settings.data_dir = data_dir
-    urls = (settings.redis_url, settings.postgres_url, settings.nats_url)
-    servers = None
-    if not all(urls):
-        if any(urls):
-            raise typer.BadParameter(
-                "set all of RANKD_REDIS_URL, RANKD_POSTGRES_URL and RANKD_NATS_URL, or none"
-            )
-        from rankd.embedded import start_embedded
-
-        typer.echo(f"starting embedded Redis, PostgreSQL and NATS in {settings.data_dir} ...")
-        servers = start_embedded(settings.data_dir.resolve())
-        settings.redis_url = servers.redis_url
-        settings.postgres_url = servers.postgres_url
-        settings.nats_url = servers.nats_url
-    if not settings.admin_keys and not settings.server_keys:
-        typer.echo("warning: RANKD_ADMIN_KEYS and RANKD_SERVER_KEYS are empty; only reads work")
-    try:
+    with _services(_settings(data_dir), serving=True) as settings:
+        if not settings.admin_keys and not settings.server_keys:
+            typer.echo("warning: RANKD_ADMIN_KEYS and RANKD_SERVER_KEYS are empty; only reads work")
         from rankd.api.app import create_app
 
         uvicorn.run(
@@ -70,10 +126,103 @@ def serve(
             log_level=os.environ.get("RANKD_LOG_LEVEL", "info").lower(),
             access_log=False,
         )
-    finally:
-        if servers is not None:
-            typer.echo("stopping embedded servers ...")
-            servers.stop()
+
+
+def _progress(label: str) -> Progress:
+    return Progress(
+        TextColumn(f"[bold]{label}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+    )
+
+
+def _run_with_runtime(data_dir: Path | None, job: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+    from rankd.runtime import Runtime
+
+    async def go(settings: Settings) -> T:
+        runtime = Runtime.build(settings)
+        await runtime.open(background=False)
+        try:
+            return await job(runtime)
+        finally:
+            await runtime.close()
+
+    with _services(_settings(data_dir), serving=False) as settings:
+        return asyncio.run(go(settings))
+
+
+def _rate_updater(progress: Progress, task: Any) -> Callable[[int], None]:
+    def advance(n: int) -> None:
+        progress.advance(task, n)
+        elapsed = progress.tasks[0].elapsed or 0.0
+        done = progress.tasks[0].completed
+        rate = f"{done / elapsed:,.0f}/s" if elapsed > 0 else ""
+        progress.update(task, rate=rate)
+
+    return advance
+
+
+@app.command()
+def rebuild(
+    board: Annotated[str | None, typer.Option(help="only this board")] = None,
+    window: Annotated[str | None, typer.Option(help="only this window")] = None,
+    period: Annotated[str | None, typer.Option(help="only this period id")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Restore Redis boards from PostgreSQL (atomically per period: readers never see half)."""
+    from rankd.periods import WINDOWS
+
+    if window is not None and window not in WINDOWS:
+        raise typer.BadParameter(f"window must be one of {', '.join(WINDOWS)}")
+
+    async def job(runtime: Any) -> None:
+        with _progress("rebuild") as progress:
+            task = progress.add_task("rebuild", total=None, rate="")
+            report = await runtime.rebuilder.rebuild(
+                board, window, period, _rate_updater(progress, task)
+            )
+        typer.echo(
+            f"rebuilt {report.periods} periods, {report.members} members in "
+            f"{report.seconds:.2f}s ({report.members_per_s:,.0f} members/s)"
+        )
+        for note in report.skipped:
+            typer.echo(f"skipped {note}")
+
+    _run_with_runtime(data_dir, job)
+
+
+@app.command()
+def replay(
+    from_sequence: Annotated[int, typer.Option(help="first log sequence to apply", min=1)] = 1,
+    data_dir: DataDir = None,
+) -> None:
+    """Re-apply the run log to Redis and PostgreSQL (idempotent: twice changes nothing)."""
+    from rankd.services.replay import last_sequence
+    from rankd.services.replay import replay as replay_log
+
+    async def job(runtime: Any) -> None:
+        js = runtime.log.js
+        stream = runtime.settings.stream
+        last = await last_sequence(js, stream)
+        with _progress("replay") as progress:
+            task = progress.add_task("replay", total=max(0, last - from_sequence + 1), rate="")
+            report = await replay_log(
+                js,
+                stream,
+                runtime.settings.subject_prefix,
+                runtime.applier,
+                from_sequence,
+                _rate_updater(progress, task),
+            )
+        typer.echo(
+            f"replayed {report.messages} messages up to sequence {report.last_sequence} "
+            f"in {report.seconds:.2f}s; parked {report.parked}"
+        )
+
+    _run_with_runtime(data_dir, job)
 
 
 if __name__ == "__main__":

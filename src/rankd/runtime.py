@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from rankd import scripts
 from rankd.api.auth import Authenticator
+from rankd.services.applier import Applier
+from rankd.services.consumer import LogConsumer
 from rankd.services.names import NameCache
 from rankd.services.reads import Reader
+from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.services.submit import Submitter
 from rankd.settings import Settings
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.runlog import JetStreamLog
+
+log = logging.getLogger("rankd")
 
 
 @dataclass
@@ -29,7 +35,10 @@ class Runtime:
     submitter: Submitter
     reader: Reader
     auth: Authenticator
-    started: bool = field(default=False)
+    applier: Applier
+    rebuilder: Rebuilder
+    consumer: LogConsumer | None = None
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -52,23 +61,52 @@ class Runtime:
             timeout_s=settings.publish_timeout_s,
         )
         names = NameCache(pg, settings.name_cache_ttl_s)
+        boards = BoardRegistry(pg, redis, settings.config_cache_ttl_s)
+        submitter = Submitter(redis, log)
         return cls(
             settings=settings,
             redis=redis,
             pg=pg,
             log=log,
-            boards=BoardRegistry(pg, redis, settings.config_cache_ttl_s),
+            boards=boards,
             names=names,
-            submitter=Submitter(redis, log),
+            submitter=submitter,
             reader=Reader(redis, names),
             auth=Authenticator(settings.admin_keys, settings.server_keys),
+            applier=Applier(boards, submitter, pg),
+            rebuilder=Rebuilder(redis, pg, boards, submitter),
         )
 
-    async def open(self) -> None:
+    async def open(self, *, background: bool = True) -> None:
+        """Connect; with ``background``, restore Redis if it changed and start the consumer."""
         await asyncio.gather(self.pg.open(), self.log.open(), scripts.load_all(self.redis))
-        self.started = True
+        if not background:
+            return
+        await self.rebuilder.rebuild(only_if_redis_changed=True)
+        assert self.log.js is not None
+        self.consumer = LogConsumer(
+            self.log.js, self.settings.stream, self.settings.subject_prefix, self.applier
+        )
+        await self.consumer.start()
+        self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
+
+    async def _watch_redis(self) -> None:
+        """Rebuild from PostgreSQL whenever Redis comes back as a different process."""
+        while True:
+            await asyncio.sleep(self.settings.redis_watch_interval_s)
+            try:
+                await self.rebuilder.rebuild(only_if_redis_changed=True)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("redis watch: %r", exc)
 
     async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.consumer is not None:
+            await self.consumer.stop()
         await asyncio.gather(
             self.log.close(), self.pg.close(), self.redis.aclose(), return_exceptions=True
         )
@@ -89,3 +127,6 @@ class Runtime:
             check("nats", self.log.ping()),
         )
         return dict(results)
+
+    def consumer_lag(self) -> dict[str, float] | None:
+        return None if self.consumer is None else self.consumer.lag.as_dict()

@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     config_cache_ttl_s: float = 2.0
     name_cache_ttl_s: float = 30.0
 
+    # How often each instance checks that Redis is still the process the boards were
+    # verified on (a restart triggers a rebuild from PostgreSQL).
+    redis_watch_interval_s: float = 1.0
+
     # Runs may end at most this far in the future (clock skew between game servers and us).
     max_future_skew_s: int = 300
 

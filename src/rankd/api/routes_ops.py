@@ -21,13 +21,16 @@ async def healthz() -> Response:
 
 @router.get("/readyz", summary="200 when every dependency answers, else 503 naming them")
 async def readyz(request: Request) -> Response:
-    checks = await runtime(request).readiness()
+    rt = runtime(request)
+    checks = await rt.readiness()
+    lag = rt.consumer_lag()
     down = sorted(name for name, state in checks.items() if state != "ok")
     if down:
         return reply(
             {
                 "status": "unavailable",
                 "checks": checks,
+                "consumer": lag,
                 "error": {
                     "code": "unavailable",
                     "message": f"not ready: {', '.join(down)} down",
@@ -35,7 +38,7 @@ async def readyz(request: Request) -> Response:
             },
             503,
         )
-    return reply({"status": "ready", "checks": checks})
+    return reply({"status": "ready", "checks": checks, "consumer": lag})
 
 
 @router.get("/metrics", summary="Prometheus metrics")

@@ -44,6 +44,9 @@ class JetStreamLog:
             reconnect_time_wait=0.25,
             connect_timeout=5,
             name="rankd",
+            # No client-side buffering while reconnecting: a publish either reaches the
+            # server now or fails now (503), never lands later after we said "not accepted".
+            pending_size=0,
         )
         self.js = self.nc.jetstream(timeout=self.timeout_s)
         await self.ensure_stream()
