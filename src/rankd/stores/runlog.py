@@ -65,8 +65,10 @@ class JetStreamLog:
             await self.js.add_stream(config)
 
     async def close(self) -> None:
+        # close, not drain: every publish was awaited already, and draining a connection
+        # with a pull subscription waits out its whole drain timeout (30 s)
         if self.nc is not None and not self.nc.is_closed:
-            await self.nc.drain()
+            await self.nc.close()
 
     async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int:
         if self.js is None or self.nc is None or not self.nc.is_connected:
