@@ -13,8 +13,9 @@ CREATE TABLE player_best (
     PRIMARY KEY (board_id, win, period, player_id)
 );
 
--- Rebuild streams one period in composite order: Redis loads sorted input fastest.
-CREATE INDEX player_best_rebuild ON player_best (board_id, win, period, composite);
+-- Rebuild pages through one period in composite order (Redis loads sorted input fastest);
+-- player_id makes the keyset cursor unique.
+CREATE INDEX player_best_rebuild ON player_best (board_id, win, period, composite, player_id);
 
 -- Sum boards count each run once per period and player; these rows are the proof.
 CREATE TABLE sum_runs (

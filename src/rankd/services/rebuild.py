@@ -17,9 +17,10 @@ lost its last second or with no data at all, and everything is rebuilt.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,8 +39,7 @@ from rankd.stores.postgres import PostgresStore
 log = logging.getLogger("rankd.rebuild")
 
 MARKER = "rankd:verified-redis-run-id"
-CHUNK = 1000  # members per ZADD
-FLUSH_EVERY = 16  # ZADDs per pipeline round trip
+FLUSH_EVERY = 2  # ZADDs (one per page of 10,000 members) per pipeline round trip
 
 Progress = Callable[[int], None]
 
@@ -56,44 +56,70 @@ class RebuildReport:
         return self.members / self.seconds if self.seconds else 0.0
 
 
+def _bulk(value: bytes) -> bytes:
+    return b"$%d\r\n%b\r\n" % (len(value), value)
+
+
 class _Loader:
-    """Pipelined multi-member ZADDs into one key."""
+    """Multi-member ZADDs into one key, RESP-encoded here and sent on one connection.
+
+    PostgreSQL formats a page of members' arguments in one aggregate (standings.pages); a
+    page becomes one ZADD with a bulk byte replace, so Python does no per-member work: a
+    row-at-a-time COPY, or packing through a generic client, cost more CPU than Redis spent
+    executing. Replies are read one round behind, so PostgreSQL and Redis work in parallel.
+    """
 
     def __init__(self, redis: Redis, key: str, progress: Progress | None) -> None:
         self.redis = redis
         self.key = key
         self.progress = progress
-        self.args: list[Any] = []
-        self.pipe = redis.pipeline(transaction=False)
-        self.queued = 0
+        self.head = _bulk(b"ZADD") + _bulk(key.encode())
+        self.outgoing: list[bytes] = []
+        self.unread = 0
         self.loaded = 0
+        self.conn: Any = None
 
-    async def add(self, member: bytes, score: bytes) -> None:
-        self.args += (score, member)
-        if len(self.args) >= 2 * CHUNK:
-            self._queue()
-            if self.queued >= FLUSH_EVERY:
-                await self._send()
+    async def __aenter__(self) -> _Loader:
+        self.conn = await self.redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+        await self.conn.send_command("DEL", self.key)
+        await self.conn.read_response()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                await self.flush()
+        finally:
+            if exc[0] is not None:
+                await self.conn.disconnect()  # replies may be unread: never reuse it
+            await self.redis.connection_pool.release(self.conn)
+
+    async def add_page(self, members: int, arguments: bytes) -> None:
+        """One ZADD of a page: PostgreSQL formatted the arguments (see standings.py)."""
+        body = arguments.replace(b"\x01", b"\r\n")
+        self.outgoing.append(b"*%d\r\n%b%b" % (2 + 2 * members, self.head, body))
+        self.loaded += members
+        if self.progress is not None:
+            self.progress(members)
+        if len(self.outgoing) >= FLUSH_EVERY:
+            await self._send()
 
     async def flush(self) -> None:
-        self._queue()
         await self._send()
-
-    def _queue(self) -> None:
-        if not self.args:
-            return
-        self.pipe.execute_command("ZADD", self.key, *self.args)
-        count = len(self.args) // 2
-        self.args = []
-        self.queued += 1
-        self.loaded += count
-        if self.progress is not None:
-            self.progress(count)
+        await self._drain()
 
     async def _send(self) -> None:
-        if self.queued:
-            await self.pipe.execute()
-            self.queued = 0
+        if not self.outgoing:
+            return
+        await self._drain()  # the previous round's replies: keeps one round in flight
+        await self.conn.send_packed_command(self.outgoing, check_health=False)
+        self.unread = len(self.outgoing)
+        self.outgoing = []
+
+    async def _drain(self) -> None:
+        while self.unread:
+            await self.conn.read_response()
+            self.unread -= 1
 
 
 class Rebuilder:
@@ -162,21 +188,42 @@ class Rebuilder:
         progress: Progress | None = None,
     ) -> int:
         pk = keys.period_keys(*key)
-        loader = _Loader(self.redis, pk.public + ":rebuild", progress)
-        await self.redis.delete(loader.key)
-        async for member, composite in standings.stream_entries(conn, key):
-            await loader.add(member, composite)
-        await loader.flush()
+        start: tuple[Any, Any] = (-1, "")
+        pages = standings.pages(conn, standings.ENTRY_PAGE_SQL, key, start)
+        loaded = await self._load(pk.public + ":rebuild", pages, progress)
         if config.policy == "sum":
             now_ms = int(time.time() * 1000)
             since = now_ms - sum_horizon_ms(config) if key[1] == ALL_TIME else 0
-            runs = _Loader(self.redis, pk.runs + ":rebuild", None)
-            await self.redis.delete(runs.key)
-            async for member, ended in standings.stream_sum_runs(conn, key, since):
-                await runs.add(member, ended)
-            await runs.flush()
-            await self._swap(runs.key, pk.runs, runs.loaded, expires)
-        await self._swap(loader.key, pk.public, loader.loaded, expires)
+            start = ("", "")
+            runs = standings.pages(conn, standings.SUM_RUN_PAGE_SQL, key, start, (since,))
+            counted = await self._load(pk.runs + ":rebuild", runs, None)
+            await self._swap(pk.runs + ":rebuild", pk.runs, counted, expires)
+        await self._swap(pk.public + ":rebuild", pk.public, loaded, expires)
+        return loaded
+
+    async def _load(
+        self, key: str, pages: AsyncIterator[tuple[int, bytes]], progress: Progress | None
+    ) -> int:
+        """Load pages into ``key``: PostgreSQL fetches the next page while Redis takes this."""
+        queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize=4)
+
+        async def produce() -> None:
+            try:
+                async for page in pages:
+                    await queue.put(page)
+            finally:
+                await queue.put(None)
+
+        async with _Loader(self.redis, key, progress) as loader:
+            producer = asyncio.create_task(produce())
+            try:
+                while (page := await queue.get()) is not None:
+                    await loader.add_page(*page)
+            finally:
+                if not producer.done():
+                    producer.cancel()
+                await asyncio.gather(producer, return_exceptions=True)
+            producer.result()  # a failed read must not RENAME a half-loaded board
         return loader.loaded
 
     async def _swap(self, staged: str, live: str, loaded: int, expires: int | None) -> None:

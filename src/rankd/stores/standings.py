@@ -197,41 +197,64 @@ async def periods(
     return [(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()]
 
 
-async def stream_entries(
-    conn: AsyncConnection[Any], key: PeriodKey
-) -> AsyncIterator[tuple[bytes, bytes]]:
-    """(player_id, composite) of one period in composite order, streamed with COPY."""
-    async with conn.cursor().copy(
-        "COPY (SELECT player_id, composite FROM player_best"
-        " WHERE board_id = %s AND win = %s AND period = %s ORDER BY composite)"
-        " TO STDOUT",
-        key,
-    ) as copy:
-        pending = b""
-        async for chunk in copy:
-            pending += bytes(chunk)
-            lines = pending.split(b"\n")
-            pending = lines.pop()
-            for line in lines:
-                player, _, composite = line.partition(b"\t")
-                yield player, composite
+def _resp_fragment(score: str, member: str) -> str:
+    """SQL for one member's ZADD arguments in RESP, with chr(1) standing in for CR LF
+    (the loader swaps them back for a whole page at once; see rebuild.py)."""
+    return (
+        f"'$' || octet_length({score}) || chr(1) || {score} || chr(1)"
+        f" || '$' || octet_length({member}) || chr(1) || {member} || chr(1)"
+    )
 
 
-async def stream_sum_runs(
-    conn: AsyncConnection[Any], key: PeriodKey, ended_since_ms: int
-) -> AsyncIterator[tuple[bytes, bytes]]:
-    """("<player>|<run_id>", ended_ms) of a sum period's counted runs ended since a time."""
-    async with conn.cursor().copy(
-        "COPY (SELECT player_id || '|' || run_id, ended_ms FROM sum_runs"
-        " WHERE board_id = %s AND win = %s AND period = %s AND ended_ms >= %s)"
-        " TO STDOUT",
-        (*key, ended_since_ms),
-    ) as copy:
-        pending = b""
-        async for chunk in copy:
-            pending += bytes(chunk)
-            lines = pending.split(b"\n")
-            pending = lines.pop()
-            for line in lines:
-                run_id, _, ended = line.partition(b"\t")
-                yield run_id, ended
+def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where: str) -> str:
+    """One page of ZADD arguments after a keyset cursor, formatted by PostgreSQL.
+
+    Returns (members, arguments, cursor of the last row). PostgreSQL does the per-member
+    work in one aggregate, so the client handles a page, not a row, at a time.
+    """
+    first, second = order
+    return (
+        f"SELECT count(*), string_agg({_resp_fragment(score, member)}, ''"
+        f"  ORDER BY {first}, {second}),"
+        f" (array_agg({first} ORDER BY {first} DESC, {second} DESC))[1],"
+        f" (array_agg({second} ORDER BY {first} DESC, {second} DESC))[1]"
+        f" FROM (SELECT * FROM {table} WHERE board_id = %s AND win = %s AND period = %s"
+        f"  AND ({first}, {second}) > (%s, %s) {where}"
+        f"  ORDER BY {first}, {second} LIMIT %s) page"
+    )
+
+
+# One period's entries in composite order (Redis loads sorted input fastest).
+ENTRY_PAGE_SQL = _page_sql(
+    "player_best", "composite::text", "player_id", ("composite", "player_id"), ""
+)
+# A sum period's counted runs that ended since a time: "<player>|<run_id>" -> ended_ms.
+SUM_RUN_PAGE_SQL = _page_sql(
+    "sum_runs",
+    "ended_ms::text",
+    "player_id || '|' || run_id",
+    ("player_id", "run_id"),
+    "AND ended_ms >= %s",
+)
+
+
+async def pages(
+    conn: AsyncConnection[Any],
+    sql: str,
+    key: PeriodKey,
+    start: tuple[Any, Any],
+    extra: tuple[Any, ...] = (),
+    size: int = 10_000,
+) -> AsyncIterator[tuple[int, bytes]]:
+    """(members, RESP arguments with chr(1) for CR LF) pages of a keyset-paged query."""
+    cursor = start
+    while True:
+        params = (*key, *cursor, *extra, size)
+        cur = await conn.execute(sql, params)
+        row = await cur.fetchone()
+        if row is None or not row[0]:
+            return
+        yield int(row[0]), row[1].encode()
+        if row[0] < size:
+            return
+        cursor = (row[2], row[3])

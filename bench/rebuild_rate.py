@@ -1,0 +1,184 @@
+"""Rebuild rate: Redis boards restored from PostgreSQL, beside a raw bulk load of the same data.
+
+For each size it fills ``player_best`` with one all-time period of N members (random scores
+and times, valid composites), then in the same run:
+
+* ``rankd rebuild``'s code path (COPY out in composite order, pipelined multi-member ZADD
+  into a staging key, RENAME), timed end to end;
+* the raw baseline: ``redis-cli --pipe`` fed the same entries, in the same order, as
+  1000-member ZADD commands prepared in a file beforehand (the load alone is timed).
+
+It prints members/s for both, the ratio, and Redis bytes per member.
+
+    python -m bench.rebuild_rate --sizes 1000000 10000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+from redis.asyncio import Redis
+
+from bench.submit_rate import machine
+from rankd import keys
+from rankd.embedded import find_redis_server, start_embedded
+from rankd.runtime import Runtime
+from rankd.settings import Settings
+
+BOARD = "bench-rebuild"
+CHUNK = 1000
+
+
+def fill(pg_url: str, n: int) -> None:
+    """N members of one all-time period, generated inside PostgreSQL (default codec: 23
+    time bits, so composite = score << 23 | reversed time units)."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM player_best WHERE board_id = %s", (BOARD,))
+        conn.execute(
+            "INSERT INTO player_best"
+            " (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
+            " SELECT %s, 'all-time', 'all-time', 'p' || i, (s::bigint << 23) | t, s, 0, 'r' || i"
+            " FROM (SELECT i, (random() * 1e9)::bigint AS s, (random() * 8388607)::bigint AS t"
+            "       FROM generate_series(1, %s) AS i) g",
+            (BOARD, n),
+        )
+        conn.execute(
+            "INSERT INTO periods_seen VALUES (%s, 'all-time', 'all-time', 0)"
+            " ON CONFLICT DO NOTHING",
+            (BOARD,),
+        )
+        conn.execute("VACUUM ANALYZE player_best")
+
+
+def write_pipe_file(pg_url: str, key: str, path: Path) -> None:
+    """RESP-encoded multi-member ZADDs of the period, in composite order."""
+
+    def bulk(value: bytes) -> bytes:
+        return b"$%d\r\n%s\r\n" % (len(value), value)
+
+    with psycopg.connect(pg_url) as conn, path.open("wb") as out:
+        cur = conn.cursor()
+        cur.execute(
+            "SELECT player_id, composite FROM player_best WHERE board_id = %s ORDER BY composite",
+            (BOARD,),
+        )
+        while rows := cur.fetchmany(CHUNK):
+            parts = [b"*%d\r\n" % (2 + 2 * len(rows)), bulk(b"ZADD"), bulk(key.encode())]
+            for player, composite in rows:
+                parts.append(bulk(str(composite).encode()))
+                parts.append(bulk(player.encode()))
+            out.write(b"".join(parts))
+
+
+async def used_memory(redis: Redis) -> int:
+    info = await redis.info("memory")
+    return int(info["used_memory"])
+
+
+async def prepare(settings: Settings) -> None:
+    """Migrations and the board config."""
+    runtime = Runtime.build(settings)
+    await runtime.open(background=False)
+    try:
+        await runtime.boards.put(BOARD, {"windows": ["all-time"]})
+    finally:
+        await runtime.close()
+
+
+async def rankd_rebuild(settings: Settings, n: int) -> tuple[float, float]:
+    """(seconds, Redis bytes per member) of the rebuild of the whole period."""
+    runtime = Runtime.build(settings)
+    await runtime.open(background=False)
+    try:
+        await runtime.redis.flushall()
+        empty = await used_memory(runtime.redis)
+        report = await runtime.rebuilder.rebuild(board=BOARD)
+        assert report is not None and report.members == n, report
+        per_member = (await used_memory(runtime.redis) - empty) / n
+        await runtime.redis.flushall()
+    finally:
+        await runtime.close()
+    return report.seconds, per_member
+
+
+def raw_load(settings: Settings, redis_port: int, n: int, tmp: Path) -> float:
+    """Seconds for redis-cli --pipe to load the same entries (file prepared untimed)."""
+    raw_key = keys.period_keys(BOARD, "all-time", "all-time").public + ":raw"
+    pipe_file = tmp / "load.resp"
+    write_pipe_file(settings.postgres_url or "", raw_key, pipe_file)
+    cli = find_redis_server().parent / "redis-cli"
+    started = time.perf_counter()
+    with pipe_file.open("rb") as source:
+        subprocess.run(
+            [str(cli), "-p", str(redis_port), "--pipe"],
+            stdin=source,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    seconds = time.perf_counter() - started
+    pipe_file.unlink()
+    count = subprocess.run(
+        [str(cli), "-p", str(redis_port), "ZCARD", raw_key], capture_output=True, text=True
+    ).stdout.strip()
+    assert int(count) == n, count
+    subprocess.run([str(cli), "-p", str(redis_port), "FLUSHALL"], check=True, capture_output=True)
+    return seconds
+
+
+def measure(settings: Settings, redis_port: int, n: int, tmp: Path) -> dict[str, float]:
+    rankd_s, per_member = asyncio.run(rankd_rebuild(settings, n))
+    raw_s = raw_load(settings, redis_port, n, tmp)
+    return {
+        "members": n,
+        "rankd_members_per_s": n / rankd_s,
+        "rankd_seconds": rankd_s,
+        "raw_members_per_s": n / raw_s,
+        "raw_seconds": raw_s,
+        "ratio": raw_s / rankd_s,
+        "redis_bytes_per_member": per_member,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000])
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
+        servers = start_embedded(Path(tmp) / "servers")
+        try:
+            assert servers.redis is not None
+            settings = Settings(
+                redis_url=servers.redis_url,
+                postgres_url=servers.postgres_url,
+                nats_url=servers.nats_url,
+            )
+            asyncio.run(prepare(settings))
+            for n in args.sizes:
+                started = time.perf_counter()
+                fill(servers.postgres_url, n)
+                print(f"filled {n:,} rows in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+                result = measure(settings, servers.redis.port, n, Path(tmp))
+                results.append(result)
+                print(
+                    f"{n:>11,} members: rankd rebuild {result['rankd_members_per_s']:>10,.0f}/s"
+                    f" ({result['rankd_seconds']:.2f}s), raw redis-cli --pipe"
+                    f" {result['raw_members_per_s']:>10,.0f}/s ({result['raw_seconds']:.2f}s),"
+                    f" ratio {result['ratio']:.2f}, {result['redis_bytes_per_member']:.0f} B/member"
+                )
+        finally:
+            servers.stop()
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
