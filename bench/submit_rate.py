@@ -105,6 +105,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--players", type=int, default=100_000)
+    parser.add_argument("--workers", type=int, default=1, help="rankd serve --workers")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
@@ -120,7 +121,9 @@ def main() -> None:
             "RANKD_LOG_LEVEL": "warning",
         }
         service = subprocess.Popen(
-            [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port)], env=env
+            [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port)]
+            + ["--workers", str(args.workers)],
+            env=env,
         )
         try:
             base = f"http://127.0.0.1:{port}"
@@ -136,7 +139,8 @@ def main() -> None:
     pct = {p: latencies[min(n - 1, int(n * p / 100))] * 1000 for p in (50, 90, 99)}
     print(f"machine: {machine()}")
     print(
-        f"single-run submits, 3 windows, concurrency {args.concurrency}, {args.seconds:.0f} s: "
+        f"single-run submits, 3 windows, {args.workers} worker(s), concurrency {args.concurrency},"
+        f" {args.seconds:.0f} s: "
         f"{n / args.seconds:,.0f} runs/s; p50 {pct[50]:.2f} ms, p90 {pct[90]:.2f} ms, "
         f"p99 {pct[99]:.2f} ms (mean {statistics.fmean(latencies) * 1000:.2f} ms)"
     )

@@ -108,6 +108,9 @@ def serve(
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on", min=1, max=65535)] = 8000,
     data_dir: DataDir = None,
+    workers: Annotated[
+        int, typer.Option(help="worker processes sharing nothing but the servers", min=1, max=64)
+    ] = 1,
 ) -> None:
     """Run the HTTP service; with no RANKD_*_URL set, on embedded Redis, PostgreSQL and NATS."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -117,15 +120,21 @@ def serve(
             typer.echo("warning: RANKD_ADMIN_KEYS and RANKD_SERVER_KEYS are empty; only reads work")
         from rankd.api.app import create_app
 
-        uvicorn.run(
-            create_app(settings),
-            host=host,
-            port=port,
-            loop="uvloop",
-            http="httptools",
-            log_level=os.environ.get("RANKD_LOG_LEVEL", "info").lower(),
-            access_log=False,
-        )
+        options: dict[str, Any] = {
+            "host": host,
+            "port": port,
+            "loop": "uvloop",
+            "http": "httptools",
+            "log_level": os.environ.get("RANKD_LOG_LEVEL", "info").lower(),
+            "access_log": False,
+        }
+        if workers == 1:
+            uvicorn.run(create_app(settings), **options)
+        else:
+            # Worker processes build their own app from the environment.
+            for name in ("redis_url", "postgres_url", "nats_url"):
+                os.environ[f"RANKD_{name.upper()}"] = str(getattr(settings, name))
+            uvicorn.run("rankd.api.app:create_app", factory=True, workers=workers, **options)
 
 
 def _progress(label: str) -> Progress:
