@@ -120,11 +120,8 @@ def main() -> None:
             "RANKD_SERVER_KEYS": SERVER,
             "RANKD_LOG_LEVEL": "warning",
         }
-        service = subprocess.Popen(
-            [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port)]
-            + ["--workers", str(args.workers)],
-            env=env,
-        )
+        command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port)]
+        service = subprocess.Popen([*command, "--workers", str(args.workers)], env=env)
         try:
             base = f"http://127.0.0.1:{port}"
             asyncio.run(wait_ready(base))
