@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from rankd import metrics
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
-from rankd.runs import Run, decode_message
+from rankd.runs import decode_message
 from rankd.services.registry import BoardRegistry
 from rankd.services.submit import Submitter, Target, plan
 from rankd.stores import standings
@@ -62,38 +62,39 @@ class Applier:
         self.submitter = submitter
         self.pg = pg
 
-    async def _decode(
-        self, messages: list[LogMessage], outcome: Outcome
-    ) -> tuple[dict[str, BoardConfig], dict[str, list[Run]], list[tuple[LogMessage, str]]]:
+    async def _plan(
+        self, messages: list[LogMessage], now_ms: int, outcome: Outcome
+    ) -> tuple[dict[str, BoardConfig], dict[str, list[list[Target]]], list[tuple[LogMessage, str]]]:
+        """Decode and plan every message; ones that can never apply go to ``unusable``."""
         configs: dict[str, BoardConfig] = {}
-        runs: dict[str, list[Run]] = defaultdict(list)
+        plans: dict[str, list[list[Target]]] = defaultdict(list)
         unusable: list[tuple[LogMessage, str]] = []
         for message in messages:
             try:
-                board_id, message_runs = decode_message(message.data)
+                board_id, runs = decode_message(message.data)
                 if board_id not in configs:
                     configs[board_id] = await self.boards.get(board_id)
+                # a run the board cannot hold (CodecError is a ValueError) parks the message
+                message_plans = [plan(configs[board_id], run, now_ms) for run in runs]
             except (ValueError, BoardNotFound) as exc:
                 unusable.append((message, str(exc)))
                 continue
-            runs[board_id].extend(message_runs)
+            plans[board_id].extend(message_plans)
             outcome.applied.append(message.seq)
-        return configs, runs, unusable
+        return configs, plans, unusable
 
     async def apply(self, messages: list[LogMessage]) -> Outcome:
         """Apply ``messages``; raises on a transient failure (nothing acked, retry later)."""
         outcome = Outcome()
-        configs, runs, unusable = await self._decode(messages, outcome)
         now_ms = int(time.time() * 1000)
+        configs, plans, unusable = await self._plan(messages, now_ms, outcome)
         batch = StandingsBatch.empty()
         batch.configs.update(configs)
         async with self.pg.pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (standings.APPLY_LOCK,))
-            for board_id, board_runs in runs.items():
-                board = configs[board_id]
-                plans = [plan(board, run, now_ms) for run in board_runs]
-                await self.submitter.run_plans(board, plans)
-                _collect(batch, board_id, [t for p in plans for t in p])
+            for board_id, board_plans in plans.items():
+                await self.submitter.run_plans(configs[board_id], board_plans)
+                _collect(batch, board_id, [t for p in board_plans for t in p])
             await standings.write(conn, batch)
             for message, reason in unusable:
                 await standings.park(conn, message.seq, message.subject, reason, message.data)
@@ -101,5 +102,5 @@ class Applier:
         for message, reason in unusable:
             metrics.MESSAGES_PARKED.inc()
             log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
-        metrics.RUNS_APPLIED.inc(sum(len(r) for r in runs.values()))
+        metrics.RUNS_APPLIED.inc(sum(len(p) for p in plans.values()))
         return outcome

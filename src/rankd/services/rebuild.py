@@ -190,16 +190,15 @@ class Rebuilder:
         pk = keys.period_keys(*key)
         start: tuple[Any, Any] = (-1, "")
         pages = standings.pages(conn, standings.ENTRY_PAGE_SQL, key, start)
-        loaded = await self._load(pk.public + ":rebuild", pages, progress)
+        staged = {pk.public: await self._load(pk.public + ":rebuild", pages, progress)}
         if config.policy == "sum":
             now_ms = int(time.time() * 1000)
             since = now_ms - sum_horizon_ms(config) if key[1] == ALL_TIME else 0
             start = ("", "")
             runs = standings.pages(conn, standings.SUM_RUN_PAGE_SQL, key, start, (since,))
-            counted = await self._load(pk.runs + ":rebuild", runs, None)
-            await self._swap(pk.runs + ":rebuild", pk.runs, counted, expires)
-        await self._swap(pk.public + ":rebuild", pk.public, loaded, expires)
-        return loaded
+            staged[pk.runs] = await self._load(pk.runs + ":rebuild", runs, None)
+        await self._swap(staged, expires)
+        return staged[pk.public]
 
     async def _load(
         self, key: str, pages: AsyncIterator[tuple[int, bytes]], progress: Progress | None
@@ -226,14 +225,18 @@ class Rebuilder:
             producer.result()  # a failed read must not RENAME a half-loaded board
         return loader.loaded
 
-    async def _swap(self, staged: str, live: str, loaded: int, expires: int | None) -> None:
-        if loaded == 0:
-            await self.redis.delete(live)
-            return
+    async def _swap(self, staged: dict[str, int], expires: int | None) -> None:
+        """Put every staged key (``<key>:rebuild``) in place in one MULTI/EXEC: a sum board's
+        total and its counted runs must change together, or a submit landing between them
+        would be counted in one and lost from the other. They share a hash tag."""
         pipe = self.redis.pipeline(transaction=True)
-        pipe.rename(staged, live)
-        if expires is not None:
-            pipe.pexpireat(live, expires)
+        for live, loaded in staged.items():
+            if loaded == 0:
+                pipe.delete(live, live + ":rebuild")
+                continue
+            pipe.rename(live + ":rebuild", live)
+            if expires is not None:
+                pipe.pexpireat(live, expires)
         await pipe.execute()
 
     async def _redis_run_id(self) -> str:

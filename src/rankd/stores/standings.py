@@ -16,6 +16,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from rankd.boards import BoardConfig
+from rankd.periods import parse_period
 
 # Readers of player_best (rebuild) take this exclusively; appliers share it, so a rebuild's
 # snapshot and its RENAME see either all of a consumer batch or none of it.
@@ -133,30 +134,26 @@ async def _write_sums(
         return
     players = sorted(totals)
     codec = board.codecs[key[1]]
-    from rankd.periods import parse_period  # local: keeps this module's imports to stores
-
     start = parse_period(key[1], key[2]).start_ms
-    mult = 1 << codec.time_bits
-    score_key = "max_score - score" if board.order == "asc" else "score"
-    # New totals saturate at max_score; the time is the latest counted run's. The composite
-    # is recomputed from both with the codec's arithmetic (see codec.py).
+
+    def composite(total: str, at: str) -> str:
+        """The codec's packing in SQL (see codec.py): score part over reversed time units."""
+        score_key = f"(%(max)s - {total})" if board.order == "asc" else f"({total})"
+        return f"{score_key} * %(mult)s + (%(mult)s - 1 - ({at} - %(start)s) / %(res)s)"
+
+    # New totals saturate at max_score; the time is the latest counted run's.
+    new_total = "LEAST(player_best.score + EXCLUDED.score, %(max)s)"
+    new_at = "GREATEST(player_best.achieved_ms, EXCLUDED.achieved_ms)"
     await conn.execute(
-        "WITH up AS ("
-        " INSERT INTO player_best"
-        "  (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
-        "  SELECT %(b)s, %(w)s, %(p)s, u.player, 0, LEAST(u.total, %(max)s), u.at, ''"
-        "  FROM unnest(%(players)s::text[], %(totals)s::bigint[], %(ats)s::bigint[])"
-        "   AS u(player, total, at)"
-        "  ON CONFLICT (board_id, win, period, player_id) DO UPDATE SET"
-        "   score = LEAST(player_best.score + EXCLUDED.score, %(max)s),"
-        "   achieved_ms = GREATEST(player_best.achieved_ms, EXCLUDED.achieved_ms)"
-        "  RETURNING player_id, score, achieved_ms)"
-        " UPDATE player_best pb SET composite ="
-        f"  ({score_key.replace('score', 'up.score')}) * %(mult)s"
-        "  + (%(mult)s - 1 - (up.achieved_ms - %(start)s) / %(res)s)"
-        " FROM up, (SELECT %(max)s::bigint AS max_score) m"
-        " WHERE pb.board_id = %(b)s AND pb.win = %(w)s AND pb.period = %(p)s"
-        "  AND pb.player_id = up.player_id",
+        "INSERT INTO player_best"
+        " (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
+        f" SELECT %(b)s, %(w)s, %(p)s, u.player, {composite('LEAST(u.total, %(max)s)', 'u.at')},"
+        "  LEAST(u.total, %(max)s), u.at, ''"
+        " FROM unnest(%(players)s::text[], %(totals)s::bigint[], %(ats)s::bigint[])"
+        "  AS u(player, total, at)"
+        " ON CONFLICT (board_id, win, period, player_id) DO UPDATE SET"
+        f"  score = {new_total}, achieved_ms = {new_at},"
+        f"  composite = {composite(new_total, new_at)}",
         {
             "b": key[0],
             "w": key[1],
@@ -165,7 +162,7 @@ async def _write_sums(
             "totals": [totals[p][0] for p in players],
             "ats": [totals[p][1] for p in players],
             "max": board.max_score,
-            "mult": mult,
+            "mult": 1 << codec.time_bits,
             "start": start,
             "res": codec.resolution_ms,
         },

@@ -1,0 +1,205 @@
+"""Helpers shared by the durable-copy tests (applier, rebuild, replay).
+
+They read a board's whole state straight from Redis and PostgreSQL, submit runs through the
+API, and wait for the app's log consumer to be idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+from psycopg import AsyncConnection
+from redis.asyncio import Redis
+
+from rankd import keys
+from rankd.runtime import Runtime
+from tests.conftest import SERVER_H
+
+# (window, period) -> {player: composite}
+BoardState = dict[tuple[str, str], dict[str, int]]
+
+
+def runtime_of(client: httpx.AsyncClient) -> Runtime:
+    """The Runtime the session app opened (log consumer and Redis watchdog running)."""
+    rt: Runtime = client._transport.app.state.runtime  # type: ignore[attr-defined]
+    return rt
+
+
+def now_dt() -> datetime:
+    """Now, truncated to whole milliseconds (what the wire format carries)."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def iso(moment: datetime) -> str:
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def ago(**delta: float) -> datetime:
+    return now_dt() - timedelta(**delta)
+
+
+async def submit(
+    client: httpx.AsyncClient,
+    board_id: str,
+    run_id: str,
+    player_id: str,
+    score: int,
+    ended: datetime,
+) -> dict[str, Any]:
+    body = {"run_id": run_id, "player_id": player_id, "score": score, "ended_at": iso(ended)}
+    response = await client.post(f"/v1/boards/{board_id}/runs", json=body, headers=SERVER_H)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def ranked(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (window, period) pairs a submit response says the run was applied to."""
+    return [(s["window"], s["period"]) for s in result["standings"] if s["status"] == "ranked"]
+
+
+async def redis_state(redis: Redis, board_id: str, windows: list[str]) -> BoardState:
+    """Every period the board's periods index lists, with each member's composite."""
+    state: BoardState = {}
+    for window in windows:
+        for raw in await redis.zrange(keys.periods_index(board_id, window), 0, -1):
+            period = raw.decode()
+            pk = keys.period_keys(board_id, window, period)
+            members = await redis.zrange(pk.public, 0, -1, withscores=True)
+            state[(window, period)] = {m.decode(): int(s) for m, s in members}
+    return state
+
+
+async def redis_runs(redis: Redis, board_id: str, windows: list[str]) -> BoardState:
+    """A sum board's counted-run sets ("<player>|<run_id>" -> ended_at ms) per period."""
+    state: BoardState = {}
+    for window in windows:
+        for raw in await redis.zrange(keys.periods_index(board_id, window), 0, -1):
+            period = raw.decode()
+            pk = keys.period_keys(board_id, window, period)
+            members = await redis.zrange(pk.runs, 0, -1, withscores=True)
+            state[(window, period)] = {m.decode(): int(s) for m, s in members}
+    return state
+
+
+async def pg_best(conn: AsyncConnection[Any], board_id: str) -> dict[tuple[str, str, str], tuple]:
+    """player_best rows: (window, period, player) -> (composite, score, achieved_ms, run_id)."""
+    cur = await conn.execute(
+        "SELECT win, period, player_id, composite, score, achieved_ms, run_id"
+        " FROM player_best WHERE board_id = %s",
+        (board_id,),
+    )
+    return {(r[0], r[1], r[2]): tuple(r[3:]) for r in await cur.fetchall()}
+
+
+async def pg_composites(conn: AsyncConnection[Any], board_id: str) -> BoardState:
+    state: BoardState = {}
+    for (window, period, player), row in (await pg_best(conn, board_id)).items():
+        state.setdefault((window, period), {})[player] = row[0]
+    return state
+
+
+async def pg_sum_runs(conn: AsyncConnection[Any], board_id: str) -> set[tuple]:
+    cur = await conn.execute(
+        "SELECT win, period, player_id, run_id, score, ended_ms FROM sum_runs WHERE board_id = %s",
+        (board_id,),
+    )
+    return {tuple(r) for r in await cur.fetchall()}
+
+
+async def pg_snapshot(conn: AsyncConnection[Any], board_id: str) -> dict[str, Any]:
+    cur = await conn.execute(
+        "SELECT win, period, start_ms FROM periods_seen WHERE board_id = %s", (board_id,)
+    )
+    return {
+        "best": await pg_best(conn, board_id),
+        "sum_runs": await pg_sum_runs(conn, board_id),
+        "periods": {tuple(r) for r in await cur.fetchall()},
+    }
+
+
+async def wait_until(
+    check: Callable[[], Awaitable[bool]], timeout_s: float = 10.0, step_s: float = 0.05
+) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if await check():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(step_s)
+
+
+async def wait_consumer_idle(client: httpx.AsyncClient, timeout_s: float = 10.0) -> None:
+    """Until the log consumer has nothing pending or unacked (acks follow the PG commit).
+
+    The lag is refreshed here (the background refresh runs only every 2 s) and then read back
+    through /readyz, so both the live consumer info and the endpoint must say idle.
+    """
+    rt = runtime_of(client)
+    assert rt.consumer is not None
+
+    async def idle() -> bool:
+        assert rt.consumer is not None
+        lag = await rt.consumer.refresh_lag()
+        if lag.pending or lag.ack_pending:
+            return False
+        ready = (await client.get("/readyz")).json()
+        return bool(ready["consumer"]["pending"] == 0 and ready["consumer"]["ack_pending"] == 0)
+
+    assert await wait_until(idle, timeout_s), f"consumer not idle: {rt.consumer.lag}"
+
+
+async def delete_board_keys(
+    redis: Redis, board_id: str, windows: list[str], *, runs: bool = True
+) -> int:
+    """Delete the public key (and counted-runs key) of every indexed period, and the indexes."""
+    doomed: list[str] = []
+    for window in windows:
+        index = keys.periods_index(board_id, window)
+        for raw in await redis.zrange(index, 0, -1):
+            pk = keys.period_keys(board_id, window, raw.decode())
+            doomed.append(pk.public)
+            if runs:
+                doomed.append(pk.runs)
+        doomed.append(index)
+    return int(await redis.delete(*doomed)) if doomed else 0
+
+
+async def staging_keys(redis: Redis, board_id: str) -> list[bytes]:
+    return [k async for k in redis.scan_iter(match=f"lb:{{{board_id}:*rebuild*", count=1000)]
+
+
+async def all_reads(client: httpx.AsyncClient, board_id: str, windows: list[str]) -> dict:
+    """Every read of every period of every window: periods, top, each player, around."""
+    reads: dict[tuple, Any] = {}
+    base = f"/v1/boards/{board_id}"
+    for window in windows:
+        listing = await client.get(f"{base}/periods", params={"window": window})
+        assert listing.status_code == 200, listing.text
+        reads[("periods", window)] = listing.json()
+        for item in listing.json()["periods"]:
+            scope = {"window": window, "period": item["period"]}
+            top = await client.get(f"{base}/top", params={**scope, "n": 1000})
+            assert top.status_code == 200, top.text
+            reads[("top", window, item["period"])] = top.json()
+            for entry in top.json()["entries"]:
+                player = entry["player_id"]
+                one = await client.get(f"{base}/players/{player}", params=scope)
+                near = await client.get(
+                    f"{base}/players/{player}/around", params={**scope, "range": 2}
+                )
+                reads[("player", window, item["period"], player)] = (one.status_code, one.json())
+                reads[("around", window, item["period"], player)] = (near.status_code, near.json())
+    return reads

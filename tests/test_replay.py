@@ -1,0 +1,220 @@
+"""Replaying the run log (`rankd replay`) and the rebuild/replay CLI commands.
+
+Replays here start at the first sequence this module's runs took, so they re-apply only
+runs of boards made here. A separate Runtime (as the CLI builds one) does the replaying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from psycopg import AsyncConnection
+from redis.asyncio import Redis
+
+from rankd.runtime import Runtime
+from rankd.services.replay import last_sequence, replay
+from tests.conftest import Urls, make_settings
+from tests.durable_helpers import (
+    ago,
+    all_reads,
+    delete_board_keys,
+    pg_snapshot,
+    redis_runs,
+    redis_state,
+    submit,
+    wait_consumer_idle,
+)
+
+ALL_WINDOWS = ["all-time", "daily", "weekly", "monthly"]
+SUM_WINDOWS = ["all-time", "daily", "weekly"]
+TEN_DAYS_S = 10 * 86_400
+
+
+@pytest.fixture(scope="module")
+async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
+    async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture(scope="module")
+async def own(urls: Urls) -> AsyncIterator[Runtime]:
+    """A Runtime without consumer or watchdog, like the one `rankd replay` opens."""
+    rt = Runtime.build(make_settings(urls))
+    await rt.open(background=False)
+    try:
+        yield rt
+    finally:
+        await rt.close()
+
+
+async def replay_from(rt: Runtime, first: int) -> Any:
+    assert rt.log.js is not None
+    return await replay(
+        rt.log.js, rt.settings.stream, rt.settings.subject_prefix, rt.applier, first
+    )
+
+
+async def next_sequence(rt: Runtime) -> int:
+    assert rt.log.js is not None
+    return await last_sequence(rt.log.js, rt.settings.stream) + 1
+
+
+async def two_boards(client: httpx.AsyncClient, make_board) -> tuple[str, str]:
+    """A best board over every window (runs over five days) and a sum board."""
+    best_id = await make_board(windows=ALL_WINDOWS, grace_seconds=TEN_DAYS_S)
+    sum_id = await make_board(windows=SUM_WINDOWS, policy="sum")
+    for i in range(24):
+        await submit(client, best_id, f"b{i}", f"p{i % 7}", 1000 + 37 * i, ago(hours=5 * i))
+        await submit(client, sum_id, f"s{i}", f"p{i % 5}", 3 + i, ago(minutes=60 - 2 * i))
+    await submit(client, sum_id, "s3", "p3", 6, ago(minutes=54))  # a resend
+    await wait_consumer_idle(client)
+    return best_id, sum_id
+
+
+async def snapshot(redis: Redis, pg: AsyncConnection[Any], best_id: str, sum_id: str) -> tuple:
+    return (
+        await redis_state(redis, best_id, ALL_WINDOWS),
+        await redis_state(redis, sum_id, SUM_WINDOWS),
+        await redis_runs(redis, sum_id, SUM_WINDOWS),
+        await pg_snapshot(pg, best_id),
+        await pg_snapshot(pg, sum_id),
+    )
+
+
+async def test_replaying_twice_changes_nothing(
+    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any], own: Runtime
+) -> None:
+    first = await next_sequence(own)
+    best_id, sum_id = await two_boards(client, make_board)
+    last = await next_sequence(own) - 1
+    before = await snapshot(redis, pg, best_id, sum_id)
+    assert len(before[0]) >= 4 and before[3]["best"] and before[4]["sum_runs"]
+
+    for _ in range(2):
+        report = await replay_from(own, first)
+        assert report.messages == last - first + 1
+        assert report.parked == 0
+        assert report.last_sequence == last
+        assert await snapshot(redis, pg, best_id, sum_id) == before
+
+
+async def test_replay_from_past_the_end_applies_nothing(own: Runtime) -> None:
+    end = await next_sequence(own)
+    for first in (end, end + 1000):
+        report = await replay_from(own, first)
+        assert report.messages == 0
+        assert report.last_sequence == end - 1
+
+
+async def test_replay_restores_a_board_lost_from_redis_and_postgres(
+    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any], own: Runtime
+) -> None:
+    first = await next_sequence(own)
+    best_id, sum_id = await two_boards(client, make_board)
+    before = await snapshot(redis, pg, best_id, sum_id)
+    reads = await all_reads(client, best_id, ALL_WINDOWS)
+    sum_reads = await all_reads(client, sum_id, SUM_WINDOWS)
+
+    await delete_board_keys(redis, best_id, ALL_WINDOWS)
+    await delete_board_keys(redis, sum_id, SUM_WINDOWS)
+    for table in ("player_best", "sum_runs"):
+        await pg.execute(
+            f"DELETE FROM {table} WHERE board_id = ANY(%s)",
+            ([best_id, sum_id],),
+        )
+    assert (await pg_snapshot(pg, best_id))["best"] == {}
+    assert await redis_state(redis, best_id, ALL_WINDOWS) == {}
+
+    report = await replay_from(own, first)
+    assert report.messages > 0
+    assert await snapshot(redis, pg, best_id, sum_id) == before
+    assert await all_reads(client, best_id, ALL_WINDOWS) == reads
+    assert await all_reads(client, sum_id, SUM_WINDOWS) == sum_reads
+
+
+async def run_cli(urls: Urls, *args: str) -> tuple[int, str, str]:
+    """`python -m rankd.cli ...` on the test servers; returns (exit code, stdout, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKD_")}
+    env |= {
+        "RANKD_REDIS_URL": urls.redis,
+        "RANKD_POSTGRES_URL": urls.postgres,
+        "RANKD_NATS_URL": urls.nats,
+        "COLUMNS": "200",  # rich wraps error boxes at the terminal width
+    }
+    with tempfile.TemporaryDirectory(prefix="rankd-cli-") as cwd:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "rankd.cli",
+            *args,
+            env=env,
+            cwd=cwd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_cli_replay(
+    client: httpx.AsyncClient, make_board, urls: Urls, redis: Redis, own: Runtime
+) -> None:
+    first = await next_sequence(own)
+    board_id = await make_board(windows=["all-time", "daily"])
+    for i in range(5):
+        await submit(client, board_id, f"c{i}", f"p{i}", 10 * i, ago(minutes=i))
+    await wait_consumer_idle(client)
+    last = await next_sequence(own) - 1
+    before = await redis_state(redis, board_id, ["all-time", "daily"])
+
+    code, out, err = await run_cli(urls, "replay", "--from-sequence", str(first))
+    assert code == 0, out + err
+    found = re.search(r"replayed (\d+) messages up to sequence (\d+)", out)
+    assert found, out
+    assert int(found[1]) == last - first + 1
+    assert int(found[2]) == last
+    assert await redis_state(redis, board_id, ["all-time", "daily"]) == before
+
+
+async def test_cli_rebuild_one_board(
+    client: httpx.AsyncClient, make_board, urls: Urls, redis: Redis
+) -> None:
+    board_id = await make_board(windows=ALL_WINDOWS)
+    for i in range(9):
+        await submit(client, board_id, f"c{i}", f"p{i % 4}", 5 + i, ago(minutes=3 * i))
+    await wait_consumer_idle(client)
+    before = await redis_state(redis, board_id, ALL_WINDOWS)
+    reads = await all_reads(client, board_id, ALL_WINDOWS)
+    await delete_board_keys(redis, board_id, ALL_WINDOWS)
+
+    code, out, err = await run_cli(urls, "rebuild", "--board", board_id)
+    assert code == 0, out + err
+    found = re.search(r"rebuilt (\d+) periods, (\d+) members", out)
+    assert found, out
+    assert int(found[1]) == len(before)
+    assert int(found[2]) == sum(len(m) for m in before.values())
+    assert await redis_state(redis, board_id, ALL_WINDOWS) == before
+    assert await all_reads(client, board_id, ALL_WINDOWS) == reads
+
+
+async def test_cli_rebuild_rejects_an_unknown_window(urls: Urls) -> None:
+    code, out, err = await run_cli(urls, "rebuild", "--window", "hourly")
+    assert code != 0
+    message = out + err
+    assert "window must be one of all-time, daily, weekly, monthly" in message
+    assert "Traceback" not in message
