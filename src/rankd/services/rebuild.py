@@ -39,7 +39,7 @@ from rankd.stores.postgres import PostgresStore
 log = logging.getLogger("rankd.rebuild")
 
 MARKER = "rankd:verified-redis-run-id"
-FLUSH_EVERY = 2  # ZADDs (one per page of 10,000 members) per pipeline round trip
+FLUSH_EVERY = 1  # ZADDs (one per page of 20,000 members) per pipeline round trip
 
 Progress = Callable[[int], None]
 
@@ -195,7 +195,7 @@ class Rebuilder:
             now_ms = int(time.time() * 1000)
             since = now_ms - sum_horizon_ms(config) if key[1] == ALL_TIME else 0
             start = ("", "")
-            runs = standings.pages(conn, standings.SUM_RUN_PAGE_SQL, key, start, (since,))
+            runs = standings.pages(conn, standings.SUM_RUN_PAGE_SQL, key, start, {"since": since})
             staged[pk.runs] = await self._load(pk.runs + ":rebuild", runs, None)
         await self._swap(staged, expires)
         return staged[pk.public]

@@ -206,18 +206,20 @@ def _resp_fragment(score: str, member: str) -> str:
 def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where: str) -> str:
     """One page of ZADD arguments after a keyset cursor, formatted by PostgreSQL.
 
-    Returns (members, arguments, cursor of the last row). PostgreSQL does the per-member
-    work in one aggregate, so the client handles a page, not a row, at a time.
+    Returns (members, arguments, cursor of the page's last row). PostgreSQL does the
+    per-member work in one aggregate, so the client handles a page, not a row, at a time.
+    The arguments follow the subquery's order, as PostgreSQL feeds an aggregate; that only
+    affects load speed. The cursor does not rely on it: the last row is the one numbered
+    ``size`` by the window in the subquery's own order.
     """
     first, second = order
     return (
-        f"SELECT count(*), string_agg({_resp_fragment(score, member)}, ''"
-        f"  ORDER BY {first}, {second}),"
-        f" (array_agg({first} ORDER BY {first} DESC, {second} DESC))[1],"
-        f" (array_agg({second} ORDER BY {first} DESC, {second} DESC))[1]"
-        f" FROM (SELECT * FROM {table} WHERE board_id = %s AND win = %s AND period = %s"
-        f"  AND ({first}, {second}) > (%s, %s) {where}"
-        f"  ORDER BY {first}, {second} LIMIT %s) page"
+        f"SELECT count(*), string_agg({_resp_fragment(score, member)}, ''),"
+        f" max({first}), max({second}) FILTER (WHERE rn = %(size)s)"
+        f" FROM (SELECT *, row_number() OVER (ORDER BY {first}, {second}) AS rn"
+        f"  FROM {table} WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
+        f"  AND ({first}, {second}) > (%(c1)s, %(c2)s) {where}"
+        f"  ORDER BY {first}, {second} LIMIT %(size)s) page"
     )
 
 
@@ -231,7 +233,7 @@ SUM_RUN_PAGE_SQL = _page_sql(
     "ended_ms::text",
     "player_id || '|' || run_id",
     ("player_id", "run_id"),
-    "AND ended_ms >= %s",
+    "AND ended_ms >= %(since)s",
 )
 
 
@@ -240,14 +242,14 @@ async def pages(
     sql: str,
     key: PeriodKey,
     start: tuple[Any, Any],
-    extra: tuple[Any, ...] = (),
-    size: int = 10_000,
+    extra: dict[str, Any] | None = None,
+    size: int = 20_000,
 ) -> AsyncIterator[tuple[int, bytes]]:
     """(members, RESP arguments with chr(1) for CR LF) pages of a keyset-paged query."""
     cursor = start
     while True:
-        params = (*key, *cursor, *extra, size)
-        cur = await conn.execute(sql, params)
+        params = {"b": key[0], "w": key[1], "p": key[2], "c1": cursor[0], "c2": cursor[1]}
+        cur = await conn.execute(sql, {**params, **(extra or {}), "size": size})
         row = await cur.fetchone()
         if row is None or not row[0]:
             return
