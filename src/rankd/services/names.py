@@ -11,6 +11,8 @@ from psycopg_pool import PoolTimeout
 from rankd.stores.postgres import PostgresStore
 
 MAX_CACHED = 200_000
+# Names are display-only: a read waits this long at most for PostgreSQL, then shows none.
+LOOKUP_TIMEOUT_S = 0.5
 
 
 class NameCache:
@@ -31,7 +33,7 @@ class NameCache:
                 missing.append(pid)
         if missing:
             try:
-                fetched = await self.pg.get_names(missing)
+                fetched = await self.pg.get_names(missing, timeout_s=LOOKUP_TIMEOUT_S)
             except (psycopg.Error, PoolTimeout):
                 # Names are display-only: serve what we have rather than fail the read.
                 for pid in missing:

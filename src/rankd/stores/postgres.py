@@ -56,7 +56,12 @@ async def migrate(conn: AsyncConnection[Any]) -> list[str]:
 class PostgresStore:
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
         self.pool = AsyncConnectionPool(
-            url, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True}
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            timeout=5.0,  # no request waits on a dead PostgreSQL for the default 30 s
+            kwargs={"autocommit": True},
         )
 
     async def open(self) -> None:
@@ -73,8 +78,8 @@ class PostgresStore:
 
     # boards
 
-    async def get_board(self, board_id: str) -> BoardConfig | None:
-        async with self.pool.connection() as conn:
+    async def get_board(self, board_id: str, timeout_s: float | None = None) -> BoardConfig | None:
+        async with self.pool.connection(timeout=timeout_s) as conn:
             cur = await conn.execute(
                 "SELECT config, created_at FROM boards WHERE board_id = %s", (board_id,)
             )
@@ -122,11 +127,16 @@ class PostgresStore:
                 (player_id, name),
             )
 
-    async def get_names(self, player_ids: Iterable[str]) -> dict[str, str]:
+    async def get_names(
+        self, player_ids: Iterable[str], timeout_s: float | None = None
+    ) -> dict[str, str]:
         ids = list(player_ids)
         if not ids:
             return {}
-        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        async with (
+            self.pool.connection(timeout=timeout_s) as conn,
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
             await cur.execute(
                 "SELECT player_id, name FROM players WHERE player_id = ANY(%s)", (ids,)
             )
