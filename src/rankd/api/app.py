@@ -3,18 +3,46 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from starlette.requests import Request
-from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rankd import __version__, metrics
 from rankd.api import errors, routes_boards, routes_ops, routes_players, routes_reads, routes_runs
 from rankd.api.http import JSONBody
 from rankd.runtime import Runtime
 from rankd.settings import Settings
+
+
+class RequestMetrics:
+    """Latency per route and status class, as a plain ASGI middleware: the decorator form
+    (BaseHTTPMiddleware) runs each request through extra tasks and streams."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            path = getattr(scope.get("route"), "path", "unmatched")
+            metrics.REQUESTS.labels(scope["method"], path, f"{status // 100}xx").observe(
+                time.perf_counter() - started
+            )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -42,17 +70,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (routes_boards, routes_runs, routes_reads, routes_players, routes_ops):
         app.include_router(module.router)
 
-    @app.middleware("http")
-    async def observe(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        metrics.REQUESTS.labels(request.method, path, f"{response.status_code // 100}xx").observe(
-            time.perf_counter() - started
-        )
-        return response
-
+    app.add_middleware(RequestMetrics)
     return app

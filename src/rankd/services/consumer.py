@@ -30,7 +30,7 @@ DURABLE = "rankd-applier"
 # Redelivery after a failed or abandoned batch: fast first (a crashed instance), then slower.
 BACKOFF_S = [2.0, 5.0, 10.0, 30.0, 60.0]
 MAX_DELIVER = 100
-BATCH = 500
+BATCH = 100  # small batches keep each turn of the event loop short for requests
 
 
 @dataclass
