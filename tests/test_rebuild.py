@@ -330,3 +330,19 @@ async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
     assert await wait_until(verified, timeout_s=3.0), "the watchdog did not rebuild within 3 s"
     assert await _metric(client, "rankd_rebuilds_total") > rebuilt_before
     assert await all_reads(client, board_id, ["all-time", "daily"]) == reads
+
+
+async def test_missing_mode_restores_only_periods_whose_key_is_gone(
+    client: httpx.AsyncClient, make_board, redis: Redis
+) -> None:
+    board_id = await make_board(windows=["all-time", "daily"])
+    await populate(client, board_id, runs=12)
+    await wait_consumer_idle(client)
+    raw = await redis_state(redis, board_id, ["all-time", "daily"])
+    all_time = keys.period_keys(board_id, ALL_TIME, ALL_TIME).public
+    assert await redis.delete(all_time) == 1
+
+    report = await runtime_of(client).rebuilder.rebuild(board=board_id, when="missing")
+    assert report is not None
+    assert report.periods == 1  # the daily periods were still there
+    assert await redis_state(redis, board_id, ["all-time", "daily"]) == raw

@@ -82,7 +82,10 @@ class Runtime:
         await asyncio.gather(self.pg.open(), self.log.open(), scripts.load_all(self.redis))
         if not background:
             return
-        await self.rebuilder.rebuild(only_if_redis_changed=True)
+        # A restarted Redis is rebuilt whole; otherwise any period whose key has gone (e.g.
+        # deleted by hand) while PostgreSQL still holds its entries.
+        if await self.rebuilder.rebuild(when="redis_changed") is None:
+            await self.rebuilder.rebuild(when="missing")
         assert self.log.js is not None
         self.consumer = LogConsumer(
             self.log.js, self.settings.stream, self.settings.subject_prefix, self.applier
@@ -95,7 +98,7 @@ class Runtime:
         while True:
             await asyncio.sleep(self.settings.redis_watch_interval_s)
             try:
-                await self.rebuilder.rebuild(only_if_redis_changed=True)
+                await self.rebuilder.rebuild(when="redis_changed")
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
@@ -138,16 +138,22 @@ class Rebuilder:
         period: str | None = None,
         progress: Progress | None = None,
         *,
-        only_if_redis_changed: bool = False,
+        when: Literal["always", "redis_changed", "missing"] = "always",
     ) -> RebuildReport | None:
-        """Restore the selected periods (default: all). Returns None if nothing was needed."""
+        """Restore the selected periods (default: all). Returns None if nothing was needed.
+
+        ``redis_changed``: only if Redis is not the process the boards were verified on.
+        ``missing``: only periods whose board key is gone.
+        """
         started = time.perf_counter()
         report = RebuildReport()
+        if when == "redis_changed" and await self._verified():
+            return None  # the common case, decided without taking the lock
         async with self.pg.pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (standings.APPLY_LOCK,))
             run_id = await self._redis_run_id()
-            if only_if_redis_changed and await self.redis.get(MARKER) == run_id.encode():
-                return None
+            if when == "redis_changed" and await self._verified():
+                return None  # another instance rebuilt while we waited for the lock
             now_ms = int(time.time() * 1000)
             selected = await standings.periods(conn, board, window, period)
             for board_id, win, pid, start_ms in selected:
@@ -159,6 +165,9 @@ class Rebuilder:
                 expires = expires_at_ms(config, parse_period(win, pid))
                 if expires is not None and now_ms >= expires:
                     continue  # past its Redis retention: served from PostgreSQL
+                live = keys.period_keys(board_id, win, pid).public
+                if when == "missing" and await self.redis.exists(live):
+                    continue
                 loaded = await self._rebuild_period(
                     conn, config, (board_id, win, pid), expires, progress
                 )
@@ -166,7 +175,7 @@ class Rebuilder:
                 report.periods += 1
                 report.members += loaded
                 metrics.REBUILDS.inc()
-            if board is None and window is None and period is None:
+            if board is None and window is None and period is None and when != "missing":
                 await self.redis.set(MARKER, run_id)
         self.submitter.forget_indexed()
         report.seconds = time.perf_counter() - started
@@ -238,6 +247,9 @@ class Rebuilder:
             if expires is not None:
                 pipe.pexpireat(live, expires)
         await pipe.execute()
+
+    async def _verified(self) -> bool:
+        return bool(await self.redis.get(MARKER) == (await self._redis_run_id()).encode())
 
     async def _redis_run_id(self) -> str:
         info = await self.redis.info("server")
