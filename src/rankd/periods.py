@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from typing import Literal
 
 Window = Literal["all-time", "daily", "weekly", "monthly"]
@@ -82,7 +83,13 @@ def period_at(window: str, at_ms: int) -> Period:
     """The period of ``window`` that contains the instant ``at_ms``."""
     if window == ALL_TIME:
         return ALL_TIME_PERIOD
-    day = datetime.fromtimestamp(at_ms / 1000, tz=UTC).date()
+    return _period_of_day(window, at_ms // DAY_MS)
+
+
+@lru_cache(maxsize=4096)
+def _period_of_day(window: str, day_number: int) -> Period:
+    # every submit asks this per window; a day's answer never changes
+    day = date(1970, 1, 1) + timedelta(days=day_number)
     if window == "daily":
         return _build(window, day)
     if window == "weekly":

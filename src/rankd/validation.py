@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from rankd.boards import PLAYER_ID, RUN_ID, BoardConfig
@@ -35,8 +36,14 @@ def parse_time(value: Any, field: str) -> int:
 
 
 def format_time(ms: int) -> str:
-    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    """RFC 3339 in UTC with milliseconds, e.g. 2026-11-03T18:22:07.123Z."""
+    return f"{_second(ms // 1000)}{ms % 1000:03d}Z"
+
+
+@lru_cache(maxsize=65_536)
+def _second(seconds: int) -> str:
+    # responses repeat the same few seconds (a period start, recent runs): format each once
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.")
 
 
 def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -> Run:
