@@ -346,3 +346,24 @@ async def test_missing_mode_restores_only_periods_whose_key_is_gone(
     assert report is not None
     assert report.periods == 1  # the daily periods were still there
     assert await redis_state(redis, board_id, ["all-time", "daily"]) == raw
+
+
+async def test_names_are_restored_into_redis_from_postgresql(
+    client: httpx.AsyncClient, make_board, redis: Redis
+) -> None:
+    board_id = await make_board()
+    player = f"named-{board_id}"
+    await submit(client, board_id, "r1", player, 5, ago(minutes=1))
+    response = await client.put(
+        f"/v1/players/{player}", json={"name": "kai_runs"}, headers=SERVER_H
+    )
+    assert response.status_code == 200
+    assert await redis.hget(keys.NAMES, player) == b"kai_runs"
+    await redis.delete(keys.NAMES)
+
+    runtime = runtime_of(client)
+    await runtime.rebuilder.rebuild(when="missing")
+    assert await redis.hget(keys.NAMES, player) == b"kai_runs"
+    runtime.names._cache.clear()  # as a fresh process would start
+    top = (await client.get(f"/v1/boards/{board_id}/top")).json()
+    assert top["entries"][0]["name"] == "kai_runs"

@@ -56,3 +56,7 @@ def period_keys(board: str, window: str, period: str, shard: int | None = None) 
 def periods_index(board: str, window: str) -> str:
     """Sorted set of a window's period ids that have data, scored by period start (ms)."""
     return f"lb:periods:{{{board}}}:{window}"
+
+
+# Display names copied from PostgreSQL's players table: player_id -> name.
+NAMES = "rankd:names"

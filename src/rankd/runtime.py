@@ -60,7 +60,7 @@ class Runtime:
             subject_prefix=settings.subject_prefix,
             timeout_s=settings.publish_timeout_s,
         )
-        names = NameCache(pg, settings.name_cache_ttl_s)
+        names = NameCache(pg, redis, settings.name_cache_ttl_s)
         boards = BoardRegistry(pg, redis, settings.config_cache_ttl_s)
         submitter = Submitter(redis, log)
         return cls(

@@ -175,8 +175,11 @@ class Rebuilder:
                 report.periods += 1
                 report.members += loaded
                 metrics.REBUILDS.inc()
-            if board is None and window is None and period is None and when != "missing":
-                await self.redis.set(MARKER, run_id)
+            if board is None and window is None and period is None:
+                if when != "missing" or not await self.redis.exists(keys.NAMES):
+                    await self._restore_names(conn)
+                if when != "missing":
+                    await self.redis.set(MARKER, run_id)
         self.submitter.forget_indexed()
         report.seconds = time.perf_counter() - started
         log.info(
@@ -233,6 +236,16 @@ class Rebuilder:
                 await asyncio.gather(producer, return_exceptions=True)
             producer.result()  # a failed read must not RENAME a half-loaded board
         return loader.loaded
+
+    async def _restore_names(self, conn: AsyncConnection[Any]) -> None:
+        """Copy the players table's names into Redis (staged, then renamed into place)."""
+        staging = keys.NAMES + ":rebuild"
+        await self.redis.delete(staging)
+        loaded = 0
+        async for chunk in standings.name_chunks(conn):
+            await self.redis.hset(staging, mapping=chunk)  # type: ignore[arg-type]
+            loaded += len(chunk)
+        await self._swap({keys.NAMES: loaded}, None)
 
     async def _swap(self, staged: dict[str, int], expires: int | None) -> None:
         """Put every staged key (``<key>:rebuild``) in place in one MULTI/EXEC: a sum board's

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from datetime import datetime
 from importlib import resources
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
@@ -126,18 +124,3 @@ class PostgresStore:
                 " ON CONFLICT (player_id) DO UPDATE SET name = EXCLUDED.name, updated_at = now()",
                 (player_id, name),
             )
-
-    async def get_names(
-        self, player_ids: Iterable[str], timeout_s: float | None = None
-    ) -> dict[str, str]:
-        ids = list(player_ids)
-        if not ids:
-            return {}
-        async with (
-            self.pool.connection(timeout=timeout_s) as conn,
-            conn.cursor(row_factory=dict_row) as cur,
-        ):
-            await cur.execute(
-                "SELECT player_id, name FROM players WHERE player_id = ANY(%s)", (ids,)
-            )
-            return {r["player_id"]: r["name"] for r in await cur.fetchall()}

@@ -257,3 +257,13 @@ async def pages(
         if row[0] < size:
             return
         cursor = (row[2], row[3])
+
+
+async def name_chunks(
+    conn: AsyncConnection[Any], size: int = 10_000
+) -> AsyncIterator[dict[str, str]]:
+    """Every player's display name, a chunk at a time (server-side cursor; needs a transaction)."""
+    async with conn.cursor(name="rankd_names") as cur:
+        await cur.execute("SELECT player_id, name FROM players")
+        while rows := await cur.fetchmany(size):
+            yield {player_id: name for player_id, name in rows}
