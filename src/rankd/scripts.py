@@ -36,7 +36,8 @@ class Script:
 SUBMIT_BEST = Script.load("submit_best")
 SUBMIT_SUM = Script.load("submit_sum")
 AROUND = Script.load("around")
-ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_SUM, AROUND)
+FRIENDS = Script.load("friends")
+ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_SUM, AROUND, FRIENDS)
 
 
 async def load_all(redis: Redis) -> None:

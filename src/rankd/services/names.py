@@ -40,17 +40,24 @@ class NameCache:
         if not missing:
             return found
         try:
-            fetched = await self.redis.hmget(keys.NAMES, missing)
+            fetched: list[bytes | str | None] = await self.redis.hmget(keys.NAMES, missing)
         except (RedisError, OSError):
             # display-only: serve what we have rather than fail the read
             for pid in missing:
                 hit = self._cache.get(pid)
                 found[pid] = hit[1] if hit is not None else None
             return found
+        found.update(self.absorb(missing, fetched))
+        return found
+
+    def absorb(self, player_ids: list[str], raw: list[bytes | str | None]) -> dict[str, str | None]:
+        """Cache the answer of an HMGET on NAMES that a read sent in its own pipeline."""
+        now = time.monotonic()
         if len(self._cache) > MAX_CACHED:
             self._cache.clear()  # crude bound; names are display-only
-        for pid, raw in zip(missing, fetched, strict=True):
-            name = raw.decode() if isinstance(raw, bytes) else raw
+        found: dict[str, str | None] = {}
+        for pid, value in zip(player_ids, raw, strict=True):
+            name = value.decode() if isinstance(value, bytes) else value
             self._cache[pid] = (now, name)
             found[pid] = name
         return found

@@ -18,7 +18,7 @@ from rankd import keys
 from rankd.boards import BoardConfig
 from rankd.errors import InvalidRequest, PlayerNotRanked, ScoreOutOfRange
 from rankd.periods import Period, PeriodError, parse_period, period_at
-from rankd.scripts import AROUND, run_pipeline
+from rankd.scripts import AROUND, FRIENDS, run_pipeline
 from rankd.services.names import NameCache
 from rankd.validation import format_time
 
@@ -67,11 +67,16 @@ class Reader:
         self.names = names
 
     async def _entries(
-        self, scope: Scope, rows: list[tuple[str, int, int]]
+        self,
+        scope: Scope,
+        rows: list[tuple[str, int, int]],
+        names: dict[str, str | None] | None = None,
     ) -> list[dict[str, Any]]:
-        """Entries from (player_id, composite, rank) rows, with names."""
+        """Entries from (player_id, composite, rank) rows, with names (looked up unless the
+        caller fetched them in its own pipeline)."""
         codec = scope.board.codecs[scope.window]
-        names = await self.names.lookup(pid for pid, _, _ in rows)
+        if names is None:
+            names = await self.names.lookup(pid for pid, _, _ in rows)
         entries = []
         for pid, composite, rank in rows:
             score, offset = codec.unpack(composite)
@@ -108,13 +113,15 @@ class Reader:
         pipe.zscore(key, player_id)
         pipe.zrevrank(key, player_id)
         pipe.zcard(key)
-        composite, rank0, total = await pipe.execute()
+        pipe.hmget(keys.NAMES, [player_id])
+        composite, rank0, total, name = await pipe.execute()
         if composite is None or rank0 is None:
             raise PlayerNotRanked(
                 f"player {player_id!r} has no entry in {scope.window} period {scope.period.id}"
             )
         rank = rank0 + 1
-        [entry] = await self._entries(scope, [(player_id, _number(composite), rank)])
+        row = (player_id, _number(composite), rank)
+        [entry] = await self._entries(scope, [row], self.names.absorb([player_id], name))
         percentile = round(100.0 * (total - rank + 1) / total, 4)
         return {**self._head(scope), **entry, "total": total, "percentile": percentile}
 
@@ -139,19 +146,15 @@ class Reader:
 
     async def friends(self, scope: Scope, player_id: str, friend_ids: list[str]) -> dict[str, Any]:
         ids = list(dict.fromkeys([player_id, *friend_ids]))
-        key = scope.keys.public
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.zmscore(key, ids)
-        for pid in ids:
-            pipe.zrevrank(key, pid)
-        composite_list, *ranks = await pipe.execute()
+        call = (FRIENDS, (scope.keys.public,), tuple(ids))
+        [flat, names] = await run_pipeline(self.redis, [call], [("HMGET", (keys.NAMES, *ids))])
         present = [
-            (pid, _number(c), int(r) + 1)
-            for pid, c, r in zip(ids, composite_list, ranks, strict=True)
-            if c is not None and r is not None
+            (pid, _number(flat[2 * i]), int(flat[2 * i + 1]) + 1)
+            for i, pid in enumerate(ids)
+            if flat[2 * i] is not None
         ]
         present.sort(key=lambda row: row[2])
-        entries = await self._entries(scope, present)
+        entries = await self._entries(scope, present, self.names.absorb(ids, names))
         for position, entry in enumerate(entries, start=1):
             entry["position"] = position
         return {**self._head(scope), "entries": entries}
