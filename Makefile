@@ -6,7 +6,7 @@ RANKD_ADMIN_KEYS ?= dev-admin-key
 RANKD_SERVER_KEYS ?= dev-server-key
 export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS
 
-.PHONY: install dev run test lint typecheck format bench bench-quick clean
+.PHONY: install dev run test lint typecheck format bench bench-quick bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,27 @@ format: dev
 	$(BIN)/ruff format src tests bench
 	$(BIN)/ruff check --fix src tests bench
 
-bench-quick: dev
-	$(BIN)/python -m bench.submit_rate --seconds 10
+# The benchmark suite: each measurement beside its baseline, results and plots in
+# bench/results/. `bench` takes a while (10M-member boards); `bench-quick` stays under 3 minutes.
+$(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(VENV)/.installed $(VENV)/.dev-installed $@
+
+bench-deps: $(VENV)/.bench-installed
+
+bench: bench-deps
+	$(BIN)/python -m bench.submits
+	$(BIN)/python -m bench.reads
+	$(BIN)/python -m bench.rank_growth
+	$(BIN)/python -m bench.rebuild_rate --sizes 1000000 10000000
+	$(BIN)/python -m bench.report
+
+bench-quick: bench-deps
+	$(BIN)/python -m bench.submits --quick
+	$(BIN)/python -m bench.reads --quick
+	$(BIN)/python -m bench.rank_growth --quick
+	$(BIN)/python -m bench.rebuild_rate --sizes 100000
+	$(BIN)/python -m bench.report
 
 clean:
 	rm -rf $(VENV) .rankd .pytest_cache .mypy_cache .ruff_cache
