@@ -42,6 +42,7 @@ class Codec:
     span_ms: int
     time_bits: int
     resolution_ms: int
+    time_mask: int
 
     @classmethod
     def create(cls, max_score: int, order: Order, span_ms: int) -> Codec:
@@ -52,11 +53,7 @@ class Codec:
         time_bits = 53 - max_score.bit_length()
         slots = 1 << time_bits
         resolution_ms = max(1, -(-span_ms // slots))  # ceil division
-        return cls(max_score, order, span_ms, time_bits, resolution_ms)
-
-    @property
-    def _time_mask(self) -> int:
-        return (1 << self.time_bits) - 1
+        return cls(max_score, order, span_ms, time_bits, resolution_ms, slots - 1)
 
     def score_key(self, score: int) -> int:
         """The score part as stored: higher is better for both orders."""
@@ -72,7 +69,7 @@ class Codec:
             raise CodecError(
                 f"time offset {offset_ms} ms is outside the period (0..{self.span_ms})"
             )
-        return self._time_mask - offset_ms // self.resolution_ms
+        return self.time_mask - offset_ms // self.resolution_ms
 
     def pack(self, score: int, offset_ms: int) -> int:
         """Composite for ``score`` achieved ``offset_ms`` after the period's start."""
@@ -84,7 +81,7 @@ class Codec:
             raise CodecError(f"composite {composite} is outside 0..2**53")
         key = composite >> self.time_bits
         score = key if self.order == "desc" else self.max_score - key
-        offset_ms = (self._time_mask - (composite & self._time_mask)) * self.resolution_ms
+        offset_ms = (self.time_mask - (composite & self.time_mask)) * self.resolution_ms
         return score, offset_ms
 
     def score_floor(self, score: int) -> int:

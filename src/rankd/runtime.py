@@ -45,12 +45,14 @@ class Runtime:
         if not (settings.redis_url and settings.postgres_url and settings.nats_url):
             raise ValueError("Runtime needs RANKD_REDIS_URL, RANKD_POSTGRES_URL and RANKD_NATS_URL")
         # A blocking pool: under a burst, requests wait for a connection instead of failing.
+        # No socket_timeout: redis-py wraps every read in an asyncio timeout for it, the
+        # largest single cost in the read profile; a dead Redis still fails fast (reset).
         pool = BlockingConnectionPool.from_url(
             settings.redis_url,
             max_connections=64,
             timeout=10,
-            socket_timeout=5,
             socket_connect_timeout=5,
+            socket_keepalive=True,
         )
         redis = Redis(connection_pool=pool)
         pg = PostgresStore(settings.postgres_url)
