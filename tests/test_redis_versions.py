@@ -16,7 +16,7 @@ from rankd import keys
 from rankd.codec import Codec
 from rankd.embedded import RedisServer, find_redis_server
 from rankd.periods import SPAN_MS
-from rankd.scripts import AROUND, SUBMIT_BEST, SUBMIT_SUM, run_pipeline
+from rankd.scripts import AROUND, SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, run_pipeline
 
 
 def version(binary: Path) -> str:
@@ -57,6 +57,12 @@ async def exercise(url: str) -> list[Any]:
             replies.append(await run_pipeline(redis, [best_call, sum_call]))
             if i == 3:
                 await redis.script_flush()  # NOSCRIPT mid-stream: reloaded and resent
+        many = (codec.pack(25, 7), "a", codec.pack(31, 3), "d", codec.pack(31, 3), "d")
+        replies.append(
+            await run_pipeline(
+                redis, [(SUBMIT_BEST_MANY, (best.public, best.public), ("0", *many))]
+            )
+        )
         replies.append(await run_pipeline(redis, [(AROUND, (best.public,), ("a", 1))]))
         for key in (best.public, total.public, total.runs):
             replies.append(await redis.zrange(key, 0, -1, withscores=True))
@@ -77,8 +83,8 @@ def run_on(binary: Path, data_dir: Path) -> list[Any]:
 def test_scripts_behave_the_same_on_every_version(server_dir: Path) -> None:
     results = {v: run_on(b, server_dir / v) for v, b in BINARIES.items()}
     reference = results[version(find_redis_server())]
-    # ascending: a (best 20) < b (30 at offset 9) < c (30 at offset 2, the earlier achiever)
-    assert [m for m, _ in reference[-3]] == [b"a", b"b", b"c"]
+    # ascending: a (25) < b (30 at offset 9) < c (30 at offset 2, the earlier achiever) < d (31)
+    assert [m for m, _ in reference[-3]] == [b"a", b"b", b"c", b"d"]
     for v, replies in results.items():
         assert replies == reference, f"Redis {v} differs from the bundled Redis"
 

@@ -34,10 +34,11 @@ class Script:
 
 
 SUBMIT_BEST = Script.load("submit_best")
+SUBMIT_BEST_MANY = Script.load("submit_best_many")
 SUBMIT_SUM = Script.load("submit_sum")
 AROUND = Script.load("around")
 FRIENDS = Script.load("friends")
-ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_SUM, AROUND, FRIENDS)
+ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, AROUND, FRIENDS)
 
 
 async def load_all(redis: Redis) -> None:

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,7 +23,7 @@ from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
 from rankd.periods import ALL_TIME, DAY_MS, Period, period_at
 from rankd.runs import Run
-from rankd.scripts import SUBMIT_BEST, SUBMIT_SUM, Call, run_pipeline
+from rankd.scripts import SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, Call, run_pipeline
 from rankd.services.group_commit import GroupCommitter
 from rankd.stores.runlog import RunLog
 from rankd.validation import format_time
@@ -149,6 +149,46 @@ def standing(board: BoardConfig, target: Target, result: Sequence[int] | None) -
     }
 
 
+def coalesce(
+    calls: Sequence[Call],
+) -> tuple[list[Call], Callable[[Sequence[Any]], list[Sequence[int]]]]:
+    """Fold the ``submit_best`` calls that share a key into one ``submit_best_many`` call.
+
+    A batch of 1,000 runs on three windows is three script calls instead of 3,000: the
+    client's per-command cost, not Redis's, was the limit. Calls on one key keep their
+    order, so the replies are what the single calls would have answered. Returns the calls
+    to send and a function that spreads their replies back, one per original call.
+    """
+    best: dict[tuple[tuple[str, ...], str | int], list[int]] = {}
+    sent: list[Call] = []
+    members: list[list[int]] = []
+    for i, (script, call_keys, args) in enumerate(calls):
+        if script is SUBMIT_BEST:
+            best.setdefault((tuple(call_keys), args[2]), []).append(i)
+        else:
+            sent.append(calls[i])
+            members.append([i])
+    for (call_keys, expire_at), indexes in best.items():
+        if len(indexes) == 1:
+            sent.append(calls[indexes[0]])
+        else:
+            pairs = [arg for i in indexes for arg in calls[i][2][:2]]
+            sent.append((SUBMIT_BEST_MANY, call_keys, (expire_at, *pairs)))
+        members.append(indexes)
+
+    def spread(results: Sequence[Any]) -> list[Sequence[int]]:
+        out: list[Sequence[int]] = [()] * len(calls)
+        for call, indexes, result in zip(sent, members, results, strict=True):
+            if call[0] is not SUBMIT_BEST_MANY:
+                out[indexes[0]] = result
+                continue
+            for j, i in enumerate(indexes):
+                out[i] = result[4 * j : 4 * j + 4]
+        return out
+
+    return sent, spread
+
+
 class Submitter:
     def __init__(self, redis: Redis, log: RunLog) -> None:
         self.redis = redis
@@ -179,8 +219,9 @@ class Submitter:
         """Send every planned script call in one pipeline; replies shaped like ``plans``."""
         calls = [t.call for p in plans for t in p if t.call is not None]
         extra, memos = self._index_commands(board, plans)
+        sent, spread = coalesce(calls)
         try:
-            results = await run_pipeline(self.redis, calls, extra) if calls or extra else []
+            results = await run_pipeline(self.redis, sent, extra) if sent or extra else []
         except (RedisError, OSError) as exc:
             # The runs are in the log; a retry is harmless and the log consumer heals Redis.
             raise Unavailable(
@@ -188,7 +229,7 @@ class Submitter:
             ) from exc
         now = time.monotonic()
         self._indexed.update((memo, now) for memo in memos)
-        replies = iter(results[: len(calls)])
+        replies = iter(spread(results[: len(sent)]))
         return [[next(replies) if t.call is not None else None for t in p] for p in plans]
 
     def forget_indexed(self) -> None:

@@ -1,0 +1,29 @@
+-- submit_best_many: submit_best for several runs on one board period, in one call.
+--
+-- KEYS[1] = the key the entries are written to (public board or a side key)
+-- KEYS[2] = the public board the ranks are read from (equal to KEYS[1] for most players)
+-- ARGV[1] = unix seconds at which the written key expires, or "0" for never
+-- ARGV[2], ARGV[3], ... = composite, member pairs, applied in order
+--
+-- Returns a flat list of {changed, rank, stored, mine} per pair, as submit_best.lua does
+-- for one. A batch of runs costs the client one command per period instead of one per run.
+
+local out = {}
+for i = 2, #ARGV, 2 do
+  local changed = redis.call('ZADD', KEYS[1], 'GT', 'CH', ARGV[i], ARGV[i + 1])
+  local stored = redis.call('ZSCORE', KEYS[1], ARGV[i + 1])
+  local rank
+  if KEYS[1] == KEYS[2] then
+    rank = redis.call('ZREVRANK', KEYS[1], ARGV[i + 1]) + 1
+  else
+    rank = redis.call('ZCOUNT', KEYS[2], '(' .. stored, '+inf') + 1
+  end
+  out[#out + 1] = changed
+  out[#out + 1] = rank
+  out[#out + 1] = tonumber(stored)
+  out[#out + 1] = (tonumber(stored) == tonumber(ARGV[i])) and 1 or 0
+end
+if ARGV[1] ~= '0' then
+  redis.call('EXPIREAT', KEYS[1], ARGV[1])
+end
+return out
