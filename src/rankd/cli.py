@@ -127,6 +127,9 @@ def serve(
             "http": "httptools",
             "log_level": os.environ.get("RANKD_LOG_LEVEL", "info").lower(),
             "access_log": False,
+            # longer than a load balancer's usual 60 s idle timeout, so the balancer (or a
+            # client pool) closes idle keep-alive connections first, never mid-request
+            "timeout_keep_alive": 75,
         }
         if workers == 1:
             uvicorn.run(create_app(settings), **options)
