@@ -12,9 +12,10 @@ The season lives in the key name: a new period is a new key, nothing is ever res
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PeriodKeys:
     """The keys of one (shard of a) board period."""
 
@@ -23,12 +24,12 @@ class PeriodKeys:
     period: str
     shard: int | None = None
 
-    @property
+    @cached_property
     def tag(self) -> str:
         base = f"{self.board}:{self.window}:{self.period}"
         return base if self.shard is None else f"{base}#{self.shard}"
 
-    @property
+    @cached_property
     def public(self) -> str:
         return f"lb:{{{self.tag}}}"
 
@@ -49,7 +50,9 @@ class PeriodKeys:
         return f"lb:{{{self.tag}}}:runs"
 
 
+@lru_cache(maxsize=16_384)
 def period_keys(board: str, window: str, period: str, shard: int | None = None) -> PeriodKeys:
+    # every submit asks for the same few periods' keys; build each name once
     return PeriodKeys(board, window, period, shard)
 
 

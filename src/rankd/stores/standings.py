@@ -85,28 +85,43 @@ async def write(conn: AsyncConnection[Any], batch: StandingsBatch) -> None:
                 [start for _, start in rows],
             ),
         )
-    for key in sorted(batch.best):
-        entries = [batch.best[key][p] for p in sorted(batch.best[key])]
-        await conn.execute(
-            "INSERT INTO player_best"
-            " (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
-            " SELECT %s, %s, %s, * FROM unnest("
-            "   %s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::text[])"
-            " ON CONFLICT (board_id, win, period, player_id) DO UPDATE SET"
-            "   composite = EXCLUDED.composite, score = EXCLUDED.score,"
-            "   achieved_ms = EXCLUDED.achieved_ms, run_id = EXCLUDED.run_id"
-            " WHERE EXCLUDED.composite > player_best.composite",
-            (
-                *key,
-                [e.player_id for e in entries],
-                [e.composite for e in entries],
-                [e.score for e in entries],
-                [e.achieved_ms for e in entries],
-                [e.run_id for e in entries],
-            ),
-        )
+    if batch.best:
+        await _write_best(conn, batch.best)
     for key in sorted(batch.sums):
         await _write_sums(conn, key, batch.configs[key[0]], list(batch.sums[key].values()))
+
+
+async def _write_best(
+    conn: AsyncConnection[Any], best: dict[PeriodKey, dict[str, BestRow]]
+) -> None:
+    """Conditional max of every entry: COPY into a temporary table, then one upsert.
+
+    Array parameters (unnest) cost psycopg a Python call per element, which the consumer's
+    profile showed at 10% of the service; COPY text built with one join costs far less.
+    Ids never contain tabs, newlines or backslashes (validation.py), so no escaping.
+    """
+    await conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS best_in (board_id text, win text, period text,"
+        " player_id text, composite bigint, score bigint, achieved_ms bigint, run_id text)"
+        " ON COMMIT DELETE ROWS"
+    )
+    text = "".join(
+        f"{b}\t{w}\t{p}\t{e.player_id}\t{e.composite}\t{e.score}\t{e.achieved_ms}\t{e.run_id}\n"
+        for (b, w, p), entries in best.items()
+        for e in entries.values()
+    )
+    async with conn.cursor().copy("COPY best_in FROM STDIN") as copy:
+        await copy.write(text.encode())
+    # sorted by key, so concurrent consumers lock rows in the same order
+    await conn.execute(
+        "INSERT INTO player_best"
+        " (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
+        " SELECT * FROM best_in ORDER BY board_id, win, period, player_id"
+        " ON CONFLICT (board_id, win, period, player_id) DO UPDATE SET"
+        "   composite = EXCLUDED.composite, score = EXCLUDED.score,"
+        "   achieved_ms = EXCLUDED.achieved_ms, run_id = EXCLUDED.run_id"
+        " WHERE EXCLUDED.composite > player_best.composite"
+    )
 
 
 async def _write_sums(
