@@ -58,14 +58,15 @@ def urls() -> Iterator[Urls]:
 
 
 def make_settings(urls: Urls, **overrides: object) -> Settings:
-    return Settings(
-        redis_url=urls.redis,
-        postgres_url=urls.postgres,
-        nats_url=urls.nats,
-        admin_keys=[ADMIN],
-        server_keys=[SERVER],
-        **overrides,  # type: ignore[arg-type]
-    )
+    values: dict[str, object] = {
+        "redis_url": urls.redis,
+        "postgres_url": urls.postgres,
+        "nats_url": urls.nats,
+        "admin_keys": [ADMIN],
+        "server_keys": [SERVER],
+        "top_cache_s": 0.0,  # tests read their own writes at once; test_reads_cache covers it
+    }
+    return Settings(**(values | overrides))  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")

@@ -73,7 +73,7 @@ class Runtime:
             boards=boards,
             names=names,
             submitter=submitter,
-            reader=Reader(redis, names),
+            reader=Reader(redis, names, settings.top_cache_s),
             auth=Authenticator(settings.admin_keys, settings.server_keys),
             applier=Applier(boards, submitter, pg),
             rebuilder=Rebuilder(redis, pg, boards, submitter),

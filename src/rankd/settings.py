@@ -30,6 +30,8 @@ class Settings(BaseSettings):
     # How long board configs and player names are trusted from the in-process cache.
     config_cache_ttl_s: float = 2.0
     name_cache_ttl_s: float = 30.0
+    # How long a rendered top list is reused by this process (0 turns it off).
+    top_cache_s: float = 0.2
 
     # How often each instance checks that Redis is still the process the boards were
     # verified on (a restart triggers a rebuild from PostgreSQL).

@@ -62,9 +62,13 @@ def _text(raw: Any) -> str:
 
 
 class Reader:
-    def __init__(self, redis: Redis, names: NameCache) -> None:
+    def __init__(self, redis: Redis, names: NameCache, top_cache_s: float = 0.0) -> None:
         self.redis = redis
         self.names = names
+        # Top lists are the same for every reader: each process renders one at most once per
+        # top_cache_s (default 0.2 s, well inside the design's 2 s read staleness budget).
+        self.top_cache_s = top_cache_s
+        self._tops: dict[tuple[str, str, str, int, int], tuple[float, dict[str, Any]]] = {}
 
     async def _entries(
         self,
@@ -99,6 +103,19 @@ class Reader:
         }
 
     async def top(self, scope: Scope, n: int, offset: int) -> dict[str, Any]:
+        cache_key = (scope.board.board_id, scope.window, scope.period.id, n, offset)
+        hit = self._tops.get(cache_key)
+        now = time.monotonic()
+        if hit is not None and now - hit[0] < self.top_cache_s:
+            return hit[1]
+        body = await self._top(scope, n, offset)
+        if self.top_cache_s > 0:
+            if len(self._tops) > 10_000:
+                self._tops.clear()
+            self._tops[cache_key] = (now, body)
+        return body
+
+    async def _top(self, scope: Scope, n: int, offset: int) -> dict[str, Any]:
         key = scope.keys.public
         pipe = self.redis.pipeline(transaction=False)
         pipe.zrevrange(key, offset, offset + n - 1, withscores=True)
