@@ -130,7 +130,20 @@ def load_board(redis_port: int, key: str, n: int) -> float:
     card = redis.Redis(port=redis_port).zcard(key)
     if card != n:
         raise RuntimeError(f"{key} holds {card} members, expected {n}")
+    wait_for_aof_rewrite(redis_port)
     return seconds
+
+
+def wait_for_aof_rewrite(redis_port: int, within_s: float = 300) -> None:
+    """A big load makes Redis rewrite its AOF in a forked child; measuring while it runs
+    would measure the rewrite's CPU and disk, not the reads."""
+    client = redis.Redis(port=redis_port)
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        info: dict[str, Any] = client.info("persistence")
+        if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
+            return
+        time.sleep(0.5)
 
 
 def used_memory(redis_port: int) -> int:

@@ -28,8 +28,7 @@ from pathlib import Path
 import psycopg
 from redis.asyncio import Redis
 
-from bench.common import write_result
-from bench.submit_rate import machine
+from bench.common import machine_line, write_result
 from rankd import keys
 from rankd.embedded import find_redis_server, start_embedded
 from rankd.runtime import Runtime
@@ -156,7 +155,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000])
     args = parser.parse_args()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine_line()}")
     results = []
     with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
         servers = start_embedded(Path(tmp) / "servers")
