@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,12 +138,17 @@ class Latencies:
 
 
 async def open_loop(
-    call: Callable[[int], Awaitable[bool]], rate: float, seconds: float, max_in_flight: int = 256
+    call: Callable[[int], Awaitable[bool]],
+    rate: float,
+    seconds: float,
+    max_in_flight: int = 256,
+    also: Callable[[int], Latencies] | None = None,
 ) -> Latencies:
     """Offer ``rate`` calls/s for ``seconds`` on a fixed schedule, whatever the answers take.
 
     Latency counts from the scheduled start, so queueing behind a slow server shows up
-    (no coordinated omission). ``call(i)`` returns False for an error answer.
+    (no coordinated omission). ``call(i)`` returns False for an error answer. ``also(i)``
+    names a second record that call ``i`` is counted in too (e.g. per request kind).
     """
     result = Latencies(seconds)
     total = int(rate * seconds)
@@ -153,9 +158,11 @@ async def open_loop(
     async def one(i: int, scheduled: float) -> None:
         async with gate:
             ok = await call(i)
-        result.samples.append(time.perf_counter() - scheduled)
-        if not ok:
-            result.errors += 1
+        latency = time.perf_counter() - scheduled
+        for record in (result,) if also is None else (result, also(i)):
+            record.samples.append(latency)
+            if not ok:
+                record.errors += 1
 
     tasks = []
     for i in range(total):
@@ -167,6 +174,23 @@ async def open_loop(
     await asyncio.gather(*tasks)
     result.seconds = max(seconds, time.perf_counter() - start)
     return result
+
+
+async def open_loop_by(
+    kinds: Sequence[str],
+    call: Callable[[int], Awaitable[bool]],
+    rate: float,
+    seconds: float,
+    max_in_flight: int = 256,
+) -> tuple[Latencies, dict[str, Latencies]]:
+    """open_loop, with latencies also kept per kind (call ``i`` is kind ``kinds[i % n]``)."""
+    by_kind = {kind: Latencies(seconds) for kind in kinds}
+    mixed = await open_loop(
+        call, rate, seconds, max_in_flight, also=lambda i: by_kind[kinds[i % len(kinds)]]
+    )
+    for record in by_kind.values():
+        record.seconds = mixed.seconds
+    return mixed, by_kind
 
 
 async def closed_loop(

@@ -41,6 +41,7 @@ from bench.common import (
     Latencies,
     create_board,
     machine_line,
+    open_loop_by,
     servers,
     service,
     write_result,
@@ -272,39 +273,6 @@ def baseline_call(
 # --- load -----------------------------------------------------------------------------------
 
 
-async def open_loop_by_kind(
-    call: Callable[[int], Awaitable[bool]], rate: float, seconds: float, max_in_flight: int = 256
-) -> tuple[Latencies, dict[str, Latencies]]:
-    """bench.common.open_loop, with latencies also kept per read kind (KINDS[i % 4])."""
-    mixed = Latencies(seconds)
-    by_kind = {kind: Latencies(seconds) for kind in KINDS}
-    total = int(rate * seconds)
-    start = time.perf_counter()
-    gate = asyncio.Semaphore(max_in_flight)
-
-    async def one(i: int, scheduled: float) -> None:
-        async with gate:
-            ok = await call(i)
-        latency = time.perf_counter() - scheduled
-        for lat in (mixed, by_kind[KINDS[i % len(KINDS)]]):
-            lat.samples.append(latency)
-            if not ok:
-                lat.errors += 1
-
-    tasks = []
-    for i in range(total):
-        scheduled = start + i / rate
-        delay = scheduled - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(one(i, scheduled)))
-    await asyncio.gather(*tasks)
-    elapsed = max(seconds, time.perf_counter() - start)
-    for lat in (mixed, *by_kind.values()):
-        lat.seconds = elapsed
-    return mixed, by_kind
-
-
 def sustained(lat: Latencies, rate: float) -> bool:
     return lat.pct(99) <= P99_LIMIT_MS and lat.errors == 0 and lat.rate >= 0.95 * rate
 
@@ -314,12 +282,12 @@ async def ladder(
 ) -> dict[str, Any]:
     """Climb the rates until p99 passes the limit (twice in a row at one rate); 2,000/s is
     measured in any case (its last run is the one reported)."""
-    await open_loop_by_kind(call, 500, 1.0)  # warm-up: connections, caches
+    await open_loop_by(KINDS, call, 500, 1.0)  # warm-up: connections, caches
     steps: list[dict[str, Any]] = []
     best = 0.0
 
     async def step(rate: float) -> bool:
-        mixed, by_kind = await open_loop_by_kind(call, rate, seconds)
+        mixed, by_kind = await open_loop_by(KINDS, call, rate, seconds)
         ok = sustained(mixed, rate)
         steps.append(
             {
