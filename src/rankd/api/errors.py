@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 
+import psycopg
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from psycopg_pool import PoolTimeout
+from redis.exceptions import ConnectionError as RedisConnectionError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -40,6 +43,13 @@ async def _http_error(_: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, str(exc.detail))
 
 
+async def _dependency_down(_: Request, exc: Exception) -> Response:
+    # A store that cannot answer is a 503 the client can retry, not a 500.
+    log.warning("dependency unavailable: %r", exc)
+    store = "PostgreSQL" if isinstance(exc, psycopg.Error | PoolTimeout) else "Redis"
+    return error_response(503, "unavailable", f"{store} is unavailable right now; retry shortly")
+
+
 async def _unexpected(_: Request, exc: Exception) -> Response:
     log.exception("unhandled error", exc_info=exc)
     return error_response(500, "internal", "an unexpected error occurred; it has been logged")
@@ -49,4 +59,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RankdError, _rankd_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
+    for dependency_error in (psycopg.OperationalError, PoolTimeout, RedisConnectionError):
+        app.add_exception_handler(dependency_error, _dependency_down)
     app.add_exception_handler(Exception, _unexpected)
