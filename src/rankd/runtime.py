@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import Any
 
 from redis.asyncio import BlockingConnectionPool, Redis
 
@@ -119,9 +121,9 @@ class Runtime:
     async def readiness(self) -> dict[str, str]:
         """Each dependency's state: "ok" or why not."""
 
-        async def check(name: str, probe: object) -> tuple[str, str]:
+        async def check(name: str, probe: Awaitable[Any]) -> tuple[str, str]:
             try:
-                await asyncio.wait_for(probe, timeout=2)  # type: ignore[arg-type]
+                await asyncio.wait_for(probe, timeout=2)
                 return name, "ok"
             except Exception as exc:
                 return name, f"down: {type(exc).__name__}: {exc}"[:200]
