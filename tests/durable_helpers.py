@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 from rankd import keys
 from rankd.runtime import Runtime
 from tests.conftest import SERVER_H
+from tests.wire import iso
 
 # (window, period) -> {player: composite}
 BoardState = dict[tuple[str, str], dict[str, int]]
@@ -28,25 +29,6 @@ def runtime_of(client: httpx.AsyncClient) -> Runtime:
     """The Runtime the session app opened (log consumer and Redis watchdog running)."""
     rt: Runtime = client._transport.app.state.runtime  # type: ignore[attr-defined]
     return rt
-
-
-def now_dt() -> datetime:
-    """Now, truncated to whole milliseconds (what the wire format carries)."""
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
-
-
-def iso(moment: datetime) -> str:
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
-
-
-def ago(**delta: float) -> datetime:
-    return now_dt() - timedelta(**delta)
 
 
 async def submit(

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN_H, SERVER_H, new_board_id
+from tests.wire import assert_error
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 CONFIG_FIELDS = {
@@ -22,16 +23,6 @@ CONFIG_FIELDS = {
     "grace_seconds",
     "retention_days",
 }
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert set(body["error"]) == {"code", "message"}, body
-    assert body["error"]["code"] == code, body
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"].strip()
-    return body["error"]
 
 
 async def put_board(client: httpx.AsyncClient, board_id: str, body: Any) -> httpx.Response:

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN_H, SERVER_H
+from tests.wire import assert_error, iso, weekly_id
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 ENTRY_KEYS = {"rank", "player_id", "score", "achieved_at", "name"}
@@ -18,29 +19,9 @@ ENTRY_KEYS = {"rank", "player_id", "score", "achieved_at", "name"}
 # --- helpers ---------------------------------------------------------------------------
 
 
-def iso(moment: datetime) -> str:
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def weekly_id(moment: datetime) -> str:
-    year, week, _ = moment.astimezone(UTC).isocalendar()
-    return f"{year}-W{week:02d}"
-
-
 def week_start(moment: datetime) -> datetime:
     day = moment.astimezone(UTC).date() - timedelta(days=moment.weekday())
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert set(body["error"]) == {"code", "message"}, body
-    assert body["error"]["code"] == code, body
-    assert body["error"]["message"].strip()
-    return body["error"]
 
 
 async def submit(

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from tests.conftest import SERVER_H
+from tests.wire import assert_error, daily_id, iso, monthly_id, now_ms, weekly_id
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 STANDING_KEYS = {
@@ -31,31 +32,6 @@ EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 # --- helpers ---------------------------------------------------------------------------
 
 
-def now_ms() -> datetime:
-    """Now, truncated to whole milliseconds (what the wire format carries)."""
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
-
-
-def iso(moment: datetime) -> str:
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def daily_id(moment: datetime) -> str:
-    return moment.astimezone(UTC).date().isoformat()
-
-
-def weekly_id(moment: datetime) -> str:
-    year, week, _ = moment.astimezone(UTC).isocalendar()
-    return f"{year}-W{week:02d}"
-
-
-def monthly_id(moment: datetime) -> str:
-    moment = moment.astimezone(UTC)
-    return f"{moment.year}-{moment.month:02d}"
-
-
 def same_day_pair(gap: timedelta) -> tuple[datetime, datetime]:
     """Two instants ``gap`` apart, about ten minutes ago, inside one UTC day."""
     later = now_ms() - timedelta(minutes=10)
@@ -64,16 +40,6 @@ def same_day_pair(gap: timedelta) -> tuple[datetime, datetime]:
         earlier = later.replace(hour=0, minute=0, second=1, microsecond=0)
         later = earlier + gap
     return earlier, later
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert set(body["error"]) == {"code", "message"}, body
-    assert body["error"]["code"] == code, body
-    assert body["error"]["message"].strip()
-    return body["error"]
 
 
 def run(run_id: str, player_id: str, score: Any, ended_at: datetime | None = None) -> dict:

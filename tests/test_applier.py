@@ -26,9 +26,6 @@ from rankd.services.applier import LogMessage
 from rankd.services.replay import last_sequence
 from tests.conftest import Urls
 from tests.durable_helpers import (
-    ago,
-    ms,
-    now_dt,
     pg_best,
     pg_composites,
     pg_snapshot,
@@ -41,6 +38,7 @@ from tests.durable_helpers import (
     wait_consumer_idle,
     wait_until,
 )
+from tests.wire import ago, ms, now_ms
 
 ALL_WINDOWS = ["all-time", "daily", "weekly", "monthly"]
 
@@ -211,7 +209,7 @@ async def test_malformed_messages_are_parked_and_the_rest_applies(
 ) -> None:
     rt = runtime_of(client)
     board_id = await make_board(windows=["all-time", "daily"])
-    now = ms(now_dt())
+    now = ms(now_ms())
     good_a = Run("good-a", "pa", 500, now - 60_000, now)
     good_b = Run("good-b", "pb", 700, now - 30_000, now)
     subject = f"{rt.settings.subject_prefix}.{board_id}"
@@ -265,7 +263,7 @@ async def test_a_run_the_board_cannot_hold_is_parked_not_retried(
     message; raising would fail, and redeliver forever, every batch it travels in."""
     rt = runtime_of(client)
     board_id = await make_board(windows=["all-time"], max_score=1000)
-    now = ms(now_dt())
+    now = ms(now_ms())
     subject = f"{rt.settings.subject_prefix}.{board_id}"
     good = Run("fine", "pg1", 10, now - 1000, now)
     bad = Run("too-big", "pg2", 5000, now - 1000, now)
@@ -304,7 +302,7 @@ async def test_closed_daily_period_writes_only_the_other_windows(
 
     # the same run applied directly (as a replay would) still writes no daily row
     rt = runtime_of(client)
-    now = ms(now_dt())
+    now = ms(now_ms())
     late = Run("late-2", "old-player-2", 99, ms(old), now)
     await rt.applier.apply([LogMessage(fake_seq(), "x", encode_message(board_id, [late]))])
     rows = await pg_best(pg, board_id)
@@ -318,7 +316,7 @@ async def test_conditional_max_never_lowers_player_best(
     # max_score 2000 leaves 1 ms time units in every window, so every time tie-break shows
     board_id = await make_board(windows=["all-time", "daily"], max_score=2000)
     rt = runtime_of(client)
-    now = ms(now_dt())
+    now = ms(now_ms())
     high = Run("high", "cm", 1500, now - 60_000, now)
     older_lower = Run("older-lower", "cm", 900, now - 120_000, now)
     newer_lower = Run("newer-lower", "cm", 1200, now - 1_000, now)
@@ -364,7 +362,7 @@ async def test_asc_sum_board_is_copied_to_player_best(
     fails to write would be redelivered to the session's consumer again and again."""
     board_id = await make_board(windows=["all-time", "daily"], policy="sum", order="asc")
     rt = runtime_of(client)
-    now = ms(now_dt())
+    now = ms(now_ms())
     runs = [Run(f"a{i}", f"asc{i % 2}", 100 + i, now - 10_000 + i, now) for i in range(4)]
     subject = f"{rt.settings.subject_prefix}.{board_id}"
     await rt.applier.apply([LogMessage(fake_seq(), subject, encode_message(board_id, runs))])

@@ -22,11 +22,8 @@ from rankd.periods import ALL_TIME, parse_period
 from rankd.services.rebuild import MARKER, Rebuilder
 from tests.conftest import SERVER_H, Urls
 from tests.durable_helpers import (
-    ago,
     all_reads,
     delete_board_keys,
-    iso,
-    ms,
     pg_best,
     pg_composites,
     pg_sum_runs,
@@ -39,6 +36,7 @@ from tests.durable_helpers import (
     wait_consumer_idle,
     wait_until,
 )
+from tests.wire import ago, iso, ms
 
 ALL_WINDOWS = ["all-time", "daily", "weekly", "monthly"]
 TEN_DAYS_S = 10 * 86_400

@@ -24,7 +24,6 @@ from rankd.runtime import Runtime
 from rankd.services.replay import last_sequence, replay
 from tests.conftest import Urls, make_settings
 from tests.durable_helpers import (
-    ago,
     all_reads,
     delete_board_keys,
     pg_snapshot,
@@ -33,6 +32,7 @@ from tests.durable_helpers import (
     submit,
     wait_consumer_idle,
 )
+from tests.wire import ago
 
 ALL_WINDOWS = ["all-time", "daily", "weekly", "monthly"]
 SUM_WINDOWS = ["all-time", "daily", "weekly"]

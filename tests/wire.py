@@ -1,0 +1,54 @@
+"""Small helpers the API tests share: wire times, period ids, the error shape."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+
+
+def now_ms() -> datetime:
+    """Now, truncated to whole milliseconds (what the wire format carries)."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def ago(**delta: float) -> datetime:
+    return now_ms() - timedelta(**delta)
+
+
+def iso(moment: datetime) -> str:
+    """RFC 3339 in UTC with milliseconds, as the service writes it."""
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def daily_id(moment: datetime) -> str:
+    return moment.astimezone(UTC).date().isoformat()
+
+
+def weekly_id(moment: datetime) -> str:
+    year, week, _ = moment.astimezone(UTC).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def monthly_id(moment: datetime) -> str:
+    moment = moment.astimezone(UTC)
+    return f"{moment.year}-{moment.month:02d}"
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The contract's error: this status, exactly {"error": {"code", "message"}}."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert set(body["error"]) == {"code", "message"}, body
+    assert body["error"]["code"] == code, body
+    assert body["error"]["message"].strip()
+    error: dict[str, Any] = body["error"]
+    return error
