@@ -19,6 +19,18 @@ RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 Policy = Literal["best", "sum"]
 DEFAULT_RETENTION = {"daily": 8, "weekly": 35, "monthly": 100}
 IMMUTABLE_FIELDS = ("order", "policy", "max_score", "shards")
+# The user-settable fields: what a PUT body may hold and what is stored.
+SETTING_FIELDS = (
+    "windows",
+    "order",
+    "policy",
+    "max_score",
+    "max_run_score",
+    "shards",
+    "hold_top",
+    "grace_seconds",
+    "retention_days",
+)
 MAX_HOLD_TOP = 10_000
 MAX_GRACE_S = 31_536_000
 MAX_RETENTION_DAYS = 3_650
@@ -50,18 +62,11 @@ class BoardConfig:
         return {w: c.resolution_ms for w, c in self.codecs.items()}
 
     def settings(self) -> dict[str, Any]:
-        """The stored, user-settable fields."""
-        return {
-            "windows": list(self.windows),
-            "order": self.order,
-            "policy": self.policy,
-            "max_score": self.max_score,
-            "max_run_score": self.max_run_score,
-            "shards": self.shards,
-            "hold_top": self.hold_top,
-            "grace_seconds": self.grace_seconds,
-            "retention_days": dict(self.retention_days),
-        }
+        """The stored, user-settable fields (copies: the config stays frozen)."""
+        values = {name: getattr(self, name) for name in SETTING_FIELDS}
+        values["windows"] = list(self.windows)
+        values["retention_days"] = dict(self.retention_days)
+        return values
 
 
 def _int_field(body: dict[str, Any], name: str, low: int, high: int) -> int | None:
@@ -83,20 +88,11 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         raise InvalidRequest("board_id must match ^[a-z0-9][a-z0-9_.-]{0,63}$")
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
-    known = {
-        "windows",
-        "order",
-        "policy",
-        "max_score",
-        "max_run_score",
-        "shards",
-        "hold_top",
-        "grace_seconds",
-        "retention_days",
-    }
-    unknown = sorted(set(body) - known)
+    unknown = sorted(set(body) - set(SETTING_FIELDS))
     if unknown:
-        raise InvalidRequest(f"unknown field {unknown[0]!r}; allowed: {', '.join(sorted(known))}")
+        raise InvalidRequest(
+            f"unknown field {unknown[0]!r}; allowed: {', '.join(sorted(SETTING_FIELDS))}"
+        )
     base = current or BoardConfig(board_id)
     values = base.settings()
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from nats.aio.msg import Msg
 
 from rankd import metrics
 from rankd.boards import BoardConfig
@@ -32,6 +35,11 @@ class LogMessage:
     seq: int
     subject: str
     data: bytes
+
+
+def log_messages(msgs: Sequence[Msg]) -> list[LogMessage]:
+    """JetStream messages as the applier takes them (consumer and replay alike)."""
+    return [LogMessage(int(m.metadata.sequence.stream), m.subject, m.data) for m in msgs]
 
 
 @dataclass

@@ -22,7 +22,7 @@ from nats.js.errors import NotFoundError
 
 from rankd import metrics
 from rankd.runs import decode_message
-from rankd.services.applier import Applier, LogMessage
+from rankd.services.applier import Applier, log_messages
 
 log = logging.getLogger("rankd.consumer")
 
@@ -103,9 +103,7 @@ class LogConsumer:
                     msgs = await sub.fetch(BATCH, timeout=1.0)
                 except (TimeoutError, nats.errors.TimeoutError):
                     continue
-                batch = [
-                    LogMessage(int(m.metadata.sequence.stream), m.subject, m.data) for m in msgs
-                ]
+                batch = log_messages(msgs)
                 await self.applier.apply(batch)
                 for m in msgs:
                     await m.ack()

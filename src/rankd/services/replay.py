@@ -15,7 +15,7 @@ import nats.errors
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from rankd.services.applier import Applier, LogMessage
+from rankd.services.applier import Applier, log_messages
 
 BATCH = 1000
 
@@ -63,7 +63,7 @@ async def replay(
                 msgs = await sub.fetch(BATCH, timeout=2.0)
             except (TimeoutError, nats.errors.TimeoutError):
                 break  # nothing more within reach (messages past the end were removed)
-            batch = [LogMessage(int(m.metadata.sequence.stream), m.subject, m.data) for m in msgs]
+            batch = log_messages(msgs)
             outcome = await applier.apply(batch)
             for m in msgs:
                 await m.ack()
