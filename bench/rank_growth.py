@@ -33,7 +33,7 @@ from redis.asyncio import Redis
 from bench.common import create_board, machine_line, servers, service, write_result
 from bench.rawhttp import Connection
 from bench.reads import check_board, load_board, multiplier, player_id, run, score_at
-from rankd import keys
+from rankd.stores import redis_keys as keys
 
 POSITIONS = ("top", "median", "bottom")
 REQUESTS, ROUNDS = 200, 4  # per player and size

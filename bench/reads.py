@@ -47,9 +47,9 @@ from bench.common import (
     write_result,
 )
 from bench.rawhttp import Connection
-from rankd import keys
 from rankd.embedded import find_redis_server
-from rankd.scripts import AROUND
+from rankd.stores import redis_keys as keys
+from rankd.stores.redis_scripts import AROUND
 
 T = TypeVar("T")
 

@@ -29,10 +29,10 @@ import psycopg
 from redis.asyncio import Redis
 
 from bench.common import machine_line, write_result
-from rankd import keys
 from rankd.embedded import find_redis_server, start_embedded
 from rankd.runtime import Runtime
 from rankd.settings import Settings
+from rankd.stores import redis_keys as keys
 
 BOARD = "bench-rebuild"
 CHUNK = 1000
@@ -102,12 +102,12 @@ async def rankd_rebuild(settings: Settings, n: int) -> tuple[float, float]:
     runtime = Runtime.build(settings)
     await runtime.open(background=False)
     try:
-        await runtime.redis.flushall()
-        empty = await used_memory(runtime.redis)
+        await runtime.store.redis.flushall()
+        empty = await used_memory(runtime.store.redis)
         report = await runtime.rebuilder.rebuild(board=BOARD)
         assert report is not None and report.members == n, report
-        per_member = (await used_memory(runtime.redis) - empty) / n
-        await runtime.redis.flushall()
+        per_member = (await used_memory(runtime.store.redis) - empty) / n
+        await runtime.store.redis.flushall()
     finally:
         await runtime.close()
     return report.seconds, per_member

@@ -63,11 +63,12 @@ from bench.common import (
 from bench.rawhttp import Connection
 from rankd.boards import BoardConfig
 from rankd.embedded import EmbeddedServers
+from rankd.plan import plan
 from rankd.runs import Run
-from rankd.scripts import SUBMIT_BEST
 from rankd.services.consumer import DURABLE
-from rankd.services.submit import plan
 from rankd.settings import Settings
+from rankd.stores.redis_scripts import SUBMIT_BEST
+from rankd.stores.redis_store import script_call
 
 BOARD = "bench-submits"
 BASELINE_BOARD = "bench-baseline"
@@ -361,8 +362,9 @@ def _templates(board: BoardConfig, now_ms: int) -> list[_WindowTemplate]:
     sha = SUBMIT_BEST.sha.encode()
     out = []
     for target in plan(board, Run("t", "p0", 0, now_ms, now_ms)):
-        assert target.call is not None and target.call[0] is SUBMIT_BEST, target
-        _, keys, args = target.call
+        call = script_call(board, target)
+        assert target.applies and call[0] is SUBMIT_BEST, target
+        _, keys, args = call
         composite, _, expire = args
         codec = board.codecs[target.window]
         assert codec.order == "desc" and codec.score_key(0) == 0

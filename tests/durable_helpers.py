@@ -16,8 +16,8 @@ import httpx
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
-from rankd import keys
 from rankd.runtime import Runtime
+from rankd.stores import redis_keys as keys
 from tests.conftest import SERVER_H
 from tests.wire import iso
 

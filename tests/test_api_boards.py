@@ -77,8 +77,8 @@ async def test_put_returns_the_stored_config(client: httpx.AsyncClient) -> None:
         "policy": "sum",
         "max_score": 5000,
         "max_run_score": 100,
-        "shards": 4,
-        "hold_top": 3,
+        "shards": 1,
+        "hold_top": 0,
         "grace_seconds": 0,
         "retention_days": {"daily": 2, "weekly": 14, "monthly": 60},
     }
@@ -92,10 +92,10 @@ async def test_update_keeps_omitted_fields(client: httpx.AsyncClient, make_board
     board_id = await make_board(
         windows=["daily", "all-time"], grace_seconds=10, max_score=5000, max_run_score=200
     )
-    response = await put_board(client, board_id, {"hold_top": 5})
+    response = await put_board(client, board_id, {"order": "asc"})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["hold_top"] == 5
+    assert body["order"] == "asc"
     assert body["windows"] == ["daily", "all-time"]
     assert body["grace_seconds"] == 10
     assert body["max_score"] == 5000
@@ -135,7 +135,7 @@ async def test_get_board_returns_the_config(client: httpx.AsyncClient, make_boar
 
 async def test_get_board_matches_put_response(client: httpx.AsyncClient) -> None:
     board_id = new_board_id()
-    put = await put_board(client, board_id, {"windows": ["daily", "weekly"], "shards": 2})
+    put = await put_board(client, board_id, {"windows": ["daily", "weekly"], "order": "asc"})
     assert put.status_code == 201
     assert await get_board(client, board_id) == put.json()
 
@@ -225,7 +225,7 @@ async def test_boundary_config_values_are_accepted(client: httpx.AsyncClient) ->
     for body in (
         {"max_score": 2**53 - 1},
         {"max_score": 1},
-        {"shards": 1024},
+        {"shards": 1},
         {"grace_seconds": 0},
         {"grace_seconds": 31_536_000},
         {"windows": ["monthly", "weekly", "daily", "all-time"]},
@@ -307,7 +307,6 @@ async def test_batch_to_unknown_board_is_404(client: httpx.AsyncClient) -> None:
         pytest.param({"order": "asc"}, id="order"),
         pytest.param({"policy": "sum"}, id="policy"),
         pytest.param({"max_score": 5000}, id="max_score"),
-        pytest.param({"shards": 2}, id="shards"),
     ],
 )
 async def test_immutable_field_cannot_change_after_a_run(
@@ -327,7 +326,6 @@ async def test_immutable_field_cannot_change_after_a_run(
         pytest.param({"order": "asc"}, id="order"),
         pytest.param({"policy": "sum"}, id="policy"),
         pytest.param({"max_score": 5000}, id="max_score"),
-        pytest.param({"shards": 2}, id="shards"),
     ],
 )
 async def test_immutable_field_can_change_before_any_run(
@@ -346,7 +344,6 @@ async def test_mutable_fields_can_change_after_a_run(client: httpx.AsyncClient, 
     assert (await submit(client, board_id)).status_code == 200
     change = {
         "max_run_score": 500,
-        "hold_top": 2,
         "grace_seconds": 60,
         "retention_days": {"daily": 3},
         "windows": ["all-time", "weekly"],
@@ -362,9 +359,9 @@ async def test_mutable_fields_can_change_after_a_run(client: httpx.AsyncClient, 
 async def test_restating_immutable_fields_unchanged_after_a_run_is_allowed(
     client: httpx.AsyncClient, make_board
 ) -> None:
-    board_id = await make_board(order="asc", max_score=7000, shards=2)
+    board_id = await make_board(order="asc", max_score=7000)
     assert (await submit(client, board_id)).status_code == 200
-    same = {"order": "asc", "policy": "best", "max_score": 7000, "shards": 2}
+    same = {"order": "asc", "policy": "best", "max_score": 7000, "shards": 1}
     response = await put_board(client, board_id, same)
     assert response.status_code == 200, response.text
 
@@ -392,6 +389,22 @@ async def test_rejected_invalid_put_changes_nothing(client: httpx.AsyncClient, m
     ):
         assert_error(await put_board(client, board_id, body), 400, "invalid_request")
     assert await get_board(client, board_id) == before
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"shards": 2}, "shards"), ({"shards": 1024}, "shards"), ({"hold_top": 5}, "hold_top")],
+)
+async def test_features_not_built_yet_are_refused_not_ignored(
+    client: httpx.AsyncClient, make_board, change: dict[str, Any], field: str
+) -> None:
+    board_id = await make_board(windows=["daily"])
+    before = await get_board(client, board_id)
+    error = assert_error(await put_board(client, board_id, change), 400, "invalid_request")
+    assert field in error["message"] and "not available yet" in error["message"]
+    assert await get_board(client, board_id) == before
+    error = assert_error(await put_board(client, new_board_id(), change), 400, "invalid_request")
+    assert "not available yet" in error["message"]
 
 
 # --- auth ------------------------------------------------------------------------------

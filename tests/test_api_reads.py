@@ -597,12 +597,26 @@ async def test_viewer_without_server_key_is_401(
     assert_error(response, 401, "unauthorized")
 
 
-async def test_viewer_with_server_key_is_allowed(client: httpx.AsyncClient, five: str) -> None:
-    response = await client.get(
-        f"/v1/boards/{five}/players/p3", params={"viewer": "p3"}, headers=SERVER_H
-    )
-    assert response.status_code == 200, response.text
-    assert response.json()["rank"] == 3
+async def test_viewer_is_refused_until_own_views_exist(
+    client: httpx.AsyncClient, five: str
+) -> None:
+    """Accepting viewer and answering the public view would be a field that does nothing."""
+    for path in ("top", "players/p3", "players/p3/around", "players/p3/friends"):
+        response = await client.get(
+            f"/v1/boards/{five}/{path}", params={"viewer": "p3"}, headers=SERVER_H
+        )
+        error = assert_error(response, 400, "invalid_request")
+        assert "viewer" in error["message"] and "not available yet" in error["message"]
+
+
+async def test_approximate_rank_is_refused_until_sharding_exists(
+    client: httpx.AsyncClient, five: str
+) -> None:
+    response = await client.get(f"/v1/boards/{five}/players/p3", params={"accuracy": "approx"})
+    error = assert_error(response, 400, "invalid_request")
+    assert "accuracy" in error["message"]
+    exact = await client.get(f"/v1/boards/{five}/players/p3", params={"accuracy": "exact"})
+    assert exact.status_code == 200, exact.text
 
 
 async def test_viewer_bad_id_is_400(client: httpx.AsyncClient, five: str) -> None:

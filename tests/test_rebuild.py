@@ -17,9 +17,9 @@ import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
-from rankd import keys
 from rankd.periods import ALL_TIME, parse_period
-from rankd.services.rebuild import MARKER, Rebuilder
+from rankd.services.rebuild import Rebuilder
+from rankd.stores import redis_keys as keys
 from tests.conftest import SERVER_H, Urls
 from tests.durable_helpers import (
     all_reads,
@@ -285,8 +285,12 @@ async def test_sum_rebuild_keeps_a_run_submitted_during_the_swap(
     async def late_submit() -> None:
         results.append(await submit(client, board_id, "late-run", "newcomer", 77, ago(seconds=1)))
 
-    spy = _RedisSpy(rt.redis, late_submit)
-    await Rebuilder(spy, rt.pg, rt.boards, rt.submitter).rebuild(board=board_id)  # type: ignore[arg-type]
+    spy = _RedisSpy(rt.store.redis, late_submit)
+    real, rt.store.redis = rt.store.redis, spy  # type: ignore[assignment]
+    try:
+        await Rebuilder(rt.store, rt.pg, rt.boards).rebuild(board=board_id)
+    finally:
+        rt.store.redis = real
     await spy.fire()  # a rebuild that never renamed a counted-runs set: submit afterwards
     assert results and results[0]["standings"][0]["score"] == 77
     await wait_consumer_idle(client)
@@ -317,13 +321,13 @@ async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
     await wait_consumer_idle(client)
     reads = await all_reads(client, board_id, ["all-time", "daily"])
     real_run_id = str((await redis.info("server"))["run_id"])
-    assert await redis.get(MARKER) == real_run_id.encode()
+    assert await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
     rebuilt_before = await _metric(client, "rankd_rebuilds_total")
 
-    await redis.set(MARKER, "not-this-redis")
+    await redis.set(keys.VERIFIED_MARKER, "not-this-redis")
 
     async def verified() -> bool:
-        return await redis.get(MARKER) == real_run_id.encode()
+        return await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
 
     assert await wait_until(verified, timeout_s=3.0), "the watchdog did not rebuild within 3 s"
     assert await _metric(client, "rankd_rebuilds_total") > rebuilt_before

@@ -12,11 +12,17 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from rankd import keys
 from rankd.codec import Codec
 from rankd.embedded import RedisServer, find_redis_server
 from rankd.periods import SPAN_MS
-from rankd.scripts import AROUND, SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, run_pipeline
+from rankd.stores import redis_keys as keys
+from rankd.stores.redis_scripts import (
+    AROUND,
+    SUBMIT_BEST,
+    SUBMIT_BEST_MANY,
+    SUBMIT_SUM,
+    run_pipeline,
+)
 
 
 def version(binary: Path) -> str:

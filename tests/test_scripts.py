@@ -19,11 +19,19 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from rankd import keys
 from rankd.codec import Codec
-from rankd.keys import PeriodKeys
 from rankd.periods import DAY_MS, SPAN_MS, period_at
-from rankd.scripts import ALL_SCRIPTS, AROUND, SUBMIT_BEST, SUBMIT_SUM, Call, load_all, run_pipeline
+from rankd.stores import redis_keys as keys
+from rankd.stores.redis_keys import PeriodKeys
+from rankd.stores.redis_scripts import (
+    ALL_SCRIPTS,
+    AROUND,
+    SUBMIT_BEST,
+    SUBMIT_SUM,
+    Call,
+    load_all,
+    run_pipeline,
+)
 
 T = TypeVar("T")
 

@@ -10,9 +10,10 @@ import uuid
 from redis.asyncio import Redis
 
 from rankd.boards import BoardConfig
+from rankd.plan import plan
 from rankd.runs import Run
-from rankd.scripts import SUBMIT_BEST_MANY, run_pipeline
-from rankd.services.submit import coalesce, plan
+from rankd.stores.redis_scripts import SUBMIT_BEST_MANY, run_pipeline
+from rankd.stores.redis_store import coalesce, script_call
 
 NOW = int(time.time() * 1000)  # periods must be live: their keys get an EXPIREAT
 
@@ -35,7 +36,7 @@ async def test_coalesced_calls_answer_like_single_calls(redis: Redis) -> None:
     one_by_one = BoardConfig(f"single-{uuid.uuid4().hex[:8]}", **config)  # type: ignore[arg-type]
     batch = runs(seed=3)
 
-    calls = [t.call for r in batch for t in plan(together, r) if t.call is not None]
+    calls = [script_call(together, t) for r in batch for t in plan(together, r) if t.applies]
     sent, spread = coalesce(calls)
     assert len(sent) < len(calls) / 10
     assert any(call[0] is SUBMIT_BEST_MANY for call in sent)
@@ -44,8 +45,8 @@ async def test_coalesced_calls_answer_like_single_calls(redis: Redis) -> None:
     single = []
     for r in batch:
         for t in plan(one_by_one, r):
-            if t.call is not None:
-                [reply] = await run_pipeline(redis, [t.call])
+            if t.applies:
+                [reply] = await run_pipeline(redis, [script_call(one_by_one, t)])
                 single.append(reply)
     assert [list(r) for r in coalesced] == [list(r) for r in single]
     for window_keys in {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -10,11 +9,8 @@ from typing import Any, Literal
 
 from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
+from rankd.formats import check_board_id
 from rankd.periods import SPAN_MS, WINDOWS
-
-BOARD_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-PLAYER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 Policy = Literal["best", "sum"]
 DEFAULT_RETENTION = {"daily": 8, "weekly": 35, "monthly": 100}
@@ -84,8 +80,7 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
     Raises InvalidRequest naming the first bad field. Immutability is checked by the caller,
     which knows whether the board has runs.
     """
-    if not BOARD_ID.match(board_id):
-        raise InvalidRequest("board_id must match ^[a-z0-9][a-z0-9_.-]{0,63}$")
+    check_board_id(board_id)
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
     unknown = sorted(set(body) - set(SETTING_FIELDS))
@@ -133,6 +128,13 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         parsed = _int_field(body, name, low, high)
         if parsed is not None:
             values[name] = parsed
+    for name, off, feature in (("shards", 1, "sharded boards"), ("hold_top", 0, "review holds")):
+        # Accepted by the contract, not built yet: refuse rather than store and ignore.
+        if values[name] != off and values[name] != getattr(base, name):
+            raise InvalidRequest(
+                f"{name} other than {off} is not available yet ({feature} are not built); "
+                f"leave it at {off}"
+            )
     if "retention_days" in body:
         retention = body["retention_days"]
         if not isinstance(retention, dict) or any(

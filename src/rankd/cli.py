@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -93,9 +94,7 @@ def _services(settings: Settings, *, serving: bool) -> Iterator[Settings]:
 
 def _settings(data_dir: Path | None) -> Settings:
     settings = Settings()
-    if data_dir is not None:
-        settings.data_dir = data_dir
-    return settings
+    return settings if data_dir is None else settings.model_copy(update={"data_dir": data_dir})
 
 
 @app.callback()
@@ -113,31 +112,43 @@ def serve(
     ] = 1,
 ) -> None:
     """Run the HTTP service; with no RANKD_*_URL set, on embedded Redis, PostgreSQL and NATS."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = _settings(data_dir)
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    with _services(_settings(data_dir), serving=True) as settings:
+    with _services(settings, serving=True) as settings:
         if not settings.admin_keys and not settings.server_keys:
             typer.echo("warning: RANKD_ADMIN_KEYS and RANKD_SERVER_KEYS are empty; only reads work")
+        from uvicorn.supervisors import Multiprocess
+
         from rankd.api.app import create_app
 
-        options: dict[str, Any] = {
-            "host": host,
-            "port": port,
-            "loop": "uvloop",
-            "http": "httptools",
-            "log_level": os.environ.get("RANKD_LOG_LEVEL", "info").lower(),
-            "access_log": False,
+        config = uvicorn.Config(
+            # each worker process builds its own app from these settings (pickled to it)
+            functools.partial(create_app, settings, tune_gc=True),
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            loop="uvloop",
+            http="httptools",
+            log_level=settings.log_level,
+            access_log=False,
             # longer than a load balancer's usual 60 s idle timeout, so the balancer (or a
             # client pool) closes idle keep-alive connections first, never mid-request
-            "timeout_keep_alive": 75,
-        }
+            timeout_keep_alive=75,
+        )
         if workers == 1:
-            uvicorn.run(create_app(settings), **options)
+            server = uvicorn.Server(config)
+            with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once done
+                server.run()
+            if not server.started:
+                raise SystemExit(3)  # e.g. the port is taken; uvicorn has logged why
         else:
-            # Worker processes build their own app from the environment.
-            for name in ("redis_url", "postgres_url", "nats_url"):
-                os.environ[f"RANKD_{name.upper()}"] = str(getattr(settings, name))
-            uvicorn.run("rankd.api.app:create_app", factory=True, workers=workers, **options)
+            with contextlib.suppress(KeyboardInterrupt):
+                Multiprocess(config, sockets=[config.bind_socket()]).run()
 
 
 def _progress(label: str) -> Progress:

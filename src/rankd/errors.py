@@ -1,12 +1,14 @@
-"""One error hierarchy; api/errors.py maps it to HTTP in one place."""
+"""One error hierarchy: a snake_case code and one sentence a person can act on.
+
+api/errors.py maps each code to its HTTP status, in one place.
+"""
 
 from __future__ import annotations
 
 
 class RankdError(Exception):
-    """An error a client can act on: a status, a snake_case code and one sentence."""
+    """An error a client can act on: a snake_case code and one sentence."""
 
-    status = 400
     code = "invalid_request"
 
     def __init__(self, message: str) -> None:
@@ -15,48 +17,36 @@ class RankdError(Exception):
 
 
 class InvalidRequest(RankdError):
-    status, code = 400, "invalid_request"
+    code = "invalid_request"
 
 
 class ScoreOutOfRange(RankdError):
-    status, code = 400, "score_out_of_range"
+    code = "score_out_of_range"
 
 
 class Unauthorized(RankdError):
-    status, code = 401, "unauthorized"
+    code = "unauthorized"
 
 
 class Forbidden(RankdError):
-    status, code = 403, "forbidden"
+    code = "forbidden"
 
 
 class BoardNotFound(RankdError):
-    status, code = 404, "board_not_found"
+    code = "board_not_found"
 
 
 class PlayerNotRanked(RankdError):
-    status, code = 404, "player_not_ranked"
-
-
-class HoldNotFound(RankdError):
-    status, code = 404, "hold_not_found"
-
-
-class NotFound(RankdError):
-    status, code = 404, "not_found"
+    code = "player_not_ranked"
 
 
 class BoardImmutableField(RankdError):
-    status, code = 409, "board_immutable_field"
+    code = "board_immutable_field"
 
 
 class BodyTooLarge(RankdError):
-    status, code = 413, "body_too_large"
-
-
-class RateLimited(RankdError):
-    status, code = 429, "rate_limited"
+    code = "body_too_large"
 
 
 class Unavailable(RankdError):
-    status, code = 503, "unavailable"
+    code = "unavailable"

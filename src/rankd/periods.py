@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Window = Literal["all-time", "daily", "weekly", "monthly"]
 WINDOWS: tuple[Window, ...] = ("all-time", "daily", "weekly", "monthly")
@@ -33,6 +33,14 @@ SPAN_MS: dict[str, int] = {
 _DAILY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _WEEKLY = re.compile(r"^(\d{4})-W(\d{2})$")
 _MONTHLY = re.compile(r"^(\d{4})-(\d{2})$")
+
+
+class PeriodRef(NamedTuple):
+    """One board period, as the stores name it: the unit a sorted set holds."""
+
+    board: str
+    window: str
+    period: str
 
 
 class PeriodError(ValueError):

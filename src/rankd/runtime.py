@@ -8,12 +8,10 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
-from redis.asyncio import BlockingConnectionPool, Redis
-
-from rankd import scripts
 from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
 from rankd.services.consumer import LogConsumer
+from rankd.services.group_commit import GroupCommitter
 from rankd.services.names import NameCache
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
@@ -21,6 +19,7 @@ from rankd.services.registry import BoardRegistry
 from rankd.services.submit import Submitter
 from rankd.settings import Settings
 from rankd.stores.postgres import PostgresStore
+from rankd.stores.redis_store import RedisStore
 from rankd.stores.runlog import JetStreamLog
 
 log = logging.getLogger("rankd")
@@ -29,7 +28,7 @@ log = logging.getLogger("rankd")
 @dataclass
 class Runtime:
     settings: Settings
-    redis: Redis
+    store: RedisStore
     pg: PostgresStore
     log: JetStreamLog
     boards: BoardRegistry
@@ -44,46 +43,57 @@ class Runtime:
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
-        if not (settings.redis_url and settings.postgres_url and settings.nats_url):
+        s = settings
+        if not (s.redis_url and s.postgres_url and s.nats_url):
             raise ValueError("Runtime needs RANKD_REDIS_URL, RANKD_POSTGRES_URL and RANKD_NATS_URL")
-        # A blocking pool: under a burst, requests wait for a connection instead of failing.
-        # No socket_timeout: redis-py wraps every read in an asyncio timeout for it, the
-        # largest single cost in the read profile; a dead Redis still fails fast (reset).
-        pool = BlockingConnectionPool.from_url(
-            settings.redis_url,
-            max_connections=64,
-            timeout=10,
-            socket_connect_timeout=5,
-            socket_keepalive=True,
+        store = RedisStore(
+            s.redis_url,
+            max_connections=s.redis_max_connections,
+            pool_timeout_s=s.redis_pool_timeout_s,
+            index_memo_s=s.periods_index_memo_s,
+            index_memo_bytes=s.periods_index_memo_bytes,
         )
-        redis = Redis(connection_pool=pool)
-        pg = PostgresStore(settings.postgres_url)
+        pg = PostgresStore(
+            s.postgres_url,
+            min_size=s.postgres_pool_min,
+            max_size=s.postgres_pool_max,
+            timeout_s=s.postgres_pool_timeout_s,
+        )
         log = JetStreamLog(
-            settings.nats_url,
-            stream=settings.stream,
-            subject_prefix=settings.subject_prefix,
-            timeout_s=settings.publish_timeout_s,
+            s.nats_url,
+            stream=s.stream,
+            subject_prefix=s.subject_prefix,
+            timeout_s=s.publish_timeout_s,
         )
-        names = NameCache(pg, redis, settings.name_cache_ttl_s)
-        boards = BoardRegistry(pg, redis, settings.config_cache_ttl_s)
-        submitter = Submitter(redis, log)
+        names = NameCache(pg, store, s.name_cache_ttl_s, s.name_cache_bytes)
+        boards = BoardRegistry(
+            pg,
+            store,
+            s.config_cache_ttl_s,
+            max_bytes=s.config_cache_bytes,
+            unknown_ttl_s=s.unknown_board_ttl_s,
+            unknown_max_bytes=s.unknown_board_cache_bytes,
+        )
+        committer = GroupCommitter(
+            log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
+        )
         return cls(
-            settings=settings,
-            redis=redis,
+            settings=s,
+            store=store,
             pg=pg,
             log=log,
             boards=boards,
             names=names,
-            submitter=submitter,
-            reader=Reader(redis, names, settings.top_cache_s),
-            auth=Authenticator(settings.admin_keys, settings.server_keys),
-            applier=Applier(boards, submitter, pg),
-            rebuilder=Rebuilder(redis, pg, boards, submitter),
+            submitter=Submitter(store, committer),
+            reader=Reader(store, names, s.top_cache_s, s.top_cache_bytes),
+            auth=Authenticator(s.admin_keys, s.server_keys),
+            applier=Applier(boards, store, pg),
+            rebuilder=Rebuilder(store, pg, boards),
         )
 
     async def open(self, *, background: bool = True) -> None:
         """Connect; with ``background``, restore Redis if it changed and start the consumer."""
-        await asyncio.gather(self.pg.open(), self.log.open(), scripts.load_all(self.redis))
+        await asyncio.gather(self.pg.open(), self.log.open(), self.store.open())
         if not background:
             return
         # A restarted Redis is rebuilt whole; otherwise any period whose key has gone (e.g.
@@ -115,7 +125,7 @@ class Runtime:
         if self.consumer is not None:
             await self.consumer.stop()
         await asyncio.gather(
-            self.log.close(), self.pg.close(), self.redis.aclose(), return_exceptions=True
+            self.log.close(), self.pg.close(), self.store.close(), return_exceptions=True
         )
 
     async def readiness(self) -> dict[str, str]:
@@ -126,10 +136,11 @@ class Runtime:
                 await asyncio.wait_for(probe, timeout=2)
                 return name, "ok"
             except Exception as exc:
-                return name, f"down: {type(exc).__name__}: {exc}"[:200]
+                cause = exc.__cause__ or exc
+                return name, f"down: {type(cause).__name__}: {cause}"[:200]
 
         results = await asyncio.gather(
-            check("redis", self.redis.ping()),
+            check("redis", self.store.ping()),
             check("postgres", self.pg.ping()),
             check("nats", self.log.ping()),
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -27,11 +27,36 @@ class Settings(BaseSettings):
     subject_prefix: str = "runs"
     publish_timeout_s: float = 5.0
 
-    # How long board configs and player names are trusted from the in-process cache.
+    # Group commit: log messages in flight per board, and most runs one message carries.
+    group_commit_max_in_flight: int = Field(4, ge=1, le=64)
+    group_commit_max_runs: int = Field(2000, ge=1, le=100_000)
+
+    # Connection pools. A request waits this long for a pooled connection before 503.
+    redis_max_connections: int = Field(64, ge=1)
+    redis_pool_timeout_s: float = 10.0
+    postgres_pool_min: int = Field(1, ge=0)
+    postgres_pool_max: int = Field(10, ge=1)
+    postgres_pool_timeout_s: float = 5.0
+
+    # In-process caches. Each is bounded in bytes (estimated); together about 54 MiB.
+    # After config_cache_ttl_s a cached board config is refreshed in the background.
     config_cache_ttl_s: float = 2.0
+    config_cache_bytes: int = 4 << 20
+    # An unknown board id is answered 404 from memory for this long.
+    unknown_board_ttl_s: float = 1.0
+    unknown_board_cache_bytes: int = 1 << 20
+    # How long a process trusts its cached player names.
     name_cache_ttl_s: float = 30.0
+    name_cache_bytes: int = 32 << 20
     # How long a rendered top list is reused by this process (0 turns it off).
     top_cache_s: float = 0.2
+    top_cache_bytes: int = 16 << 20
+    # How long a process remembers that a period is in the periods index.
+    periods_index_memo_s: float = 60.0
+    periods_index_memo_bytes: int = 1 << 20
+
+    # Log level of the service (and uvicorn's own loggers).
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
 
     # How often each instance checks that Redis is still the process the boards were
     # verified on (a restart triggers a rebuild from PostgreSQL).
@@ -39,6 +64,11 @@ class Settings(BaseSettings):
 
     # Runs may end at most this far in the future (clock skew between game servers and us).
     max_future_skew_s: int = 300
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
     @field_validator("admin_keys", "server_keys", mode="before")
     @classmethod

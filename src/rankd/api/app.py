@@ -46,7 +46,9 @@ class RequestMetrics:
             )
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> FastAPI:
+    """The app; ``tune_gc`` (set by ``rankd serve``, not by tests) retunes the interpreter's
+    garbage collector once the app has started."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -54,10 +56,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runtime = Runtime.build(settings)
         await runtime.open()
         app.state.runtime = runtime
-        # Long-lived objects made at start never need scanning again, and a young
-        # generation larger than the default 700 keeps collections off the request path.
-        gc.freeze()
-        gc.set_threshold(20_000, 20, 20)
+        if tune_gc:
+            # Long-lived objects made at start never need scanning again, and a young
+            # generation larger than the default 700 keeps collections off the request path.
+            gc.freeze()
+            gc.set_threshold(20_000, 20, 20)
         try:
             yield
         finally:

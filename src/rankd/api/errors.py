@@ -3,29 +3,58 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-import psycopg
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from psycopg_pool import PoolTimeout
-from redis.exceptions import ConnectionError as RedisConnectionError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from rankd import errors
 from rankd.api.http import JSONBody
-from rankd.errors import RankdError
 
 log = logging.getLogger("rankd.api")
+
+
+# Every error class's HTTP status (CONTRACT.md names them per endpoint).
+STATUS: dict[type[errors.RankdError], int] = {
+    errors.InvalidRequest: 400,
+    errors.ScoreOutOfRange: 400,
+    errors.Unauthorized: 401,
+    errors.Forbidden: 403,
+    errors.BoardNotFound: 404,
+    errors.PlayerNotRanked: 404,
+    errors.BoardImmutableField: 409,
+    errors.BodyTooLarge: 413,
+    errors.Unavailable: 503,
+}
+
+
+def status_of(exc: errors.RankdError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 400
 
 
 def error_response(status: int, code: str, message: str) -> Response:
     return JSONBody({"error": {"code": code, "message": message}}, status_code=status)
 
 
+def not_ready(body: dict[str, Any], down: list[str]) -> Response:
+    """/readyz when a dependency is down: its report plus the error shape, 503."""
+    message = f"not ready: {', '.join(down)} down"
+    return JSONBody({**body, "error": {"code": "unavailable", "message": message}}, 503)
+
+
 async def _rankd_error(_: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RankdError)
-    return error_response(exc.status, exc.code, exc.message)
+    assert isinstance(exc, errors.RankdError)
+    status = status_of(exc)
+    if status >= 500:
+        # a store that cannot answer: the client retries; the cause is for the operator
+        log.warning("%s: %s (%r)", exc.code, exc.message, exc.__cause__)
+    return error_response(status, exc.code, exc.message)
 
 
 async def _validation_error(_: Request, exc: Exception) -> Response:
@@ -43,22 +72,13 @@ async def _http_error(_: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, str(exc.detail))
 
 
-async def _dependency_down(_: Request, exc: Exception) -> Response:
-    # A store that cannot answer is a 503 the client can retry, not a 500.
-    log.warning("dependency unavailable: %r", exc)
-    store = "PostgreSQL" if isinstance(exc, psycopg.Error | PoolTimeout) else "Redis"
-    return error_response(503, "unavailable", f"{store} is unavailable right now; retry shortly")
-
-
 async def _unexpected(_: Request, exc: Exception) -> Response:
     log.exception("unhandled error", exc_info=exc)
     return error_response(500, "internal", "an unexpected error occurred; it has been logged")
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(RankdError, _rankd_error)
+    app.add_exception_handler(errors.RankdError, _rankd_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
-    for dependency_error in (psycopg.OperationalError, PoolTimeout, RedisConnectionError):
-        app.add_exception_handler(dependency_error, _dependency_down)
     app.add_exception_handler(Exception, _unexpected)

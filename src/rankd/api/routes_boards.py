@@ -10,9 +10,9 @@ from starlette.responses import Response
 
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
-from rankd.boards import BOARD_ID, BoardConfig
+from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
-from rankd.validation import format_time
+from rankd.formats import format_time, is_board_id
 
 router = APIRouter(tags=["boards"])
 
@@ -55,6 +55,6 @@ async def list_boards(request: Request) -> Response:
     summary="One board's config",
 )
 async def get_board(board_id: str, request: Request) -> Response:
-    if not BOARD_ID.match(board_id):
+    if not is_board_id(board_id):
         raise BoardNotFound(f"board {board_id!r} does not exist")
     return reply(board_out(await runtime(request).boards.get(board_id)))

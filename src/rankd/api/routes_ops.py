@@ -9,6 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from rankd.api.errors import not_ready
 from rankd.api.http import reply, runtime
 
 router = APIRouter(tags=["operations"])
@@ -26,18 +27,7 @@ async def readyz(request: Request) -> Response:
     lag = rt.consumer_lag()
     down = sorted(name for name, state in checks.items() if state != "ok")
     if down:
-        return reply(
-            {
-                "status": "unavailable",
-                "checks": checks,
-                "consumer": lag,
-                "error": {
-                    "code": "unavailable",
-                    "message": f"not ready: {', '.join(down)} down",
-                },
-            },
-            503,
-        )
+        return not_ready({"status": "unavailable", "checks": checks, "consumer": lag}, down)
     return reply({"status": "ready", "checks": checks, "consumer": lag})
 
 

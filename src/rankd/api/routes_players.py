@@ -9,7 +9,7 @@ from starlette.responses import Response
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest
-from rankd.validation import player_id as check_player_id
+from rankd.formats import check_player_id
 
 router = APIRouter(tags=["players"])
 MAX_NAME = 64

@@ -11,29 +11,41 @@ from starlette.responses import Response
 from rankd.api import schemas
 from rankd.api.http import reply, runtime
 from rankd.errors import InvalidRequest
+from rankd.formats import check_player_id
+from rankd.runtime import Runtime
 from rankd.services.reads import Scope, resolve_scope
-from rankd.validation import player_id as check_player_id
 
 router = APIRouter(tags=["reads"])
 
 WindowQ = Annotated[str | None, Query(description="default: the board's first window")]
 PeriodQ = Annotated[str | None, Query(description="default: the window's current period")]
 ViewerQ = Annotated[
-    str | None, Query(description="with a server key: read as this player's own view")
+    str | None,
+    Query(description="a player's own view (needs a server key); not available yet: 400"),
 ]
 MAX_FRIENDS = 1000
 
 
-async def _scope(
-    request: Request, board_id: str, window: str | None, period: str | None, viewer: str | None
-) -> Scope:
+async def _open(
+    request: Request,
+    board_id: str,
+    window: str | None,
+    period: str | None,
+    viewer: str | None = None,
+    player_id: str | None = None,
+) -> tuple[Runtime, Scope]:
+    """What every read starts with: its ids checked, its board and period resolved."""
     rt = runtime(request)
     if viewer is not None:
         # A player's own view may show what the public may not; only game servers ask for it.
         rt.auth.require(request, "server")
         check_player_id(viewer, "viewer")
+        # Nothing hides a player from public reads yet, so there is no own view to compose.
+        raise InvalidRequest("viewer is not available yet (moderation is not built); omit it")
+    if player_id is not None:
+        check_player_id(player_id)
     board = await rt.boards.get(board_id)
-    return resolve_scope(board, window, period)
+    return rt, resolve_scope(board, window, period)
 
 
 @router.get("/v1/boards/{board_id}/top", response_model=schemas.TopOut, responses=schemas.ERRORS)
@@ -46,8 +58,8 @@ async def top(
     period: PeriodQ = None,
     viewer: ViewerQ = None,
 ) -> Response:
-    scope = await _scope(request, board_id, window, period, viewer)
-    return reply(await runtime(request).reader.top(scope, n, offset))
+    rt, scope = await _open(request, board_id, window, period, viewer)
+    return reply(await rt.reader.top(scope, n, offset))
 
 
 @router.get(
@@ -64,11 +76,11 @@ async def player(
     period: PeriodQ = None,
     viewer: ViewerQ = None,
 ) -> Response:
-    check_player_id(player_id)
-    scope = await _scope(request, board_id, window, period, viewer)
-    # One key per period: the exact rank is as cheap as any estimate, so both are exact.
-    del accuracy
-    return reply(await runtime(request).reader.player(scope, player_id))
+    rt, scope = await _open(request, board_id, window, period, viewer, player_id)
+    if accuracy == "approx":
+        # Approximate ranks come with sharded boards, which are not built yet.
+        raise InvalidRequest("accuracy=approx is not available yet (boards are not sharded)")
+    return reply(await rt.reader.player(scope, player_id))
 
 
 @router.get(
@@ -85,9 +97,8 @@ async def around(
     period: PeriodQ = None,
     viewer: ViewerQ = None,
 ) -> Response:
-    check_player_id(player_id)
-    scope = await _scope(request, board_id, window, period, viewer)
-    return reply(await runtime(request).reader.around(scope, player_id, range))
+    rt, scope = await _open(request, board_id, window, period, viewer, player_id)
+    return reply(await rt.reader.around(scope, player_id, range))
 
 
 @router.get(
@@ -104,14 +115,13 @@ async def friends(
     period: PeriodQ = None,
     viewer: ViewerQ = None,
 ) -> Response:
-    check_player_id(player_id)
     friend_ids = [i for i in ids.split(",") if i] if ids else []
     if len(friend_ids) > MAX_FRIENDS:
         raise InvalidRequest(f"ids holds {len(friend_ids)} ids; at most {MAX_FRIENDS}")
     for fid in friend_ids:
         check_player_id(fid, "ids")
-    scope = await _scope(request, board_id, window, period, viewer)
-    return reply(await runtime(request).reader.friends(scope, player_id, friend_ids))
+    rt, scope = await _open(request, board_id, window, period, viewer, player_id)
+    return reply(await rt.reader.friends(scope, player_id, friend_ids))
 
 
 @router.get(
@@ -124,13 +134,13 @@ async def rank_of(
     window: WindowQ = None,
     period: PeriodQ = None,
 ) -> Response:
-    scope = await _scope(request, board_id, window, period, None)
-    return reply(await runtime(request).reader.rank_of(scope, score))
+    rt, scope = await _open(request, board_id, window, period)
+    return reply(await rt.reader.rank_of(scope, score))
 
 
 @router.get(
     "/v1/boards/{board_id}/periods", response_model=schemas.PeriodsOut, responses=schemas.ERRORS
 )
 async def periods(board_id: str, request: Request, window: WindowQ = None) -> Response:
-    scope = await _scope(request, board_id, window, None, None)
-    return reply(await runtime(request).reader.periods(scope.board, scope.window))
+    rt, scope = await _open(request, board_id, window, None)
+    return reply(await rt.reader.periods(scope.board, scope.window))

@@ -1,7 +1,8 @@
 """Pydantic models of the HTTP shapes, for /openapi.json and /docs.
 
 Hot paths parse and render JSON themselves (orjson, rankd.validation) so these models
-document the contract without costing a validation pass per request.
+document the contract without costing a validation pass per request. The services' own
+outputs are typed in rankd/results.py; tests/test_results.py keeps the two in step.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from rankd.formats import PLAYER_ID_PATTERN, RUN_ID_PATTERN
 
 
 class ErrorBody(BaseModel):
@@ -26,8 +29,8 @@ class BoardIn(BaseModel):
     policy: Literal["best", "sum"] | None = None
     max_score: int | None = Field(None, ge=1, le=2**53 - 1)
     max_run_score: int | None = Field(None, ge=1, le=2**53 - 1)
-    shards: int | None = Field(None, ge=1, le=1024)
-    hold_top: int | None = Field(None, ge=0)
+    shards: int | None = Field(None, ge=1, le=1024, description="only 1 until sharding is built")
+    hold_top: int | None = Field(None, ge=0, description="only 0 until review holds are built")
     grace_seconds: int | None = Field(None, ge=0, le=31_536_000)
     retention_days: dict[str, int] | None = None
 
@@ -52,8 +55,8 @@ class BoardsOut(BaseModel):
 
 
 class RunIn(BaseModel):
-    run_id: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
-    player_id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    player_id: str = Field(pattern=PLAYER_ID_PATTERN)
     score: int = Field(ge=0)
     ended_at: str | None = Field(None, description="RFC 3339; default: when the run is received")
 

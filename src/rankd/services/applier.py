@@ -20,11 +20,12 @@ from nats.aio.msg import Msg
 from rankd import metrics
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
+from rankd.plan import Target, plan
 from rankd.runs import decode_message
 from rankd.services.registry import BoardRegistry
-from rankd.services.submit import Submitter, Target, plan
 from rankd.stores import standings
 from rankd.stores.postgres import PostgresStore
+from rankd.stores.redis_store import RedisStore
 from rankd.stores.standings import BestRow, StandingsBatch, SumRun
 
 log = logging.getLogger("rankd.applier")
@@ -65,9 +66,9 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
 
 
 class Applier:
-    def __init__(self, boards: BoardRegistry, submitter: Submitter, pg: PostgresStore) -> None:
+    def __init__(self, boards: BoardRegistry, store: RedisStore, pg: PostgresStore) -> None:
         self.boards = boards
-        self.submitter = submitter
+        self.store = store
         self.pg = pg
 
     async def _plan(
@@ -98,10 +99,9 @@ class Applier:
         configs, plans, unusable = await self._plan(messages, now_ms, outcome)
         batch = StandingsBatch.empty()
         batch.configs.update(configs)
-        async with self.pg.pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (standings.APPLY_LOCK,))
+        async with self.pg.apply_lock(exclusive=False) as conn:
             for board_id, board_plans in plans.items():
-                await self.submitter.run_plans(configs[board_id], board_plans)
+                await self.store.apply(configs[board_id], board_plans)
                 _collect(batch, board_id, [t for p in board_plans for t in p])
             await standings.write(conn, batch)
             for message, reason in unusable:

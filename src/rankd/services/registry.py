@@ -3,73 +3,93 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
-import psycopg
-from psycopg_pool import PoolTimeout
-from redis.asyncio import Redis
-
-from rankd import keys
 from rankd.boards import BoardConfig, apply_changes, changed_immutable
 from rankd.errors import BoardImmutableField, BoardNotFound, Unavailable
 from rankd.periods import WINDOWS
 from rankd.stores.postgres import PostgresStore
+from rankd.stores.redis_store import RedisStore
+from rankd.ttlcache import TTLCache
 
 # A request that must wait for a config waits this long at most for PostgreSQL.
 LOAD_TIMEOUT_S = 2.0
+# Estimated bytes of one cached config (its fields, windows, retention and codecs).
+_CONFIG_BYTES = 4096
+_UNKNOWN_BYTES = 200
 
 
 class BoardRegistry:
     """Known boards are served from cache at once; an expired entry is refreshed by one
-    background task, so PostgreSQL (down, or slow) never stalls a submit or a read."""
+    background task, so PostgreSQL (down, or slow) never stalls a submit or a read.
+    Unknown board ids are remembered briefly too, so a flood of requests for boards that
+    do not exist costs PostgreSQL one query per id and second, not one per request."""
 
-    def __init__(self, pg: PostgresStore, redis: Redis, ttl_s: float) -> None:
+    def __init__(
+        self,
+        pg: PostgresStore,
+        store: RedisStore,
+        ttl_s: float,
+        *,
+        max_bytes: int = 4 << 20,
+        unknown_ttl_s: float = 1.0,
+        unknown_max_bytes: int = 1 << 20,
+    ) -> None:
         self.pg = pg
-        self.redis = redis
-        self.ttl_s = ttl_s
-        self._cache: dict[str, tuple[float, BoardConfig]] = {}
+        self.store = store
+        self._cache: TTLCache[str, BoardConfig] = TTLCache(
+            ttl_s, max_bytes, lambda *_: _CONFIG_BYTES
+        )
+        self._unknown: TTLCache[str, bool] = TTLCache(
+            unknown_ttl_s, unknown_max_bytes, lambda board_id, _: _UNKNOWN_BYTES + len(board_id)
+        )
         self._refreshing: dict[str, asyncio.Task[None]] = {}
 
     async def get(self, board_id: str) -> BoardConfig:
         """The board's config; BoardNotFound if there is no such board."""
-        hit = self._cache.get(board_id)
+        hit = self._cache.get(board_id, stale_ok=True)
         if hit is not None:
-            if time.monotonic() - hit[0] >= self.ttl_s and board_id not in self._refreshing:
+            if hit.age_s >= self._cache.ttl_s and board_id not in self._refreshing:
                 task = asyncio.create_task(self._refresh(board_id))
                 self._refreshing[board_id] = task
                 task.add_done_callback(lambda _: self._refreshing.pop(board_id, None))
-            return hit[1]
+            return hit.value
+        if self._unknown.get(board_id) is not None:
+            raise self._not_found(board_id)
         try:
             config = await self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
-        except (psycopg.Error, PoolTimeout) as exc:
+        except Unavailable as exc:
             raise Unavailable("board configs cannot be loaded right now; retry shortly") from exc
         if config is None:
-            raise BoardNotFound(f"board {board_id!r} does not exist; create it with PUT first")
-        self._cache[board_id] = (time.monotonic(), config)
+            self._unknown.put(board_id, True)
+            raise self._not_found(board_id)
+        self._cache.put(board_id, config)
         return config
+
+    @staticmethod
+    def _not_found(board_id: str) -> BoardNotFound:
+        return BoardNotFound(f"board {board_id!r} does not exist; create it with PUT first")
 
     async def _refresh(self, board_id: str) -> None:
         try:
             config = await self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
-        except (psycopg.Error, PoolTimeout):
+        except Unavailable:
             # keep serving the stale config; try again in about a second
-            held = self._cache.get(board_id)
+            held = self._cache.get(board_id, stale_ok=True)
             if held is not None:
-                self._cache[board_id] = (time.monotonic() - self.ttl_s + 1.0, held[1])
+                self._cache.put(board_id, held.value, age_s=self._cache.ttl_s - 1.0)
             return
         if config is None:
-            self._cache.pop(board_id, None)
+            self._cache.pop(board_id)
         else:
-            self._cache[board_id] = (time.monotonic(), config)
+            self._cache.put(board_id, config)
 
     async def list(self) -> list[BoardConfig]:
         return await self.pg.list_boards()
 
     async def has_runs(self, config: BoardConfig) -> bool:
         """Whether any window, current or dropped from the config, ever took a run."""
-        index_keys = [keys.periods_index(config.board_id, w) for w in WINDOWS]
-        if await self.redis.exists(*index_keys):
+        if await self.store.has_periods(config.board_id, WINDOWS):
             return True
         return await self.pg.board_has_periods(config.board_id)
 
@@ -85,5 +105,6 @@ class BoardRegistry:
                     "create a new board instead"
                 )
         stored, created = await self.pg.put_board(new)
-        self._cache[board_id] = (time.monotonic(), stored)
+        self._cache.put(board_id, stored)
+        self._unknown.pop(board_id)
         return stored, created

@@ -1,19 +1,47 @@
-"""PostgreSQL: numbered migrations, board configs and player names."""
+"""PostgreSQL: numbered migrations, board configs, player names, and the connections the
+durable copy (stores/standings.py) is written and read through.
+
+Failures to reach PostgreSQL leave here as ``Unavailable`` (503: retry), so nothing above
+the stores knows the driver.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from importlib import resources
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from rankd.boards import BoardConfig, from_settings
+from rankd.errors import InvalidRequest, Unavailable
 
-_MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+# A connection handed to the durable-copy functions in stores/standings.py.
+Conn = AsyncConnection[Any]
+
+# Readers of player_best (rebuild) take this exclusively; appliers share it, so a rebuild's
+# snapshot and its RENAME see either all of a consumer batch or none of it.
+APPLY_LOCK = 0x72616E6B65
+
+
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    try:
+        yield
+    except (psycopg.OperationalError, PoolTimeout) as exc:
+        raise Unavailable("PostgreSQL is unavailable right now; retry shortly") from exc
+    except psycopg.DataError as exc:
+        # e.g. a NUL character, which PostgreSQL text cannot hold
+        raise InvalidRequest(f"a value cannot be stored: {exc}") from exc
+
+
+_MIGRATION_NAME = re.compile(r"([0-9]{3})_[a-z0-9_]+\.sql")
 # Any constant: serialises migrations when several instances start at once.
 _MIGRATION_LOCK = 0x72616E6B64
 
@@ -22,7 +50,7 @@ def migrations() -> list[tuple[int, str, str]]:
     """(version, file name, SQL) for every migration file, in order."""
     found = []
     for entry in resources.files("rankd.migrations").iterdir():
-        match = _MIGRATION_NAME.match(entry.name)
+        match = _MIGRATION_NAME.fullmatch(entry.name)
         if match:
             found.append((int(match[1]), entry.name, entry.read_text("utf-8")))
     return sorted(found)
@@ -52,13 +80,15 @@ async def migrate(conn: AsyncConnection[Any]) -> list[str]:
 
 
 class PostgresStore:
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 5.0
+    ) -> None:
         self.pool = AsyncConnectionPool(
             url,
             min_size=min_size,
             max_size=max_size,
             open=False,
-            timeout=5.0,  # no request waits on a dead PostgreSQL for the default 30 s
+            timeout=timeout_s,  # no request waits on a dead PostgreSQL for the default 30 s
             kwargs={"autocommit": True},
         )
 
@@ -71,13 +101,30 @@ class PostgresStore:
         await self.pool.close()
 
     async def ping(self) -> None:
-        async with self.pool.connection(timeout=2) as conn:
-            await conn.execute("SELECT 1")
+        with _reachable():
+            async with self.pool.connection(timeout=2) as conn:
+                await conn.execute("SELECT 1")
+
+    @contextlib.asynccontextmanager
+    async def connection(self, timeout_s: float | None = None) -> AsyncIterator[Conn]:
+        """A pooled connection (autocommit), failures mapped to the project's errors."""
+        with _reachable():
+            async with self.pool.connection(timeout=timeout_s) as conn:
+                yield conn
+
+    @contextlib.asynccontextmanager
+    async def apply_lock(self, *, exclusive: bool) -> AsyncIterator[Conn]:
+        """A transaction holding the apply lock: shared by consumer batches, exclusive for a
+        rebuild (see APPLY_LOCK)."""
+        lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
+            yield conn
 
     # boards
 
     async def get_board(self, board_id: str, timeout_s: float | None = None) -> BoardConfig | None:
-        async with self.pool.connection(timeout=timeout_s) as conn:
+        async with self.connection(timeout_s) as conn:
             cur = await conn.execute(
                 "SELECT config, created_at FROM boards WHERE board_id = %s", (board_id,)
             )
@@ -85,7 +132,7 @@ class PostgresStore:
         return None if row is None else from_settings(board_id, row[0], row[1])
 
     async def list_boards(self) -> list[BoardConfig]:
-        async with self.pool.connection() as conn:
+        async with self.connection() as conn:
             cur = await conn.execute(
                 "SELECT board_id, config, created_at FROM boards ORDER BY board_id"
             )
@@ -94,7 +141,7 @@ class PostgresStore:
 
     async def put_board(self, config: BoardConfig) -> tuple[BoardConfig, bool]:
         """Upsert; returns the stored config (with created_at) and whether it was created."""
-        async with self.pool.connection() as conn:
+        async with self.connection() as conn:
             cur = await conn.execute(
                 "INSERT INTO boards (board_id, config) VALUES (%s, %s)"
                 " ON CONFLICT (board_id) DO UPDATE SET config = EXCLUDED.config,"
@@ -108,7 +155,7 @@ class PostgresStore:
         return from_settings(config.board_id, config.settings(), created_at), bool(row[1])
 
     async def board_has_periods(self, board_id: str) -> bool:
-        async with self.pool.connection() as conn:
+        async with self.connection() as conn:
             cur = await conn.execute(
                 "SELECT EXISTS (SELECT 1 FROM periods_seen WHERE board_id = %s)", (board_id,)
             )
@@ -118,7 +165,7 @@ class PostgresStore:
     # players
 
     async def set_name(self, player_id: str, name: str) -> None:
-        async with self.pool.connection() as conn:
+        async with self.connection() as conn:
             await conn.execute(
                 "INSERT INTO players (player_id, name) VALUES (%s, %s)"
                 " ON CONFLICT (player_id) DO UPDATE SET name = EXCLUDED.name, updated_at = now()",

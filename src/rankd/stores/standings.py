@@ -18,10 +18,6 @@ from psycopg import AsyncConnection
 from rankd.boards import BoardConfig
 from rankd.periods import parse_period
 
-# Readers of player_best (rebuild) take this exclusively; appliers share it, so a rebuild's
-# snapshot and its RENAME see either all of a consumer batch or none of it.
-APPLY_LOCK = 0x72616E6B65
-
 
 @dataclass(frozen=True, slots=True)
 class BestRow:

@@ -1,10 +1,9 @@
 """Every Redis key Rankd uses, built in one place.
 
 A period of a board is one sorted set, ``lb:{<board>:<window>:<period>}``. Its side keys
-(``:shadow`` for banned players, ``:pending`` for held runs, ``:hist`` for the rank
-histogram, ``:runs`` for a ``sum`` board's counted run ids) share the hash tag, so a script
-touching them stays on one node, also on Redis Cluster. A sharded board has one such tag per
-shard: ``lb:{<board>:<window>:<period>#<k>}``.
+(today ``:runs``, a ``sum`` board's counted run ids; the design adds ``:shadow``,
+``:pending`` and ``:hist``) share the hash tag, so a script touching them stays on one node,
+also on Redis Cluster. Only the Redis store (stores/redis_store.py) uses these names.
 
 The season lives in the key name: a new period is a new key, nothing is ever reset.
 """
@@ -17,33 +16,19 @@ from functools import cached_property, lru_cache
 
 @dataclass(frozen=True)
 class PeriodKeys:
-    """The keys of one (shard of a) board period."""
+    """The keys of one board period."""
 
     board: str
     window: str
     period: str
-    shard: int | None = None
 
     @cached_property
     def tag(self) -> str:
-        base = f"{self.board}:{self.window}:{self.period}"
-        return base if self.shard is None else f"{base}#{self.shard}"
+        return f"{self.board}:{self.window}:{self.period}"
 
     @cached_property
     def public(self) -> str:
         return f"lb:{{{self.tag}}}"
-
-    @property
-    def shadow(self) -> str:
-        return f"lb:{{{self.tag}}}:shadow"
-
-    @property
-    def pending(self) -> str:
-        return f"lb:{{{self.tag}}}:pending"
-
-    @property
-    def hist(self) -> str:
-        return f"lb:{{{self.tag}}}:hist"
 
     @property
     def runs(self) -> str:
@@ -51,9 +36,9 @@ class PeriodKeys:
 
 
 @lru_cache(maxsize=16_384)
-def period_keys(board: str, window: str, period: str, shard: int | None = None) -> PeriodKeys:
+def period_keys(board: str, window: str, period: str) -> PeriodKeys:
     # every submit asks for the same few periods' keys; build each name once
-    return PeriodKeys(board, window, period, shard)
+    return PeriodKeys(board, window, period)
 
 
 def periods_index(board: str, window: str) -> str:
@@ -63,3 +48,10 @@ def periods_index(board: str, window: str) -> str:
 
 # Display names copied from PostgreSQL's players table: player_id -> name.
 NAMES = "rankd:names"
+# The Redis run_id the boards were last verified on (see services/rebuild.py).
+VERIFIED_MARKER = "rankd:verified-redis-run-id"
+
+
+def staging(key: str) -> str:
+    """Where a rebuild loads a key before renaming it into place (same hash tag)."""
+    return f"{key}:rebuild"

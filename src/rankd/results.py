@@ -1,0 +1,84 @@
+"""What the services answer, typed: the shapes api/schemas.py documents for clients.
+
+TypedDicts rather than classes: the services build plain dicts that orjson renders as they
+are, and mypy checks each one against these shapes. tests/test_results.py checks that these
+keys and the OpenAPI models' fields stay the same.
+"""
+
+from typing import Literal, NotRequired, TypedDict
+
+
+class Standing(TypedDict):
+    window: str
+    period: str
+    status: Literal["ranked", "held", "closed"]
+    rank: NotRequired[int]
+    score: NotRequired[int]
+    achieved_at: NotRequired[str]
+    improved: bool
+    is_best: bool
+
+
+class Entry(TypedDict):
+    rank: int
+    player_id: str
+    score: int
+    achieved_at: str
+    name: str | None
+
+
+class FriendEntry(Entry):
+    position: int
+
+
+class Top(TypedDict):
+    board_id: str
+    window: str
+    period: str
+    total: int
+    entries: list[Entry]
+
+
+class PlayerStanding(Entry):
+    board_id: str
+    window: str
+    period: str
+    total: int
+    percentile: float
+
+
+class Around(TypedDict):
+    board_id: str
+    window: str
+    period: str
+    total: int
+    entries: list[Entry]
+
+
+class Friends(TypedDict):
+    board_id: str
+    window: str
+    period: str
+    entries: list[FriendEntry]
+
+
+class RankOf(TypedDict):
+    board_id: str
+    window: str
+    period: str
+    score: int
+    rank: int
+    total: int
+
+
+class PeriodInfo(TypedDict):
+    period: str
+    status: Literal["open", "closed", "archived"]
+    starts_at: str
+    ends_at: str
+
+
+class Periods(TypedDict):
+    board_id: str
+    window: str
+    periods: list[PeriodInfo]

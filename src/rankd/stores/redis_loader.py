@@ -1,0 +1,111 @@
+"""Bulk loads of pre-formatted ZADD pages into one Redis key (the rebuild's fast path).
+
+PostgreSQL formats a page of members' ZADD arguments in one aggregate (stores/standings.py
+``pages``); a page becomes one ZADD with a bulk byte replace, so Python does no per-member
+work: a row-at-a-time COPY, or packing through a generic client, cost more CPU than Redis
+spent executing. Replies are read one round behind, and the next page is fetched from
+PostgreSQL while Redis takes this one, so both work in parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from redis.asyncio import Redis
+
+FLUSH_EVERY = 1  # ZADDs (one per page of 20,000 members) per pipeline round trip
+PAGES_AHEAD = 4  # pages fetched from PostgreSQL ahead of Redis (about 1 MB each)
+
+Progress = Callable[[int], None]
+
+
+def _bulk(value: bytes) -> bytes:
+    return b"$%d\r\n%b\r\n" % (len(value), value)
+
+
+class Loader:
+    """Multi-member ZADDs into one key, RESP-encoded here and sent on one connection."""
+
+    def __init__(self, redis: Redis, key: str, progress: Progress | None) -> None:
+        self.redis = redis
+        self.key = key
+        self.progress = progress
+        self.head = _bulk(b"ZADD") + _bulk(key.encode())
+        self.outgoing: list[bytes] = []
+        self.unread = 0
+        self.loaded = 0
+        self.conn: Any = None
+
+    @classmethod
+    async def run(
+        cls,
+        redis: Redis,
+        key: str,
+        pages: AsyncIterator[tuple[int, bytes]],
+        progress: Progress | None,
+    ) -> int:
+        """Load ``pages`` into ``key`` (emptied first); returns the members loaded."""
+        queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize=PAGES_AHEAD)
+
+        async def produce() -> None:
+            try:
+                async for page in pages:
+                    await queue.put(page)
+            finally:
+                await queue.put(None)
+
+        async with cls(redis, key, progress) as loader:
+            producer = asyncio.create_task(produce())
+            try:
+                while (page := await queue.get()) is not None:
+                    await loader.add_page(*page)
+            finally:
+                if not producer.done():
+                    producer.cancel()
+                await asyncio.gather(producer, return_exceptions=True)
+            producer.result()  # a failed read must not RENAME a half-loaded board
+        return loader.loaded
+
+    async def __aenter__(self) -> Loader:
+        self.conn = await self.redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+        await self.conn.send_command("DEL", self.key)
+        await self.conn.read_response()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                await self.flush()
+        finally:
+            if exc[0] is not None:
+                await self.conn.disconnect()  # replies may be unread: never reuse it
+            await self.redis.connection_pool.release(self.conn)
+
+    async def add_page(self, members: int, arguments: bytes) -> None:
+        """One ZADD of a page: PostgreSQL formatted the arguments (see standings.py)."""
+        body = arguments.replace(b"\x01", b"\r\n")
+        self.outgoing.append(b"*%d\r\n%b%b" % (2 + 2 * members, self.head, body))
+        self.loaded += members
+        if self.progress is not None:
+            self.progress(members)
+        if len(self.outgoing) >= FLUSH_EVERY:
+            await self._send()
+
+    async def flush(self) -> None:
+        await self._send()
+        await self._drain()
+
+    async def _send(self) -> None:
+        if not self.outgoing:
+            return
+        await self._drain()  # the previous round's replies: keeps one round in flight
+        await self.conn.send_packed_command(self.outgoing, check_health=False)
+        self.unread = len(self.outgoing)
+        self.outgoing = []
+
+    async def _drain(self) -> None:
+        while self.unread:
+            await self.conn.read_response()
+            self.unread -= 1

@@ -1,0 +1,130 @@
+"""plan.py without servers: what a run does in each window (ranked, closed, expired), which
+operation applies it, and the standing a script's reply becomes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rankd.boards import BoardConfig
+from rankd.formats import format_time
+from rankd.periods import DAY_MS, period_at
+from rankd.plan import Target, expires_at_ms, plan, standing, sum_horizon_ms
+from rankd.runs import Run
+
+HOUR_MS = 3_600_000
+
+
+def ms(text: str) -> int:
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def board(**config: object) -> BoardConfig:
+    return BoardConfig("plan-test", **config)  # type: ignore[arg-type]
+
+
+def by_window(targets: list[Target]) -> dict[str, Target]:
+    return {t.window: t for t in targets}
+
+
+def test_a_fresh_run_applies_in_every_window_with_its_period() -> None:
+    b = board(windows=("all-time", "daily", "weekly", "monthly"))
+    now = ms("2026-11-03T18:22:07.123")
+    targets = by_window(plan(b, Run("r", "p", 7, now, now)))
+    assert {w: t.disposition for w, t in targets.items()} == dict.fromkeys(b.windows, "apply")
+    assert targets["daily"].period.id == "2026-11-03"
+    assert targets["weekly"].period.id == "2026-W45"
+    assert targets["monthly"].period.id == "2026-11"
+    assert targets["all-time"].period.id == "all-time"
+    for t in targets.values():
+        assert t.operation == "best"
+        assert t.composite == b.codecs[t.window].pack(7, now - t.period.start_ms)
+
+
+def test_a_run_after_grace_is_closed_and_writes_nothing() -> None:
+    b = board(windows=("all-time", "daily"), grace_seconds=600)
+    ended = ms("2026-11-03T23:59:00")
+    inside = by_window(plan(b, Run("r", "p", 1, ended, ms("2026-11-04T00:09:59"))))
+    after = by_window(plan(b, Run("r", "p", 1, ended, ms("2026-11-04T00:10:00"))))
+    assert inside["daily"].disposition == "apply"
+    assert after["daily"].disposition == "closed"
+    assert after["all-time"].disposition == "apply"  # all-time never closes
+
+
+def test_expiry_follows_retention_and_grace() -> None:
+    b = board(windows=("daily",), grace_seconds=60, retention_days={"daily": 2})
+    ended = ms("2026-11-03T12:00:00")
+    period = period_at("daily", ended)
+    expires = expires_at_ms(b, period)
+    assert expires == ms("2026-11-04T00:00:00") + 60_000 + 2 * DAY_MS
+    [target] = plan(b, Run("r", "p", 1, ended, ended))
+    assert target.expire_at_s == expires // 1000
+    # a replay after the key has left Redis: only the durable copy takes the run
+    [late] = plan(b, Run("r", "p", 1, ended, ended), now_ms=expires)
+    assert late.disposition == "expired" and late.composite is not None
+    assert expires_at_ms(b, period_at("all-time", ended)) is None
+
+
+def test_sum_boards_add_with_a_time_key_and_trim_only_all_time() -> None:
+    b = board(windows=("all-time", "daily"), policy="sum", grace_seconds=0)
+    now = ms("2026-11-03T10:00:00")
+    targets = by_window(plan(b, Run("r", "p", 5, now - HOUR_MS, now)))
+    for t in targets.values():
+        assert t.operation == "sum" and t.composite is None and t.applies
+        offset = now - HOUR_MS - t.period.start_ms
+        assert t.time_key == b.codecs[t.window].time_key(offset)
+    assert targets["all-time"].trim_before_ms == now - sum_horizon_ms(b)
+    assert targets["daily"].trim_before_ms == 0
+
+
+def test_a_sum_run_older_than_the_horizon_is_closed_on_all_time() -> None:
+    b = board(windows=("all-time",), policy="sum", grace_seconds=0)
+    now = ms("2026-11-03T10:00:00")
+    [old] = plan(b, Run("r", "p", 5, now - sum_horizon_ms(b) - 1, now))
+    assert old.disposition == "closed"
+
+
+def test_standing_from_a_reply_and_for_closed_targets() -> None:
+    b = board(windows=("daily",))
+    now = ms("2026-11-03T18:22:07.123")
+    [target] = plan(b, Run("r", "p", 9, now, now))
+    assert target.composite is not None
+    reply = (1, 4, target.composite, 1)
+    # achieved_at is exact to the window's tie resolution (11 ms for daily)
+    resolution = b.codecs["daily"].resolution_ms
+    achieved = format_time(now - (now - target.period.start_ms) % resolution)
+    assert standing(b, target, reply) == {
+        "window": "daily",
+        "period": "2026-11-03",
+        "status": "ranked",
+        "rank": 4,
+        "score": 9,
+        "achieved_at": achieved,
+        "improved": True,
+        "is_best": True,
+    }
+    closed = {"window": "daily", "period": "2026-11-03", "status": "closed"}
+    assert standing(b, target, None) == {**closed, "improved": False, "is_best": False}
+    # rank 0: a replayed run too old to count, for a player without an entry
+    assert standing(b, target, (0, 0, 0, 0))["status"] == "closed"
+
+
+@given(
+    st.integers(min_value=ms("2020-01-01T00:00:00"), max_value=ms("2099-12-31T00:00:00")),
+    st.integers(min_value=0, max_value=3 * DAY_MS),
+    st.sampled_from(["best", "sum"]),
+)
+def test_every_window_gets_exactly_one_target_in_the_period_of_ended_at(
+    ended: int, delay: int, policy: str
+) -> None:
+    b = board(windows=("all-time", "daily", "weekly", "monthly"), policy=policy)
+    targets = plan(b, Run("r", "p", 3, ended, ended + delay))
+    assert [t.window for t in targets] == list(b.windows)
+    for t in targets:
+        assert t.period.start_ms <= ended < t.period.end_ms
+        if t.disposition != "closed":
+            assert (t.composite is not None) == (policy == "best")
+        else:
+            assert t.window != "all-time" or policy == "sum"
