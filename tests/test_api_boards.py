@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from tests.conftest import ADMIN_H, SERVER_H, new_board_id
@@ -26,7 +27,12 @@ CONFIG_FIELDS = {
 
 
 async def put_board(client: httpx.AsyncClient, board_id: str, body: Any) -> httpx.Response:
-    return await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
+    # httpx sends no body at all for json=None; a JSON null must be spelled out
+    return await client.put(
+        f"/v1/boards/{board_id}",
+        content=orjson.dumps(body),
+        headers={**ADMIN_H, "Content-Type": "application/json"},
+    )
 
 
 async def get_board(client: httpx.AsyncClient, board_id: str) -> dict[str, Any]:

@@ -124,8 +124,9 @@ def serve(
         from uvicorn.supervisors import Multiprocess
 
         from rankd.api.app import create_app
+        from rankd.api.server import ServerConfig
 
-        config = uvicorn.Config(
+        config = ServerConfig(
             # each worker process builds its own app from these settings (pickled to it)
             functools.partial(create_app, settings, tune_gc=True),
             factory=True,
@@ -133,12 +134,12 @@ def serve(
             port=port,
             workers=workers,
             loop="uvloop",
-            http="httptools",
             log_level=settings.log_level,
             access_log=False,
-            # longer than a load balancer's usual 60 s idle timeout, so the balancer (or a
-            # client pool) closes idle keep-alive connections first, never mid-request
-            timeout_keep_alive=75,
+            timeout_keep_alive=settings.http_keep_alive_s,
+            header_timeout_s=settings.http_header_timeout_s,
+            body_timeout_s=settings.http_body_timeout_s,
+            max_connections=settings.http_max_connections,
         )
         if workers == 1:
             server = uvicorn.Server(config)

@@ -50,3 +50,13 @@ class BodyTooLarge(RankdError):
 
 class Unavailable(RankdError):
     code = "unavailable"
+
+
+class UnsupportedMediaType(RankdError):
+    code = "unsupported_media_type"
+
+
+class ClientGone(RankdError):
+    """The client hung up mid-request: nobody reads the answer; logged at debug only."""
+
+    code = "client_closed_request"

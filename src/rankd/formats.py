@@ -8,7 +8,7 @@ spell out ASCII (``[0-9]``, not ``\\d``, which also matches other scripts' digit
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from rankd.errors import InvalidRequest
@@ -22,6 +22,7 @@ _BOARD_ID = re.compile(BOARD_ID_PATTERN.strip("^$"))
 _PLAYER_ID = re.compile(PLAYER_ID_PATTERN.strip("^$"))
 _RUN_ID = re.compile(RUN_ID_PATTERN.strip("^$"))
 
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TIME_EXAMPLE = "2026-11-03T18:22:07.123Z"
 _RFC3339 = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
@@ -65,7 +66,8 @@ def parse_time(value: object, field: str) -> int:
         parsed = datetime.fromisoformat(value.upper())
     except ValueError as exc:  # e.g. month 13 or 25:00
         raise InvalidRequest(f"{field} is not a valid time: {exc}") from exc
-    return int(parsed.timestamp() * 1000)
+    # exact integer arithmetic: timestamp() * 1000 is a float and can land 1 ms low
+    return (parsed - _UNIX_EPOCH) // timedelta(milliseconds=1)
 
 
 def format_time(ms: int) -> str:

@@ -30,9 +30,13 @@ SPAN_MS: dict[str, int] = {
     "monthly": 31 * DAY_MS,
 }
 
-_DAILY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_WEEKLY = re.compile(r"^(\d{4})-W(\d{2})$")
-_MONTHLY = re.compile(r"^(\d{4})-(\d{2})$")
+_DAILY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_WEEKLY = re.compile(r"([0-9]{4})-W([0-9]{2})")
+_MONTHLY = re.compile(r"([0-9]{4})-([0-9]{2})")
+# Runs end from 2020 on, and all-time composites cover a century from then: no period
+# outside these years can hold data (and the calendar overflows near year 9999).
+FIRST_YEAR = EPOCH.year
+LAST_YEAR = EPOCH.year + 99
 
 
 class PeriodRef(NamedTuple):
@@ -109,17 +113,24 @@ def _period_of_day(window: str, day_number: int) -> Period:
 
 def parse_period(window: str, period_id: str) -> Period:
     """The period named ``period_id`` in ``window``; PeriodError if it is not one."""
+    pattern = {"daily": _DAILY, "weekly": _WEEKLY, "monthly": _MONTHLY}.get(window)
+    match = pattern.fullmatch(period_id) if pattern is not None else None
+    if match is not None and not FIRST_YEAR <= int(match[1]) <= LAST_YEAR:
+        raise PeriodError(
+            f"period {period_id!r} is outside the years {FIRST_YEAR}..{LAST_YEAR} that runs "
+            "can fall in"
+        )
     try:
         if window == ALL_TIME:
             if period_id != ALL_TIME:
                 raise PeriodError("the all-time window has only the period 'all-time'")
             return ALL_TIME_PERIOD
-        if window == "daily" and (m := _DAILY.match(period_id)):
-            return _build(window, date(int(m[1]), int(m[2]), int(m[3])))
-        if window == "weekly" and (m := _WEEKLY.match(period_id)):
-            return _build(window, date.fromisocalendar(int(m[1]), int(m[2]), 1))
-        if window == "monthly" and (m := _MONTHLY.match(period_id)):
-            return _build(window, date(int(m[1]), int(m[2]), 1))
+        if window == "daily" and match:
+            return _build(window, date(int(match[1]), int(match[2]), int(match[3])))
+        if window == "weekly" and match:
+            return _build(window, date.fromisocalendar(int(match[1]), int(match[2]), 1))
+        if window == "monthly" and match:
+            return _build(window, date(int(match[1]), int(match[2]), 1))
     except ValueError as exc:  # e.g. 2026-02-30 or week 54
         raise PeriodError(f"period {period_id!r} is not a valid {window} period") from exc
     raise PeriodError(f"period {period_id!r} is not a valid {window} period id")

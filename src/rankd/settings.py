@@ -55,6 +55,17 @@ class Settings(BaseSettings):
     periods_index_memo_s: float = 60.0
     periods_index_memo_bytes: int = 1 << 20
 
+    # HTTP server limits, per process: a request's headers must arrive within
+    # http_header_timeout_s and its body within http_body_timeout_s of them, or the
+    # connection is closed (408); past http_max_connections open connections new ones get
+    # 503; idle keep-alive connections close after http_keep_alive_s.
+    http_header_timeout_s: float = Field(10.0, gt=0)
+    http_body_timeout_s: float = Field(30.0, gt=0)
+    http_max_connections: int = Field(4096, ge=1)
+    # longer than a load balancer's usual 60 s idle timeout, so the balancer (or a client
+    # pool) closes idle keep-alive connections first, never mid-request
+    http_keep_alive_s: int = Field(75, ge=1)
+
     # Log level of the service (and uvicorn's own loggers).
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
 

@@ -27,6 +27,8 @@ STATUS: dict[type[errors.RankdError], int] = {
     errors.PlayerNotRanked: 404,
     errors.BoardImmutableField: 409,
     errors.BodyTooLarge: 413,
+    errors.UnsupportedMediaType: 415,
+    errors.ClientGone: 499,  # nginx's code for it; the client never sees the answer
     errors.Unavailable: 503,
 }
 
@@ -51,7 +53,9 @@ def not_ready(body: dict[str, Any], down: list[str]) -> Response:
 async def _rankd_error(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, errors.RankdError)
     status = status_of(exc)
-    if status >= 500:
+    if isinstance(exc, errors.ClientGone):
+        log.debug("client gone: %s", exc.message)
+    elif status >= 500:
         # a store that cannot answer: the client retries; the cause is for the operator
         log.warning("%s: %s (%r)", exc.code, exc.message, exc.__cause__)
     return error_response(status, exc.code, exc.message)

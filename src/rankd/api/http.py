@@ -2,16 +2,47 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from rankd.errors import BodyTooLarge, InvalidRequest
+from rankd.errors import BodyTooLarge, ClientGone, InvalidRequest, UnsupportedMediaType
 from rankd.runtime import Runtime
 
 MAX_BODY = 1 << 20  # 1 MiB
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise InvalidRequest(f"the body repeats the key {key!r}; send each key once")
+            seen.add(key)
+    return found
+
+
+# Only to find repeated keys, which orjson (like most parsers) silently resolves to the last.
+_DUPLICATE_FINDER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def _check_media_type(request: Request) -> None:
+    """Bodies are JSON, uncompressed: anything else is refused before it is read."""
+    content_type = request.headers.get("content-type", "")
+    media_type = content_type.partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise UnsupportedMediaType(
+            "send the body as JSON with Content-Type: application/json (curl --json ...)"
+        )
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding != "identity":
+        raise UnsupportedMediaType(
+            f"Content-Encoding {encoding!r} is not supported; send the body uncompressed"
+        )
 
 
 def runtime(request: Request) -> Runtime:
@@ -19,21 +50,36 @@ def runtime(request: Request) -> Runtime:
 
 
 async def read_json(request: Request) -> Any:
-    """The request body as JSON; 413 past 1 MiB (checked while streaming), 400 if not JSON."""
+    """The request body as JSON: 415 unless it is uncompressed application/json, 413 past
+    1 MiB (checked while streaming), 400 if it is not valid UTF-8 JSON or repeats a key."""
+    _check_media_type(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
         raise BodyTooLarge("the request body is larger than 1 MiB; send fewer runs per request")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise BodyTooLarge("the request body is larger than 1 MiB; send fewer runs per request")
-        chunks.append(chunk)
     try:
-        return orjson.loads(b"".join(chunks))
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise BodyTooLarge(
+                    "the request body is larger than 1 MiB; send fewer runs per request"
+                )
+            chunks.append(chunk)
+    except ClientDisconnect as exc:
+        raise ClientGone("the client closed the connection before sending the whole body") from exc
+    raw = b"".join(chunks)
+    try:
+        # orjson is strict (UTF-8, no NaN, no lone surrogates, bounded nesting) and fast
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"the body is not valid JSON: {exc.msg}") from exc
+    if isinstance(body, dict | list) and raw.count(b":") > 1:
+        try:
+            _DUPLICATE_FINDER.decode(raw.decode())  # raises InvalidRequest on a repeated key
+        except (ValueError, RecursionError) as exc:  # e.g. a 5,000-digit number, deep nesting
+            raise InvalidRequest(f"the body cannot be read as JSON: {exc}"[:200]) from exc
+    return body
 
 
 class JSONBody(Response):

@@ -1,0 +1,128 @@
+"""The HTTP server's guard rails, on a real uvicorn server and raw sockets: slow senders are
+cut, malformed HTTP gets the JSON error shape, connections are capped, no server header."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+import uvicorn
+
+from rankd.api.server import ServerConfig
+
+
+async def hello(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[int]:
+    port = free_port()
+    config = ServerConfig(
+        hello,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        header_timeout_s=0.5,
+        body_timeout_s=0.5,
+        max_connections=3,
+    )
+    served = uvicorn.Server(config)
+    task = asyncio.create_task(served.serve())
+    while not served.started:  # noqa: ASYNC110 (uvicorn offers a flag, not an event)
+        await asyncio.sleep(0.01)
+    yield port
+    served.should_exit = True
+    await task
+
+
+async def exchange(port: int, *parts: bytes, pause_s: float = 0.0) -> tuple[bytes, float]:
+    """Send ``parts`` with a pause between them; read until the server closes (or 5 s)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    started = time.monotonic()
+
+    async def send() -> None:
+        for part in parts:
+            if writer.is_closing():
+                return
+            writer.write(part)
+            await writer.drain()
+            await asyncio.sleep(pause_s)
+
+    sending = asyncio.create_task(send())
+    try:
+        data = await asyncio.wait_for(reader.read(), timeout=5)
+    except ConnectionResetError:
+        data = b""
+    finally:
+        sending.cancel()
+        await asyncio.gather(sending, return_exceptions=True)
+        writer.close()
+    return data, time.monotonic() - started
+
+
+def status_and_body(response: bytes) -> tuple[int, dict[str, Any]]:
+    head, _, body = response.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), orjson.loads(body)
+
+
+async def test_a_slow_header_sender_is_cut_with_408(server: int) -> None:
+    drip = [bytes([b]) for b in b"GET / HTTP/1.1\r\nHost: x\r\n"]
+    response, took = await exchange(server, *drip, pause_s=0.1)
+    status, body = status_and_body(response)
+    assert status == 408 and body["error"]["code"] == "request_timeout"
+    assert took < 4
+
+
+async def test_a_slow_body_sender_is_cut(server: int) -> None:
+    head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+    response, took = await exchange(server, head, b"x" * 10, b"y" * 10, pause_s=0.4)
+    assert status_and_body(response)[0] == 408
+    assert took < 4
+
+
+async def test_a_prompt_request_is_served_without_a_server_header(server: int) -> None:
+    response, _ = await exchange(server, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert response.startswith(b"HTTP/1.1 200")
+    assert b"\r\nserver:" not in response.lower()
+
+
+async def test_keep_alive_requests_each_get_their_own_deadline(server: int) -> None:
+    request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    last = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    response, _ = await exchange(server, request, request, last, pause_s=0.3)
+    assert response.count(b"HTTP/1.1 200") == 3
+
+
+async def test_malformed_http_gets_the_json_error_shape(server: int) -> None:
+    response, _ = await exchange(server, b"BLAH\x00 / HTTP/1.1\r\n\r\n")
+    status, body = status_and_body(response)
+    assert status == 400 and body["error"]["code"] == "invalid_request"
+
+
+async def test_connections_past_the_cap_are_refused_with_503(server: int) -> None:
+    held = [await asyncio.open_connection("127.0.0.1", server) for _ in range(3)]
+    try:
+        response, _ = await exchange(server, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, body = status_and_body(response)
+        assert status == 503 and body["error"]["code"] == "unavailable"
+    finally:
+        for _, writer in held:
+            writer.close()
