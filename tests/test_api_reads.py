@@ -521,7 +521,7 @@ async def test_set_name_shows_in_entries(client: httpx.AsyncClient, make_board) 
         f"/v1/players/{player}", json={"name": "kai_runs"}, headers=SERVER_H
     )
     assert response.status_code == 200, response.text
-    assert response.json() == {"player_id": player, "name": "kai_runs"}
+    assert response.json() == {"player_id": player, "name": "kai_runs", "segments": {}}
     assert (await get(client, f"/v1/boards/{board_id}/top"))["entries"][0]["name"] == "kai_runs"
     assert (await get(client, f"/v1/boards/{board_id}/players/{player}"))["name"] == "kai_runs"
     around = await get(client, f"/v1/boards/{board_id}/players/{player}/around")

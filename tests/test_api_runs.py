@@ -19,6 +19,7 @@ TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 STANDING_KEYS = {
     "window",
     "period",
+    "segment",
     "status",
     "rank",
     "score",
@@ -103,6 +104,7 @@ async def test_submit_response_matches_contract_example(
             {
                 "window": "all-time",
                 "period": "all-time",
+                "segment": None,
                 "status": "ranked",
                 "rank": 1,
                 "score": 1284,
@@ -113,6 +115,7 @@ async def test_submit_response_matches_contract_example(
             {
                 "window": "weekly",
                 "period": weekly_id(ended),
+                "segment": None,
                 "status": "ranked",
                 "rank": 1,
                 "score": 1284,
@@ -750,6 +753,7 @@ async def test_sum_board_all_time_counts_runs_within_the_dedup_horizon_only(
     assert old["standings"][0] == {
         "window": "all-time",
         "period": "all-time",
+        "segment": None,
         "status": "closed",
         "improved": False,
         "is_best": False,

@@ -115,6 +115,7 @@ class Model:
                 {
                     "window": window,
                     "period": period.id,
+                    "segment": None,
                     "status": "ranked",
                     "rank": self.ranking(where).index(run.player_id) + 1,
                     "score": stored.score,

@@ -98,6 +98,7 @@ def test_standing_from_a_reply_and_for_closed_targets() -> None:
     assert standing(b, target, reply) == {
         "window": "daily",
         "period": "2026-11-03",
+        "segment": None,
         "status": "ranked",
         "rank": 4,
         "score": 9,
@@ -105,7 +106,7 @@ def test_standing_from_a_reply_and_for_closed_targets() -> None:
         "improved": True,
         "is_best": True,
     }
-    closed = {"window": "daily", "period": "2026-11-03", "status": "closed"}
+    closed = {"window": "daily", "period": "2026-11-03", "segment": None, "status": "closed"}
     assert standing(b, target, None) == {**closed, "improved": False, "is_best": False}
     # rank 0: a replayed run too old to count, for a player without an entry
     assert standing(b, target, (0, 0, 0, 0))["status"] == "closed"

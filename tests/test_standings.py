@@ -8,6 +8,7 @@ import httpx
 import psycopg
 import pytest
 
+from rankd.periods import PeriodRef
 from rankd.stores import standings
 from tests.conftest import Urls
 
@@ -29,7 +30,7 @@ async def test_pages_cover_every_row_once_across_ties(
         )
         got: list[tuple[str, int]] = []
         page_sizes = []
-        key = (board, "all-time", "all-time")
+        key = PeriodRef(board, "all-time", "all-time")
         async for members, arguments in standings.pages(
             conn, standings.ENTRY_PAGE_SQL, key, (-1, ""), size=size
         ):

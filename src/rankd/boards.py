@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
-from rankd.formats import check_board_id
+from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, is_segment_dimension
 from rankd.periods import SPAN_MS, WINDOWS
 
 Policy = Literal["best", "sum"]
@@ -26,7 +26,9 @@ SETTING_FIELDS = (
     "hold_top",
     "grace_seconds",
     "retention_days",
+    "segments",
 )
+MAX_SEGMENT_DIMENSIONS = 4
 MAX_HOLD_TOP = 10_000
 MAX_GRACE_S = 31_536_000
 MAX_RETENTION_DAYS = 3_650
@@ -44,6 +46,8 @@ class BoardConfig:
     hold_top: int = 0
     grace_seconds: int = 3600
     retention_days: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_RETENTION))
+    # Dimensions whose values get standings of their own, e.g. ("country", "platform").
+    segments: tuple[str, ...] = ()
     created_at: datetime | None = None
 
     @cached_property
@@ -62,6 +66,7 @@ class BoardConfig:
         values = {name: getattr(self, name) for name in SETTING_FIELDS}
         values["windows"] = list(self.windows)
         values["retention_days"] = dict(self.retention_days)
+        values["segments"] = list(self.segments)
         return values
 
 
@@ -149,6 +154,19 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
                 f"in 1..{MAX_RETENTION_DAYS}"
             )
         values["retention_days"] = {**values["retention_days"], **retention}
+    if "segments" in body:
+        dimensions = body["segments"]
+        if (
+            not isinstance(dimensions, list)
+            or len(dimensions) > MAX_SEGMENT_DIMENSIONS
+            or not all(is_segment_dimension(d) for d in dimensions)
+            or len(set(dimensions)) != len(dimensions)
+        ):
+            raise InvalidRequest(
+                f"segments must be a list of at most {MAX_SEGMENT_DIMENSIONS} distinct "
+                f"dimension names matching {SEGMENT_DIMENSION_PATTERN}"
+            )
+        values["segments"] = list(dimensions)
     return from_settings(board_id, values, base.created_at)
 
 
@@ -166,6 +184,7 @@ def from_settings(
         hold_top=values["hold_top"],
         grace_seconds=values["grace_seconds"],
         retention_days=dict(values["retention_days"]),
+        segments=tuple(values.get("segments", ())),  # configs stored before segments: none
         created_at=created_at,
     )
 

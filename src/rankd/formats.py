@@ -23,6 +23,11 @@ _PLAYER_ID = re.compile(PLAYER_ID_PATTERN.strip("^$"))
 _RUN_ID = re.compile(RUN_ID_PATTERN.strip("^$"))
 
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+SEGMENT_DIMENSION_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+SEGMENT_VALUE_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
+_SEGMENT_DIMENSION = re.compile(SEGMENT_DIMENSION_PATTERN.strip("^$"))
+_SEGMENT_VALUE = re.compile(SEGMENT_VALUE_PATTERN.strip("^$"))
+
 TIME_EXAMPLE = "2026-11-03T18:22:07.123Z"
 _RFC3339 = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
@@ -40,6 +45,32 @@ def is_player_id(value: object) -> bool:
 
 def is_run_id(value: object) -> bool:
     return isinstance(value, str) and _RUN_ID.fullmatch(value) is not None
+
+
+def is_segment_dimension(value: object) -> bool:
+    return isinstance(value, str) and _SEGMENT_DIMENSION.fullmatch(value) is not None
+
+
+def is_segment_value(value: object) -> bool:
+    return isinstance(value, str) and _SEGMENT_VALUE.fullmatch(value) is not None
+
+
+def check_segments(value: object, field: str, dimensions: tuple[str, ...] | None) -> dict[str, str]:
+    """A ``{"dimension": "value"}`` object; with ``dimensions``, only those dimensions."""
+    if not isinstance(value, dict):
+        raise InvalidRequest(f'{field} must be an object such as {{"country": "FR"}}')
+    for dimension, item in value.items():
+        if dimensions is not None and dimension not in dimensions:
+            known = ", ".join(dimensions) or "none"
+            raise InvalidRequest(
+                f"{field} names the dimension {dimension!r}, which this board does not have "
+                f"(its dimensions: {known})"
+            )
+        if not is_segment_dimension(dimension):
+            raise InvalidRequest(f"{field} dimensions must match {SEGMENT_DIMENSION_PATTERN}")
+        if not is_segment_value(item):
+            raise InvalidRequest(f"{field}.{dimension} must match {SEGMENT_VALUE_PATTERN}")
+    return value
 
 
 def check_player_id(value: object, field: str = "player_id") -> str:

@@ -40,11 +40,15 @@ LAST_YEAR = EPOCH.year + 99
 
 
 class PeriodRef(NamedTuple):
-    """One board period, as the stores name it: the unit a sorted set holds."""
+    """One board period's standings, as the stores name it: the unit a sorted set holds.
+
+    ``segment`` is "" for the board's global standings, else ``"<dimension>:<value>"``.
+    """
 
     board: str
     window: str
     period: str
+    segment: str = ""
 
 
 class PeriodError(ValueError):

@@ -1,11 +1,13 @@
 """What a run does to each window of a board: the per-window decision, with no I/O.
 
-For every window the run's ``ended_at`` picks a period; the period may be past its grace
-(``closed``: nothing is written), gone from Redis after its retention (``expired``: only
-the durable copy takes the run), or live (``apply``: one script raises the entry, or adds
-to a sum, in that period). The submit path, the log consumer, rebuild and replay all decide
-with these functions, so they decide alike. The Redis store turns an ``apply`` target into
-its script call; this module names the operation, never a key.
+A run lands in the board's global standings and in the standings of each segment it
+belongs to (``country:FR``), in every window. For every window the run's ``ended_at``
+picks a period; the period may be past its grace (``closed``: nothing is written), gone
+from Redis after its retention (``expired``: only the durable copy takes the run), or live
+(``apply``: one script raises the entry, or adds to a sum, in that period). The submit
+path, the log consumer, rebuild and replay all decide with these functions, so they decide
+alike. The Redis store turns an ``apply`` target into its script call; this module names
+the operation, never a key.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Target:
     disposition: Disposition
     operation: Operation
     composite: int | None = None  # the run's own composite on a best board
+    segment: str = ""  # "" for the global standings, else "<dimension>:<value>"
     time_key: int = 0
     expire_at_s: int = 0
     trim_before_ms: int = 0
@@ -74,48 +77,67 @@ def expires_at_ms(board: BoardConfig, period: Period) -> int | None:
 
 
 def plan(board: BoardConfig, run: Run, now_ms: int | None = None) -> list[Target]:
-    """What applying ``run`` does to every window of ``board`` at ``now_ms``.
+    """What applying ``run`` does to every window of ``board`` at ``now_ms``: the global
+    standings' targets (one per window, in window order), then each segment's.
 
     ``now_ms`` defaults to when the run was received; the log consumer and replays pass the
     time they apply it.
     """
     now_ms = run.received_at_ms if now_ms is None else now_ms
-    targets = []
-    grace_ms = board.grace_seconds * 1000
-    operation: Operation = board.policy
-    for window in board.windows:
-        period = period_at(window, run.ended_at_ms)
-        if period.status(run.received_at_ms, grace_ms) == "closed" or (
-            operation == "sum"
-            and window == ALL_TIME
-            and run.ended_at_ms < run.received_at_ms - sum_horizon_ms(board)
-        ):
-            targets.append(Target(window, period, run, "closed", operation))
-            continue
-        codec = board.codecs[window]
-        offset = run.ended_at_ms - period.start_ms
-        composite = codec.pack(run.score, offset) if operation == "best" else None
-        expires = expires_at_ms(board, period)
-        if expires is not None and now_ms >= expires:
-            targets.append(Target(window, period, run, "expired", operation, composite))
-            continue
-        target = Target(window, period, run, "apply", operation, composite)
-        target.expire_at_s = 0 if expires is None else expires // 1000
-        if composite is None:
-            target.time_key = codec.time_key(offset)
-            if window == ALL_TIME:
-                target.trim_before_ms = now_ms - sum_horizon_ms(board)
-        targets.append(target)
+    targets = [_target(board, run, window, now_ms) for window in board.windows]
+    if run.segments:
+        segments = [f"{dimension}:{value}" for dimension, value in run.segments]
+        for window_target in list(targets):
+            for segment in segments:
+                copy = Target(
+                    window_target.window,
+                    window_target.period,
+                    run,
+                    window_target.disposition,
+                    window_target.operation,
+                    window_target.composite,
+                    segment,
+                    window_target.time_key,
+                    window_target.expire_at_s,
+                    window_target.trim_before_ms,
+                )
+                targets.append(copy)
     return targets
+
+
+def _target(board: BoardConfig, run: Run, window: str, now_ms: int) -> Target:
+    operation: Operation = board.policy
+    period = period_at(window, run.ended_at_ms)
+    if period.status(run.received_at_ms, board.grace_seconds * 1000) == "closed" or (
+        operation == "sum"
+        and window == ALL_TIME
+        and run.ended_at_ms < run.received_at_ms - sum_horizon_ms(board)
+    ):
+        return Target(window, period, run, "closed", operation)
+    codec = board.codecs[window]
+    offset = run.ended_at_ms - period.start_ms
+    composite = codec.pack(run.score, offset) if operation == "best" else None
+    expires = expires_at_ms(board, period)
+    if expires is not None and now_ms >= expires:
+        return Target(window, period, run, "expired", operation, composite)
+    target = Target(window, period, run, "apply", operation, composite)
+    target.expire_at_s = 0 if expires is None else expires // 1000
+    if composite is None:
+        target.time_key = codec.time_key(offset)
+        if window == ALL_TIME:
+            target.trim_before_ms = now_ms - sum_horizon_ms(board)
+    return target
 
 
 def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standing:
     """The client-facing standing for one window from the script's reply."""
+    segment = target.segment or None
     if not target.applies or reply is None or not reply[1]:
         # rank 0: a replayed run too old to count, for a player without an entry
         return {
             "window": target.window,
             "period": target.period.id,
+            "segment": segment,
             "status": "closed",
             "improved": False,
             "is_best": False,
@@ -125,6 +147,7 @@ def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standin
     return {
         "window": target.window,
         "period": target.period.id,
+        "segment": segment,
         "status": "ranked",
         "rank": int(rank),
         "score": score,

@@ -11,6 +11,7 @@ from typing import Literal, NotRequired, TypedDict
 class Standing(TypedDict):
     window: str
     period: str
+    segment: str | None
     status: Literal["ranked", "held", "closed"]
     rank: NotRequired[int]
     score: NotRequired[int]

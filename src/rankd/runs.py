@@ -1,7 +1,9 @@
 """A run as it travels: validated fields, and its encoding in the log.
 
 One log message carries one or more runs of one board. Idempotency comes from ``run_id`` in
-the stores, not from the log, so a batch may travel as one message.
+the stores, not from the log, so a batch may travel as one message. A run carries the
+segments it was resolved into at submit time (its own, else the player's profile), so a
+replay puts it in the same standings whatever the profile says later.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ from typing import Any
 
 import orjson
 
-LOG_FORMAT_VERSION = 1
+# 2: runs carry their segments ({"country": "FR"}); 1 (before segments) still decodes.
+LOG_FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
+
+Segments = tuple[tuple[str, str], ...]  # (dimension, value) pairs, in the board's order
 
 
 @dataclass(slots=True)  # one per submitted run: frozen dataclasses construct slower
@@ -21,6 +27,7 @@ class Run:
     score: int
     ended_at_ms: int
     received_at_ms: int  # decides open/closed periods, so a replay decides the same way
+    segments: Segments = ()
 
 
 def encode_message(board_id: str, runs: list[Run]) -> bytes:
@@ -29,19 +36,31 @@ def encode_message(board_id: str, runs: list[Run]) -> bytes:
             "v": LOG_FORMAT_VERSION,
             "board": board_id,
             "runs": [
-                [r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms] for r in runs
+                [r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms, dict(r.segments)]
+                for r in runs
             ],
         }
     )
+
+
+def _run(fields: list[Any]) -> Run:
+    run = Run(str(fields[0]), str(fields[1]), int(fields[2]), int(fields[3]), int(fields[4]))
+    if len(fields) > 5:
+        segments = fields[5]
+        if not isinstance(segments, dict):
+            raise TypeError("segments must be an object")
+        run.segments = tuple((str(d), str(v)) for d, v in segments.items())
+    elif len(fields) != 5:
+        raise TypeError(f"a run has 5 or 6 fields, not {len(fields)}")
+    return run
 
 
 def decode_message(data: bytes) -> tuple[str, list[Run]]:
     """Inverse of encode_message; ValueError for anything malformed."""
     try:
         body: Any = orjson.loads(data)
-        if body.get("v") != LOG_FORMAT_VERSION:
+        if body.get("v") not in _READABLE_VERSIONS:
             raise ValueError(f"unknown log format version {body.get('v')!r}")
-        runs = [Run(str(a), str(b), int(c), int(d), int(e)) for a, b, c, d, e in body["runs"]]
-        return str(body["board"]), runs
-    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        return str(body["board"]), [_run(fields) for fields in body["runs"]]
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise ValueError(f"malformed log message: {exc}") from exc

@@ -13,6 +13,7 @@ from rankd.services.applier import Applier
 from rankd.services.consumer import LogConsumer
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.names import NameCache
+from rankd.services.players import Players
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
@@ -33,6 +34,7 @@ class Runtime:
     log: JetStreamLog
     boards: BoardRegistry
     names: NameCache
+    players: Players
     submitter: Submitter
     reader: Reader
     auth: Authenticator
@@ -65,7 +67,7 @@ class Runtime:
             subject_prefix=s.subject_prefix,
             timeout_s=s.publish_timeout_s,
         )
-        names = NameCache(pg, store, s.name_cache_ttl_s, s.name_cache_bytes)
+        names = NameCache(store, s.name_cache_ttl_s, s.name_cache_bytes)
         boards = BoardRegistry(
             pg,
             store,
@@ -74,6 +76,7 @@ class Runtime:
             unknown_ttl_s=s.unknown_board_ttl_s,
             unknown_max_bytes=s.unknown_board_cache_bytes,
         )
+        players = Players(pg, store, names)
         committer = GroupCommitter(
             log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
         )
@@ -84,7 +87,8 @@ class Runtime:
             log=log,
             boards=boards,
             names=names,
-            submitter=Submitter(store, committer),
+            players=players,
+            submitter=Submitter(store, committer, players),
             reader=Reader(store, names, s.top_cache_s, s.top_cache_bytes),
             auth=Authenticator(s.admin_keys, s.server_keys),
             applier=Applier(boards, store, pg),

@@ -6,11 +6,11 @@ from typing import Any
 
 from rankd.boards import BoardConfig
 from rankd.errors import InvalidRequest, ScoreOutOfRange
-from rankd.formats import RUN_ID_PATTERN, check_player_id, is_run_id, parse_time
+from rankd.formats import RUN_ID_PATTERN, check_player_id, check_segments, is_run_id, parse_time
 from rankd.periods import EPOCH, EPOCH_MS
 from rankd.runs import Run
 
-RUN_FIELDS = frozenset({"run_id", "player_id", "score", "ended_at"})
+RUN_FIELDS = frozenset({"run_id", "player_id", "score", "ended_at", "segments"})
 
 
 def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -> Run:
@@ -20,7 +20,7 @@ def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -
     unknown = sorted(set(payload) - RUN_FIELDS)
     if unknown:
         raise InvalidRequest(
-            f"unknown field {unknown[0]!r}; a run has run_id, player_id, score, ended_at"
+            f"unknown field {unknown[0]!r}; a run has run_id, player_id, score, ended_at, segments"
         )
     run_id = payload.get("run_id")
     if not isinstance(run_id, str) or not is_run_id(run_id):
@@ -46,4 +46,9 @@ def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -
             raise InvalidRequest(
                 f"ended_at is more than {max_skew_ms // 1000} s in the future; check the clock"
             )
-    return Run(run_id, pid, score, ended, now_ms)
+    run = Run(run_id, pid, score, ended, now_ms)
+    if payload.get("segments") is not None:
+        given = check_segments(payload["segments"], "segments", board.segments)
+        # the board's order; the profile fills the dimensions the run leaves out (submit.py)
+        run.segments = tuple((d, given[d]) for d in board.segments if d in given)
+    return run

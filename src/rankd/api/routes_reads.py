@@ -19,6 +19,10 @@ router = APIRouter(tags=["reads"])
 
 WindowQ = Annotated[str | None, Query(description="default: the board's first window")]
 PeriodQ = Annotated[str | None, Query(description="default: the window's current period")]
+SegmentQ = Annotated[
+    str | None,
+    Query(description="a segment's standings, <dimension>:<value> (default: the global ones)"),
+]
 ViewerQ = Annotated[
     str | None,
     Query(description="a player's own view (needs a server key); not available yet: 400"),
@@ -31,6 +35,7 @@ async def _open(
     board_id: str,
     window: str | None,
     period: str | None,
+    segment: str | None = None,
     viewer: str | None = None,
     player_id: str | None = None,
 ) -> tuple[Runtime, Scope]:
@@ -45,7 +50,7 @@ async def _open(
     if player_id is not None:
         check_player_id(player_id)
     board = await rt.boards.get(board_id)
-    return rt, resolve_scope(board, window, period)
+    return rt, resolve_scope(board, window, period, segment)
 
 
 @router.get("/v1/boards/{board_id}/top", response_model=schemas.TopOut, responses=schemas.ERRORS)
@@ -56,9 +61,10 @@ async def top(
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     window: WindowQ = None,
     period: PeriodQ = None,
+    segment: SegmentQ = None,
     viewer: ViewerQ = None,
 ) -> Response:
-    rt, scope = await _open(request, board_id, window, period, viewer)
+    rt, scope = await _open(request, board_id, window, period, segment, viewer)
     return reply(await rt.reader.top(scope, n, offset))
 
 
@@ -74,9 +80,10 @@ async def player(
     accuracy: Literal["exact", "approx"] = "exact",
     window: WindowQ = None,
     period: PeriodQ = None,
+    segment: SegmentQ = None,
     viewer: ViewerQ = None,
 ) -> Response:
-    rt, scope = await _open(request, board_id, window, period, viewer, player_id)
+    rt, scope = await _open(request, board_id, window, period, segment, viewer, player_id)
     if accuracy == "approx":
         # Approximate ranks come with sharded boards, which are not built yet.
         raise InvalidRequest("accuracy=approx is not available yet (boards are not sharded)")
@@ -95,9 +102,10 @@ async def around(
     range: Annotated[int, Query(ge=0, le=100)] = 5,
     window: WindowQ = None,
     period: PeriodQ = None,
+    segment: SegmentQ = None,
     viewer: ViewerQ = None,
 ) -> Response:
-    rt, scope = await _open(request, board_id, window, period, viewer, player_id)
+    rt, scope = await _open(request, board_id, window, period, segment, viewer, player_id)
     return reply(await rt.reader.around(scope, player_id, range))
 
 
@@ -113,6 +121,7 @@ async def friends(
     ids: Annotated[str, Query(description="comma-separated player ids, up to 1000")] = "",
     window: WindowQ = None,
     period: PeriodQ = None,
+    segment: SegmentQ = None,
     viewer: ViewerQ = None,
 ) -> Response:
     friend_ids = [i for i in ids.split(",") if i] if ids else []
@@ -120,7 +129,7 @@ async def friends(
         raise InvalidRequest(f"ids holds {len(friend_ids)} ids; at most {MAX_FRIENDS}")
     for fid in friend_ids:
         check_player_id(fid, "ids")
-    rt, scope = await _open(request, board_id, window, period, viewer, player_id)
+    rt, scope = await _open(request, board_id, window, period, segment, viewer, player_id)
     return reply(await rt.reader.friends(scope, player_id, friend_ids))
 
 
@@ -133,14 +142,17 @@ async def rank_of(
     score: Annotated[int, Query(ge=0)],
     window: WindowQ = None,
     period: PeriodQ = None,
+    segment: SegmentQ = None,
 ) -> Response:
-    rt, scope = await _open(request, board_id, window, period)
+    rt, scope = await _open(request, board_id, window, period, segment)
     return reply(await rt.reader.rank_of(scope, score))
 
 
 @router.get(
     "/v1/boards/{board_id}/periods", response_model=schemas.PeriodsOut, responses=schemas.ERRORS
 )
-async def periods(board_id: str, request: Request, window: WindowQ = None) -> Response:
-    rt, scope = await _open(request, board_id, window, None)
+async def periods(
+    board_id: str, request: Request, window: WindowQ = None, segment: SegmentQ = None
+) -> Response:
+    rt, scope = await _open(request, board_id, window, None, segment)
     return reply(await rt.reader.periods(scope.board, scope.window))

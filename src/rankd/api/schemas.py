@@ -33,6 +33,7 @@ class BoardIn(BaseModel):
     hold_top: int | None = Field(None, ge=0, description="only 0 until review holds are built")
     grace_seconds: int | None = Field(None, ge=0, le=31_536_000)
     retention_days: dict[str, int] | None = None
+    segments: list[str] | None = Field(None, max_length=4)
 
 
 class BoardOut(BaseModel):
@@ -46,6 +47,7 @@ class BoardOut(BaseModel):
     hold_top: int
     grace_seconds: int
     retention_days: dict[str, int]
+    segments: list[str]
     created_at: str
     tie_resolution_ms: dict[str, int]
 
@@ -59,11 +61,17 @@ class RunIn(BaseModel):
     player_id: str = Field(pattern=PLAYER_ID_PATTERN)
     score: int = Field(ge=0)
     ended_at: str | None = Field(None, description="RFC 3339; default: when the run is received")
+    segments: dict[str, str] | None = Field(
+        None, description="segment values; dimensions left out come from the player's profile"
+    )
 
 
 class Standing(BaseModel):
     window: str
     period: str
+    segment: str | None = Field(
+        description='null for the global standings, else "<dimension>:<value>"'
+    )
     status: Literal["ranked", "held", "closed"]
     rank: int | None = None
     score: int | None = None
@@ -158,13 +166,17 @@ class PeriodsOut(BaseModel):
     periods: list[PeriodOut]
 
 
-class NameIn(BaseModel):
-    name: str = Field(min_length=1, max_length=64)
+class ProfileIn(BaseModel):
+    name: str | None = Field(None, min_length=1, max_length=64)
+    segments: dict[str, str] | None = Field(
+        None, description='the player\'s segment values, e.g. {"country": "FR"}'
+    )
 
 
-class NameOut(BaseModel):
+class ProfileOut(BaseModel):
     player_id: str
-    name: str
+    name: str | None
+    segments: dict[str, str]
 
 
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from nats.aio.msg import Msg
 from rankd import metrics
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
+from rankd.periods import PeriodRef
 from rankd.plan import Target, plan
 from rankd.runs import decode_message
 from rankd.services.registry import BoardRegistry
@@ -54,7 +55,7 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
     for t in targets:
         if t.disposition == "closed":
             continue
-        key = (board_id, t.window, t.period.id)
+        key = PeriodRef(board_id, t.window, t.period.id, t.segment)
         r = t.run
         if t.composite is not None:
             best = BestRow(r.player_id, t.composite, r.score, r.ended_at_ms, r.run_id)

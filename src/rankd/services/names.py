@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rankd.errors import Unavailable
-from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
 from rankd.ttlcache import TTLCache
 
@@ -20,10 +19,7 @@ _ENTRY_OVERHEAD = 200
 
 
 class NameCache:
-    def __init__(
-        self, pg: PostgresStore, store: RedisStore, ttl_s: float, max_bytes: int = 32 << 20
-    ) -> None:
-        self.pg = pg
+    def __init__(self, store: RedisStore, ttl_s: float, max_bytes: int = 32 << 20) -> None:
         self.store = store
         self._cache: TTLCache[str, str | None] = TTLCache(
             ttl_s, max_bytes, lambda pid, name: _ENTRY_OVERHEAD + len(pid) + len(name or "")
@@ -59,8 +55,7 @@ class NameCache:
             found[pid] = name
         return found
 
-    async def set(self, player_id: str, name: str) -> None:
-        """Durable first (PostgreSQL), then the Redis copy and this process's cache."""
-        await self.pg.set_name(player_id, name)
+    async def set_copy(self, player_id: str, name: str) -> None:
+        """After PostgreSQL holds a new name: the Redis copy and this process's cache."""
         await self.store.set_name(player_id, name)
         self._cache.put(player_id, name)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rankd.boards import BoardConfig
 from rankd.errors import InvalidRequest, PlayerNotRanked, ScoreOutOfRange
-from rankd.formats import format_time
+from rankd.formats import SEGMENT_VALUE_PATTERN, format_time, is_segment_value
 from rankd.periods import Period, PeriodError, PeriodRef, parse_period, period_at
 from rankd.results import (
     Around,
@@ -42,10 +42,11 @@ class Scope:
     board: BoardConfig
     window: str
     period: Period
+    segment: str = ""  # "" for the global standings, else "<dimension>:<value>"
 
     @property
     def ref(self) -> PeriodRef:
-        return PeriodRef(self.board.board_id, self.window, self.period.id)
+        return PeriodRef(self.board.board_id, self.window, self.period.id, self.segment)
 
     def not_ranked(self, player_id: str) -> PlayerNotRanked:
         return PlayerNotRanked(
@@ -53,7 +54,23 @@ class Scope:
         )
 
 
-def resolve_scope(board: BoardConfig, window: str | None, period: str | None) -> Scope:
+def resolve_segment(board: BoardConfig, segment: str | None) -> str:
+    """A read's ``segment=<dimension>:<value>`` ("" for the global standings)."""
+    if segment is None:
+        return ""
+    dimension, colon, value = segment.partition(":")
+    if not colon or dimension not in board.segments or not is_segment_value(value):
+        known = ", ".join(board.segments) or "none"
+        raise InvalidRequest(
+            f"segment must be <dimension>:<value> with one of this board's dimensions "
+            f"({known}) and a value matching {SEGMENT_VALUE_PATTERN}"
+        )
+    return segment
+
+
+def resolve_scope(
+    board: BoardConfig, window: str | None, period: str | None, segment: str | None = None
+) -> Scope:
     window = window or board.default_window
     if window not in board.windows:
         raise InvalidRequest(
@@ -66,7 +83,7 @@ def resolve_scope(board: BoardConfig, window: str | None, period: str | None) ->
             resolved = parse_period(window, period)
         except PeriodError as exc:
             raise InvalidRequest(str(exc)) from exc
-    return Scope(board, window, resolved)
+    return Scope(board, window, resolved, resolve_segment(board, segment))
 
 
 class Reader:
@@ -81,7 +98,7 @@ class Reader:
         self.names = names
         # Top lists are the same for every reader: each process renders one at most once per
         # top_cache_s (default 0.2 s, well inside the design's 2 s read staleness budget).
-        self._tops: TTLCache[tuple[str, str, str, int, int], Top] = TTLCache(
+        self._tops: TTLCache[tuple[str, str, str, str, int, int], Top] = TTLCache(
             top_cache_s,
             top_cache_bytes,
             lambda _, body: _TOP_BYTES + _ENTRY_BYTES * len(body["entries"]),

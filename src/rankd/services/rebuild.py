@@ -79,7 +79,8 @@ class Rebuilder:
                 return None  # another instance rebuilt while we waited for the lock
             now_ms = int(time.time() * 1000)
             selected = await standings.periods(conn, board, window, period)
-            for board_id, win, pid, start_ms in selected:
+            for ref, start_ms in selected:
+                board_id, win, pid, _ = ref
                 try:
                     config = await self.boards.get(board_id)
                 except BoardNotFound:
@@ -88,7 +89,6 @@ class Rebuilder:
                 expires = expires_at_ms(config, parse_period(win, pid))
                 if expires is not None and now_ms >= expires:
                     continue  # past its Redis retention: served from PostgreSQL
-                ref = PeriodRef(board_id, win, pid)
                 if when == "missing" and await self.store.period_exists(ref):
                     continue
                 since = None
@@ -107,6 +107,9 @@ class Rebuilder:
             if board is None and window is None and period is None:
                 if when != "missing" or not await self.store.has_names():
                     await self.store.restore_names(standings.name_chunks(conn))
+                    await self.store.restore_profile_segments(
+                        standings.profile_segment_chunks(conn)
+                    )
                 if when != "missing":
                     await self.store.mark_verified(run_id)
         self.store.forget_indexed()

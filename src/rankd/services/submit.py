@@ -19,18 +19,21 @@ from rankd.plan import plan, standing
 from rankd.results import Standing
 from rankd.runs import Run
 from rankd.services.group_commit import GroupCommitter
+from rankd.services.players import Players
 from rankd.stores.redis_store import RedisStore
 
 
 class Submitter:
-    def __init__(self, store: RedisStore, log: GroupCommitter) -> None:
+    def __init__(self, store: RedisStore, log: GroupCommitter, players: Players) -> None:
         self.store = store
         self.log = log
+        self.players = players
 
     async def submit(self, board: BoardConfig, runs: Sequence[Run]) -> list[list[Standing]]:
         """Make ``runs`` durable, apply them, and return each run's standings."""
         if not runs:
             return []
+        await self.players.fill_segments(board, runs)  # before logging: replays agree
         await self.log.append(board.board_id, runs)
         try:
             return await self.apply(board, runs)

@@ -164,10 +164,29 @@ class PostgresStore:
 
     # players
 
-    async def set_name(self, player_id: str, name: str) -> None:
+    async def set_profile(
+        self, player_id: str, name: str | None, segments: dict[str, str] | None
+    ) -> tuple[str | None, dict[str, str]]:
+        """Set the given parts of a profile (None: keep); returns the stored profile."""
         async with self.connection() as conn:
-            await conn.execute(
-                "INSERT INTO players (player_id, name) VALUES (%s, %s)"
-                " ON CONFLICT (player_id) DO UPDATE SET name = EXCLUDED.name, updated_at = now()",
-                (player_id, name),
+            cur = await conn.execute(
+                "INSERT INTO players (player_id, name, segments)"
+                " VALUES (%(p)s, %(n)s, COALESCE(%(s)s, '{}'::jsonb))"
+                " ON CONFLICT (player_id) DO UPDATE SET"
+                "  name = COALESCE(%(n)s, players.name),"
+                "  segments = COALESCE(%(s)s, players.segments), updated_at = now()"
+                " RETURNING name, segments",
+                {"p": player_id, "n": name, "s": None if segments is None else Jsonb(segments)},
             )
+            row = await cur.fetchone()
+        assert row is not None
+        return row[0], dict(row[1])
+
+    async def get_profile(self, player_id: str) -> tuple[str | None, dict[str, str]]:
+        """(name, segments) of a player; a player never seen has neither."""
+        async with self.connection() as conn:
+            cur = await conn.execute(
+                "SELECT name, segments FROM players WHERE player_id = %s", (player_id,)
+            )
+            row = await cur.fetchone()
+        return (None, {}) if row is None else (row[0], dict(row[1]))

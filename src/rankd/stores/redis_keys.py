@@ -1,6 +1,7 @@
 """Every Redis key Rankd uses, built in one place.
 
-A period of a board is one sorted set, ``lb:{<board>:<window>:<period>}``. Its side keys
+A period of a board is one sorted set, ``lb:{<board>:<window>:<period>}``; a segment's
+standings in it, ``lb:{<board>/<dimension>=<value>:<window>:<period>}``. Its side keys
 (today ``:runs``, a ``sum`` board's counted run ids; the design adds ``:shadow``,
 ``:pending`` and ``:hist``) share the hash tag, so a script touching them stays on one node,
 also on Redis Cluster. Only the Redis store (stores/redis_store.py) uses these names.
@@ -21,10 +22,14 @@ class PeriodKeys:
     board: str
     window: str
     period: str
+    segment: str = ""  # "" or "<dimension>:<value>"
 
     @cached_property
     def tag(self) -> str:
-        return f"{self.board}:{self.window}:{self.period}"
+        if not self.segment:
+            return f"{self.board}:{self.window}:{self.period}"
+        dimension, _, value = self.segment.partition(":")
+        return f"{self.board}/{dimension}={value}:{self.window}:{self.period}"
 
     @cached_property
     def public(self) -> str:
@@ -36,9 +41,9 @@ class PeriodKeys:
 
 
 @lru_cache(maxsize=16_384)
-def period_keys(board: str, window: str, period: str) -> PeriodKeys:
+def period_keys(board: str, window: str, period: str, segment: str = "") -> PeriodKeys:
     # every submit asks for the same few periods' keys; build each name once
-    return PeriodKeys(board, window, period)
+    return PeriodKeys(board, window, period, segment)
 
 
 def periods_index(board: str, window: str) -> str:
@@ -48,6 +53,8 @@ def periods_index(board: str, window: str) -> str:
 
 # Display names copied from PostgreSQL's players table: player_id -> name.
 NAMES = "rankd:names"
+# Players' profile segments, copied from PostgreSQL: player_id -> JSON {"country": "FR"}.
+PROFILE_SEGMENTS = "rankd:segments"
 # The Redis run_id the boards were last verified on (see services/rebuild.py).
 VERIFIED_MARKER = "rankd:verified-redis-run-id"
 

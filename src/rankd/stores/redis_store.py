@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
+import orjson
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -63,7 +64,7 @@ def _name(raw: Any) -> str | None:
 
 def script_call(board: BoardConfig, target: Target) -> Call:
     """The script call that applies one planned target."""
-    pk = keys.period_keys(board.board_id, target.window, target.period.id)
+    pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment)
     run = target.run
     if target.operation == "best":
         assert target.composite is not None
@@ -301,20 +302,37 @@ class RedisStore:
         with _reachable():
             await self.redis.hset(keys.NAMES, player_id, name)
 
+    async def profile_segments(self, player_ids: Sequence[str]) -> list[dict[str, str]]:
+        """Each player's profile segments ({} for none)."""
+        with _reachable():
+            raw = await self.redis.hmget(keys.PROFILE_SEGMENTS, list(player_ids))
+        return [orjson.loads(r) if r else {} for r in raw]
+
+    async def set_profile_segments(self, player_id: str, segments: dict[str, str]) -> None:
+        with _reachable():
+            await self.redis.hset(keys.PROFILE_SEGMENTS, player_id, orjson.dumps(segments))
+
+    async def restore_profile_segments(self, chunks: AsyncIterator[dict[str, bytes]]) -> int:
+        """Replace the profile-segments hash with ``chunks`` (staged, then renamed)."""
+        return await self._restore_hash(keys.PROFILE_SEGMENTS, chunks)
+
     async def has_names(self) -> bool:
         with _reachable():
             return bool(await self.redis.exists(keys.NAMES))
 
     async def restore_names(self, chunks: AsyncIterator[dict[str, str]]) -> int:
         """Replace the names hash with ``chunks`` (staged, then renamed into place)."""
-        staging = keys.staging(keys.NAMES)
+        return await self._restore_hash(keys.NAMES, chunks)
+
+    async def _restore_hash(self, key: str, chunks: AsyncIterator[Any]) -> int:
+        staging = keys.staging(key)
         loaded = 0
         with _reachable():
             await self.redis.delete(staging)
             async for chunk in chunks:
-                await self.redis.hset(staging, mapping=chunk)  # type: ignore[arg-type]
+                await self.redis.hset(staging, mapping=chunk)
                 loaded += len(chunk)
-            await self._swap({keys.NAMES: loaded}, None)
+            await self._swap({key: loaded}, None)
         return loaded
 
     # rebuild: which Redis process the boards were verified on, bulk loads, atomic swaps

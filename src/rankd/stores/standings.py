@@ -16,7 +16,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from rankd.boards import BoardConfig
-from rankd.periods import parse_period
+from rankd.periods import PeriodRef, parse_period
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class SumRun:
     ended_ms: int
 
 
-PeriodKey = tuple[str, str, str]  # board, window, period
+PeriodKey = PeriodRef  # board, window, period, segment ("" for the global standings)
 
 
 @dataclass
@@ -71,13 +71,14 @@ async def write(conn: AsyncConnection[Any], batch: StandingsBatch) -> None:
     if batch.periods:
         rows = sorted(batch.periods.items())
         await conn.execute(
-            "INSERT INTO periods_seen (board_id, win, period, start_ms)"
-            " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[])"
+            "INSERT INTO periods_seen (board_id, win, period, segment, start_ms)"
+            " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[])"
             " ON CONFLICT DO NOTHING",
             (
                 [k[0] for k, _ in rows],
                 [k[1] for k, _ in rows],
                 [k[2] for k, _ in rows],
+                [k[3] for k, _ in rows],
                 [start for _, start in rows],
             ),
         )
@@ -93,27 +94,27 @@ async def _write_best(
     """Conditional max of every entry: COPY into a temporary table, then one upsert.
 
     Array parameters (unnest) cost psycopg a Python call per element, which the consumer's
-    profile showed at 10% of the service; COPY text built with one join costs far less.
-    Ids never contain tabs, newlines or backslashes (validation.py), so no escaping.
+    profile showed at 10% of the service; COPY rows cost far less. psycopg encodes each row,
+    so ids holding tabs, newlines or backslashes (possible in a log message from elsewhere)
+    are written as they are.
     """
     await conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS best_in (board_id text, win text, period text,"
-        " player_id text, composite bigint, score bigint, achieved_ms bigint, run_id text)"
-        " ON COMMIT DELETE ROWS"
-    )
-    text = "".join(
-        f"{b}\t{w}\t{p}\t{e.player_id}\t{e.composite}\t{e.score}\t{e.achieved_ms}\t{e.run_id}\n"
-        for (b, w, p), entries in best.items()
-        for e in entries.values()
+        " segment text, player_id text, composite bigint, score bigint, achieved_ms bigint,"
+        " run_id text) ON COMMIT DELETE ROWS"
     )
     async with conn.cursor().copy("COPY best_in FROM STDIN") as copy:
-        await copy.write(text.encode())
+        for (b, w, p, s), entries in best.items():
+            for e in entries.values():
+                await copy.write_row(
+                    (b, w, p, s, e.player_id, e.composite, e.score, e.achieved_ms, e.run_id)
+                )
     # sorted by key, so concurrent consumers lock rows in the same order
     await conn.execute(
         "INSERT INTO player_best"
-        " (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
-        " SELECT * FROM best_in ORDER BY board_id, win, period, player_id"
-        " ON CONFLICT (board_id, win, period, player_id) DO UPDATE SET"
+        " (board_id, win, period, segment, player_id, composite, score, achieved_ms, run_id)"
+        " SELECT * FROM best_in ORDER BY board_id, win, period, segment, player_id"
+        " ON CONFLICT (board_id, win, period, segment, player_id) DO UPDATE SET"
         "   composite = EXCLUDED.composite, score = EXCLUDED.score,"
         "   achieved_ms = EXCLUDED.achieved_ms, run_id = EXCLUDED.run_id"
         " WHERE EXCLUDED.composite > player_best.composite"
@@ -125,8 +126,10 @@ async def _write_sums(
 ) -> None:
     runs = sorted(runs, key=lambda r: (r.player_id, r.run_id))
     cur = await conn.execute(
-        "INSERT INTO sum_runs (board_id, win, period, run_id, player_id, score, ended_ms)"
-        " SELECT %s, %s, %s, * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])"
+        "INSERT INTO sum_runs"
+        " (board_id, win, period, segment, run_id, player_id, score, ended_ms)"
+        " SELECT %s, %s, %s, %s, *"
+        " FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])"
         " ON CONFLICT DO NOTHING RETURNING player_id, score, ended_ms",
         (
             *key,
@@ -157,18 +160,19 @@ async def _write_sums(
     new_at = "GREATEST(player_best.achieved_ms, EXCLUDED.achieved_ms)"
     await conn.execute(
         "INSERT INTO player_best"
-        " (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
-        f" SELECT %(b)s, %(w)s, %(p)s, u.player, {composite('LEAST(u.total, %(max)s)', 'u.at')},"
-        "  LEAST(u.total, %(max)s), u.at, ''"
+        " (board_id, win, period, segment, player_id, composite, score, achieved_ms, run_id)"
+        f" SELECT %(b)s, %(w)s, %(p)s, %(s)s, u.player,"
+        f"  {composite('LEAST(u.total, %(max)s)', 'u.at')}, LEAST(u.total, %(max)s), u.at, ''"
         " FROM unnest(%(players)s::text[], %(totals)s::bigint[], %(ats)s::bigint[])"
         "  AS u(player, total, at)"
-        " ON CONFLICT (board_id, win, period, player_id) DO UPDATE SET"
+        " ON CONFLICT (board_id, win, period, segment, player_id) DO UPDATE SET"
         f"  score = {new_total}, achieved_ms = {new_at},"
         f"  composite = {composite(new_total, new_at)}",
         {
             "b": key[0],
             "w": key[1],
             "p": key[2],
+            "s": key[3],
             "players": players,
             "totals": [totals[p][0] for p in players],
             "ats": [totals[p][1] for p in players],
@@ -192,17 +196,18 @@ async def park(
 
 async def periods(
     conn: AsyncConnection[Any], board_id: str | None, window: str | None, period: str | None
-) -> list[tuple[str, str, str, int]]:
-    """Board periods with entries, optionally narrowed."""
+) -> list[tuple[PeriodRef, int]]:
+    """Board periods (each segment's standings apart) with entries, and their start (ms),
+    optionally narrowed."""
     cur = await conn.execute(
-        "SELECT board_id, win, period, start_ms FROM periods_seen"
+        "SELECT board_id, win, period, segment, start_ms FROM periods_seen"
         " WHERE (%(b)s::text IS NULL OR board_id = %(b)s)"
         "   AND (%(w)s::text IS NULL OR win = %(w)s)"
         "   AND (%(p)s::text IS NULL OR period = %(p)s)"
-        " ORDER BY board_id, win, start_ms",
+        " ORDER BY board_id, win, start_ms, segment",
         {"b": board_id, "w": window, "p": period},
     )
-    return [(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()]
+    return [(PeriodRef(r[0], r[1], r[2], r[3]), r[4]) for r in await cur.fetchall()]
 
 
 def _resp_fragment(score: str, member: str) -> str:
@@ -229,6 +234,7 @@ def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where
         f" max({first}), max({second}) FILTER (WHERE rn = %(size)s)"
         f" FROM (SELECT *, row_number() OVER (ORDER BY {first}, {second}) AS rn"
         f"  FROM {table} WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
+        f"  AND segment = %(s)s"
         f"  AND ({first}, {second}) > (%(c1)s, %(c2)s) {where}"
         f"  ORDER BY {first}, {second} LIMIT %(size)s) page"
     )
@@ -259,7 +265,14 @@ async def pages(
     """(members, RESP arguments with chr(1) for CR LF) pages of a keyset-paged query."""
     cursor = start
     while True:
-        params = {"b": key[0], "w": key[1], "p": key[2], "c1": cursor[0], "c2": cursor[1]}
+        params = {
+            "b": key[0],
+            "w": key[1],
+            "p": key[2],
+            "s": key[3],
+            "c1": cursor[0],
+            "c2": cursor[1],
+        }
         cur = await conn.execute(sql, {**params, **(extra or {}), "size": size})
         row = await cur.fetchone()
         if row is None or not row[0]:
@@ -275,6 +288,16 @@ async def name_chunks(
 ) -> AsyncIterator[dict[str, str]]:
     """Every player's display name, a chunk at a time (server-side cursor; needs a transaction)."""
     async with conn.cursor(name="rankd_names") as cur:
-        await cur.execute("SELECT player_id, name FROM players")
+        await cur.execute("SELECT player_id, name FROM players WHERE name IS NOT NULL")
         while rows := await cur.fetchmany(size):
             yield {player_id: name for player_id, name in rows}
+
+
+async def profile_segment_chunks(
+    conn: AsyncConnection[Any], size: int = 10_000
+) -> AsyncIterator[dict[str, bytes]]:
+    """Every player's profile segments as JSON, a chunk at a time (needs a transaction)."""
+    async with conn.cursor(name="rankd_profile_segments") as cur:
+        await cur.execute("SELECT player_id, segments::text FROM players WHERE segments <> '{}'")
+        while rows := await cur.fetchmany(size):
+            yield {player_id: segments.encode() for player_id, segments in rows}
