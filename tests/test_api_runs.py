@@ -140,18 +140,44 @@ async def test_standing_has_exactly_the_contract_fields(
         assert standing["improved"] is True and standing["is_best"] is True
 
 
-async def test_achieved_at_is_ended_at_at_the_boards_tie_resolution(
+async def test_achieved_at_is_the_exact_ended_at_while_ties_keep_the_resolution(
     client: httpx.AsyncClient, make_board
 ) -> None:
+    """Reads and submits report the run's exact end time (ms), not its tie bucket's start;
+    ties are still decided at tie_resolution_ms (then by player id, descending)."""
     board_id = await make_board(windows=["all-time", "daily"])
     resolution = (await board(client, board_id))["tie_resolution_ms"]
-    ended = now_ms() - timedelta(minutes=10)
-    result = by_window(await submit(client, board_id, "r1", "p1", 5, ended))
-    day_start = datetime(ended.year, ended.month, ended.day, tzinfo=UTC)
-    for window, start in (("all-time", EPOCH), ("daily", day_start)):
-        unit = timedelta(milliseconds=resolution[window])
-        expected = start + (ended - start) // unit * unit
-        assert result[window]["achieved_at"] == iso(expected), (window, resolution)
+    assert resolution["all-time"] > 60_000  # about 6 minutes with the default max_score
+    unit = timedelta(milliseconds=resolution["all-time"])
+    bucket_start = EPOCH + (now_ms() - timedelta(minutes=20) - EPOCH) // unit * unit
+    first, second = bucket_start + timedelta(milliseconds=7), bucket_start + unit / 2
+    result = by_window(await submit(client, board_id, "r1", "pa", 5, second))
+    assert result["all-time"]["achieved_at"] == iso(second)
+    assert result["daily"]["achieved_at"] == iso(second)
+    await submit(client, board_id, "r2", "pb", 5, first)
+    entries = (await top(client, board_id, window="all-time"))["entries"]
+    # one tie bucket: equal composites, so the larger player id ranks first
+    assert [(e["player_id"], e["achieved_at"]) for e in entries] == [
+        ("pb", iso(first)),
+        ("pa", iso(second)),
+    ]
+    for window in ("all-time", "daily"):
+        me = await client.get(f"/v1/boards/{board_id}/players/pa", params={"window": window})
+        assert me.json()["achieved_at"] == iso(second)
+        around = await client.get(
+            f"/v1/boards/{board_id}/players/pa/around", params={"window": window}
+        )
+        assert {e["player_id"]: e["achieved_at"] for e in around.json()["entries"]} == {
+            "pa": iso(second),
+            "pb": iso(first),
+        }
+        friends = await client.get(
+            f"/v1/boards/{board_id}/players/pa/friends", params={"window": window, "ids": "pb"}
+        )
+        assert {e["player_id"]: e["achieved_at"] for e in friends.json()["entries"]} == {
+            "pa": iso(second),
+            "pb": iso(first),
+        }
 
 
 async def test_ended_at_with_offset_is_converted_to_utc(

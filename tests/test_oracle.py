@@ -68,6 +68,12 @@ class RunIn:
 class Entry:
     score: int
     unit: int  # time units since the period start: best run's (best) / latest run's (sum)
+    at_ms: int  # the exact end time of that run, which reads report
+
+    @property
+    def composite(self) -> tuple[int, int]:
+        """What the service orders and compares by: the score, then the tie bucket."""
+        return (self.score, -self.unit)
 
 
 @dataclass
@@ -93,21 +99,25 @@ class Model:
             unit = (run.ended_ms - period.start_ms) // self.resolution[window]
             old = entries.get(run.player_id)
             if self.policy == "best":
-                new = Entry(run.score, unit)
-                better = old is None or (new.score, -new.unit) > (old.score, -old.unit)
+                new = Entry(run.score, unit, run.ended_ms)
+                better = old is None or new.composite > old.composite
                 stored = new if better else old
                 improved = better
-                is_best = stored == new
+                is_best = stored.composite == new.composite
             else:
                 counted = (window, period.id, run.run_id) not in self.counted
                 stored = old
                 if counted:  # first sight of this run id in the period
                     self.counted.add((window, period.id, run.run_id))
                     if old is None:
-                        stored = Entry(min(run.score, MAX_SCORE), unit)
+                        stored = Entry(min(run.score, MAX_SCORE), unit, run.ended_ms)
                     else:
-                        stored = Entry(min(old.score + run.score, MAX_SCORE), max(old.unit, unit))
-                improved = counted and stored != old
+                        stored = Entry(
+                            min(old.score + run.score, MAX_SCORE),
+                            max(old.unit, unit),
+                            max(old.at_ms, run.ended_ms),
+                        )
+                improved = counted and (old is None or stored.composite != old.composite)
                 is_best = True  # counted now or by an earlier send of the same run
             assert stored is not None
             entries[run.player_id] = stored
@@ -133,7 +143,7 @@ class Model:
         return sorted(by_id, key=lambda p: (-entries[p].score, entries[p].unit))
 
     def achieved_at(self, where: tuple[str, str], entry: Entry) -> str:
-        return iso(self.starts[where] + entry.unit * self.resolution[where[0]])
+        return iso(entry.at_ms)
 
     def entry(self, where: tuple[str, str], player_id: str, rank: int) -> dict[str, Any]:
         e = self.periods[where][player_id]

@@ -91,10 +91,9 @@ def test_standing_from_a_reply_and_for_closed_targets() -> None:
     now = ms("2026-11-03T18:22:07.123")
     [target] = plan(b, Run("r", "p", 9, now, now))
     assert target.composite is not None
-    reply = (1, 4, target.composite, 1)
-    # achieved_at is exact to the window's tie resolution (11 ms for daily)
-    resolution = b.codecs["daily"].resolution_ms
-    achieved = format_time(now - (now - target.period.start_ms) % resolution)
+    reply = (1, 4, target.composite, 1, now)
+    # achieved_at is the exact time the script reports, not the tie bucket's start
+    achieved = format_time(now)
     assert standing(b, target, reply) == {
         "window": "daily",
         "period": "2026-11-03",
@@ -109,7 +108,11 @@ def test_standing_from_a_reply_and_for_closed_targets() -> None:
     closed = {"window": "daily", "period": "2026-11-03", "segment": None, "status": "closed"}
     assert standing(b, target, None) == {**closed, "improved": False, "is_best": False}
     # rank 0: a replayed run too old to count, for a player without an entry
-    assert standing(b, target, (0, 0, 0, 0))["status"] == "closed"
+    assert standing(b, target, (0, 0, 0, 0, 0))["status"] == "closed"
+    # an entry written before exact times were kept: its tie bucket's start
+    resolution = b.codecs["daily"].resolution_ms
+    bucket = format_time(now - (now - target.period.start_ms) % resolution)
+    assert standing(b, target, (0, 4, target.composite, 1, 0))["achieved_at"] == bucket
 
 
 @given(

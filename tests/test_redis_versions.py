@@ -53,7 +53,11 @@ async def exercise(url: str) -> list[Any]:
             [("a", 10, 5), ("b", 30, 9), ("a", 20, 50), ("c", 30, 2), ("a", 15, 1), ("b", 30, 9)]
         ):
             composite = codec.pack(score, offset)
-            best_call = (SUBMIT_BEST, (best.public, best.public), (composite, player, "0"))
+            best_call = (
+                SUBMIT_BEST,
+                (best.public, best.public),
+                (composite, player, "0", 1000 + offset),
+            )
             sum_args = (f"r{i % 5}", player, score, codec.time_key(offset), 1 << codec.time_bits)
             sum_call = (
                 SUBMIT_SUM,
@@ -63,7 +67,7 @@ async def exercise(url: str) -> list[Any]:
             replies.append(await run_pipeline(redis, [best_call, sum_call]))
             if i == 3:
                 await redis.script_flush()  # NOSCRIPT mid-stream: reloaded and resent
-        many = (codec.pack(25, 7), "a", codec.pack(31, 3), "d", codec.pack(31, 3), "d")
+        many = (codec.pack(25, 7), "a", 7, codec.pack(31, 3), "d", 3, codec.pack(31, 3), "d", 4)
         replies.append(
             await run_pipeline(
                 redis, [(SUBMIT_BEST_MANY, (best.public, best.public), ("0", *many))]

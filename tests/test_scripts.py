@@ -71,8 +71,10 @@ async def drop(redis: Redis, *pks: PeriodKeys) -> None:
     await redis.delete(*[k for pk in pks for k in (pk.public, pk.runs)])
 
 
-def best_call(pk: PeriodKeys, composite: int, member: str, expire: str = "0") -> Call:
-    return (SUBMIT_BEST, (pk.public, pk.public), (composite, member, expire))
+def best_call(
+    pk: PeriodKeys, composite: int, member: str, expire: str = "0", ended_ms: int = 1_000
+) -> Call:
+    return (SUBMIT_BEST, (pk.public, pk.public), (composite, member, expire, ended_ms))
 
 
 def sum_call(
@@ -133,7 +135,7 @@ def test_best_is_a_running_max(urls: Any, runs: list[tuple[str, int]]) -> None:
         try:
             for member, composite in runs:
                 [reply] = await run_pipeline(redis, [best_call(pk, composite, member)])
-                changed, rank, stored, mine = reply
+                changed, rank, stored, mine, _ = reply
                 before = model.get(member)
                 expected = composite if before is None else max(before, composite)
                 model[member] = expected
@@ -289,7 +291,7 @@ def test_sum_counts_each_run_once_in_any_order(
                 member, score, offset = runs[run_id]
                 call = sum_call(pk, codec, run_id, member, score, offset)
                 [reply] = await run_pipeline(redis, [call])
-                changed, rank, stored, counted = reply
+                changed, rank, stored, counted, _ = reply
                 before = codec.pack(totals[member], latest[member]) if member in totals else None
                 if run_id not in counted_ids:
                     counted_ids.add(run_id)
@@ -363,7 +365,7 @@ async def test_sum_refuses_runs_older_than_the_trim_horizon(redis: Redis) -> Non
     horizon = PERIOD_START + 50_000
     old = sum_call(pk, codec, "old", "p", 5, 1000, trim_before=horizon)
     [reply] = await run_pipeline(redis, [old])
-    assert reply == [0, 0, 0, 0]  # not counted, and the player has no entry
+    assert reply == [0, 0, 0, 0, 0]  # not counted, and the player has no entry
     assert await redis.exists(pk.public) == 0
     fresh = sum_call(pk, codec, "new", "p", 7, 60_000, trim_before=horizon)
     [reply] = await run_pipeline(redis, [fresh])
@@ -400,7 +402,7 @@ async def test_run_pipeline_reloads_scripts_after_script_flush(redis: Redis) -> 
     assert await redis.script_exists(*[s.sha for s in ALL_SCRIPTS]) == [False] * len(ALL_SCRIPTS)
     pk = fresh_keys()
     [reply] = await run_pipeline(redis, [best_call(pk, 42, "p")])
-    assert reply == [1, 1, 42, 1]
+    assert reply == [1, 1, 42, 1, 1_000]
     assert await redis.script_exists(*[s.sha for s in ALL_SCRIPTS]) == [True] * len(ALL_SCRIPTS)
     await drop(redis, pk)
 
@@ -415,7 +417,7 @@ async def test_pipeline_after_script_flush_gives_the_same_results(redis: Redis) 
     cold = await run_pipeline(redis, mixed_calls(b), extra_b)
     assert len(cold) == len(warm) == 8
     assert cold == warm
-    assert warm[:4] == [
+    assert [r[:4] for r in warm[:4]] == [
         [1, 1, 5 << 20, 1],
         [1, 1, 7 << 20, 1],
         [1, 2, 6 << 20, 1],
@@ -483,7 +485,7 @@ async def test_best_composites_at_the_top_of_the_exact_range_round_trip(redis: R
     replies = await run_pipeline(
         redis, [best_call(pk, LIMIT - 4, "p2"), best_call(pk, LIMIT - 2, "p2")]
     )
-    assert replies == [[0, 3, LIMIT - 3, 0], [1, 2, LIMIT - 2, 1]]
+    assert [r[:4] for r in replies] == [[0, 3, LIMIT - 3, 0], [1, 2, LIMIT - 2, 1]]
     await drop(redis, pk)
 
 

@@ -55,8 +55,8 @@ class Target:
         return self.disposition == "apply"
 
 
-# A script's reply for one target: (changed, rank, stored composite, mine).
-Reply = tuple[int, int, int, int]
+# A script's reply for one target: (changed, rank, stored composite, mine, achieved ms).
+Reply = tuple[int, int, int, int, int]
 
 
 def sum_horizon_ms(board: BoardConfig) -> int:
@@ -142,8 +142,10 @@ def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standin
             "improved": False,
             "is_best": False,
         }
-    changed, rank, stored, mine = reply
+    changed, rank, stored, mine, achieved_ms = reply
     score, offset = board.codecs[target.window].unpack(int(stored))
+    # the exact time; an entry written before exact times were kept has the tie bucket's
+    achieved_ms = int(achieved_ms) or target.period.start_ms + offset
     return {
         "window": target.window,
         "period": target.period.id,
@@ -151,7 +153,7 @@ def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standin
         "status": "ranked",
         "rank": int(rank),
         "score": score,
-        "achieved_at": format_time(target.period.start_ms + offset),
+        "achieved_at": format_time(achieved_ms),
         "improved": bool(changed),
         "is_best": bool(mine),
     }

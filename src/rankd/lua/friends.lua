@@ -1,11 +1,19 @@
--- friends: score and rank of each listed player in one call (a group of up to 1001 ids).
+-- friends: score, rank and exact time of each listed player in one call (up to 1001 ids).
 --
 -- KEYS[1] = the public board of one period
 -- ARGV    = player ids
 --
--- Returns a flat list {score_1, rank0_1, score_2, rank0_2, ...}; a player without an
--- entry gives {false, false} (nil bulk replies). One script call costs the client one
--- command instead of one ZREVRANK per friend.
+-- Returns a flat list {score_1, rank0_1, time_1, score_2, ...}; a player without an entry
+-- gives {false, false, false} (nil bulk replies), a time not recorded 0. One script call
+-- costs the client one command instead of one ZREVRANK per friend.
+
+-- The exact-times hash of a member: <key>:at:<h>, h = its bytes as a big-endian number
+-- mod 65521 (stores/redis_keys.py time_bucket computes the same).
+local function at_key(key, member)
+  local h = 0
+  for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end
+  return key .. ':at:' .. h
+end
 
 local out = {}
 for i = 1, #ARGV do
@@ -13,7 +21,9 @@ for i = 1, #ARGV do
   if score then
     out[#out + 1] = score
     out[#out + 1] = redis.call('ZREVRANK', KEYS[1], ARGV[i])
+    out[#out + 1] = tonumber(redis.call('HGET', at_key(KEYS[1], ARGV[i]), ARGV[i]) or '0')
   else
+    out[#out + 1] = false
     out[#out + 1] = false
     out[#out + 1] = false
   end

@@ -6,18 +6,35 @@
 -- ARGV[1] = composite of this run (integer below 2^53, as a decimal string)
 -- ARGV[2] = member (player id)
 -- ARGV[3] = unix seconds at which the written key expires, or "0" for never
+-- ARGV[4] = the run's exact end time (ms)
 --
--- Returns {changed, rank, stored, mine}:
+-- Returns {changed, rank, stored, mine, achieved}:
 --   changed  1 if this call created or raised the entry (ZADD GT CH), else 0
 --   rank     1-based rank of the entry in the player's own view of the public board
 --   stored   the entry's composite after the call
 --   mine     1 if the entry is this run's composite (a resend of the best gives 1 too)
+--   achieved the exact end time (ms) of the run holding the entry (0: not recorded)
 -- ZADD GT never lowers an entry, so duplicates and any order of the same runs converge.
+-- The exact time lives beside the entry in <KEYS[1]>:at:<bucket> (same hash tag, so the
+-- same slot): small hashes that Redis keeps as compact listpacks.
 -- Works on Redis 6.2 (ZREVRANK WITHSCORE is 7.2+, so the score is read with ZSCORE).
 
+-- The exact-times hash of a member: <key>:at:<h>, h = its bytes as a big-endian number
+-- mod 65521 (stores/redis_keys.py time_bucket computes the same).
+local function at_key(key, member)
+  local h = 0
+  for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end
+  return key .. ':at:' .. h
+end
+
+local at = at_key(KEYS[1], ARGV[2])
 local changed = redis.call('ZADD', KEYS[1], 'GT', 'CH', ARGV[1], ARGV[2])
+if changed == 1 then
+  redis.call('HSET', at, ARGV[2], ARGV[4])
+end
 if ARGV[3] ~= '0' then
   redis.call('EXPIREAT', KEYS[1], ARGV[3])
+  redis.call('EXPIREAT', at, ARGV[3])
 end
 local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
 local rank
@@ -28,4 +45,5 @@ else
   rank = redis.call('ZCOUNT', KEYS[2], '(' .. stored, '+inf') + 1
 end
 local mine = (tonumber(stored) == tonumber(ARGV[1])) and 1 or 0
-return {changed, rank, tonumber(stored), mine}
+local achieved = tonumber(redis.call('HGET', at, ARGV[2]) or '0')
+return {changed, rank, tonumber(stored), mine, achieved}

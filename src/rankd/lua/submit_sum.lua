@@ -18,11 +18,22 @@
 --           the service refuses runs this old, so forgetting them cannot double count
 -- ARGV[10] = unix seconds at which the written keys expire, or "0" for never
 --
--- Returns {changed, rank, stored, counted}: counted is 1 if the run is counted in the total,
--- by this call or an earlier one (a resend of a counted run answers 1, changed 0).
+-- Returns {changed, rank, stored, counted, achieved}: counted is 1 if the run is counted in
+-- the total, by this call or an earlier one (a resend of a counted run answers 1, changed
+-- 0); achieved is the exact end time (ms) of the latest counted run (0: not recorded), kept
+-- in <KEYS[1]>:at:<bucket> beside the entry (see submit_best.lua).
 -- The total's time is the latest counted run's time, so any order of the same runs gives
 -- the same composite. All arithmetic stays below 2^53, where Lua's doubles are exact.
 
+-- The exact-times hash of a member: <key>:at:<h>, h = its bytes as a big-endian number
+-- mod 65521 (stores/redis_keys.py time_bucket computes the same).
+local function at_key(key, member)
+  local h = 0
+  for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end
+  return key .. ':at:' .. h
+end
+
+local at = at_key(KEYS[1], ARGV[2])
 local counted = 0
 local changed = 0
 if ARGV[9] ~= '0' then
@@ -58,16 +69,21 @@ if added == 1 then
     -- %.0f keeps every digit; Lua's default number formatting would round past 14 digits
     redis.call('ZADD', KEYS[1], string.format('%.0f', composite), ARGV[2])
   end
+  local latest = tonumber(redis.call('HGET', at, ARGV[2]) or '0')
+  if tonumber(ARGV[8]) > latest then
+    redis.call('HSET', at, ARGV[2], ARGV[8])
+  end
 end
 if ARGV[10] ~= '0' then
   redis.call('EXPIREAT', KEYS[3], ARGV[10])
+  redis.call('EXPIREAT', at, ARGV[10])
   if redis.call('EXISTS', KEYS[1]) == 1 then
     redis.call('EXPIREAT', KEYS[1], ARGV[10])
   end
 end
 local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
 if not stored then
-  return {0, 0, 0, 0}
+  return {0, 0, 0, 0, 0}
 end
 local rank
 if KEYS[1] == KEYS[2] then
@@ -75,4 +91,4 @@ if KEYS[1] == KEYS[2] then
 else
   rank = redis.call('ZCOUNT', KEYS[2], '(' .. stored, '+inf') + 1
 end
-return {changed, rank, tonumber(stored), counted}
+return {changed, rank, tonumber(stored), counted, tonumber(redis.call('HGET', at, ARGV[2]) or '0')}

@@ -105,20 +105,21 @@ class Reader:
         )
 
     def _entries(
-        self, scope: Scope, rows: list[tuple[str, int, int]], names: dict[str, str | None]
+        self, scope: Scope, rows: list[tuple[str, int, int, int]], names: dict[str, str | None]
     ) -> list[Entry]:
-        """Entries from (player_id, composite, rank) rows."""
+        """Entries from (player_id, composite, exact achieved ms or 0, rank) rows."""
         codec = scope.board.codecs[scope.window]
         start_ms = scope.period.start_ms
         entries: list[Entry] = []
-        for pid, composite, rank in rows:
+        for pid, composite, achieved_ms, rank in rows:
             score, offset = codec.unpack(composite)
             entries.append(
                 {
                     "rank": rank,
                     "player_id": pid,
                     "score": score,
-                    "achieved_at": format_time(start_ms + offset),
+                    # an entry from before exact times were kept shows its tie bucket's time
+                    "achieved_at": format_time(achieved_ms or start_ms + offset),
                     "name": names.get(pid),
                 }
             )
@@ -130,8 +131,8 @@ class Reader:
         if hit is not None:
             return hit.value
         found, total = await self.store.top(scope.ref, offset, n)
-        rows = [(pid, composite, offset + i + 1) for i, (pid, composite) in enumerate(found)]
-        names = await self.names.lookup(pid for pid, _ in found)
+        rows = [(pid, c, at, offset + i + 1) for i, (pid, c, at) in enumerate(found)]
+        names = await self.names.lookup(pid for pid, _, _ in found)
         body: Top = {
             "board_id": scope.board.board_id,
             "window": scope.window,
@@ -143,12 +144,13 @@ class Reader:
         return body
 
     async def player(self, scope: Scope, player_id: str) -> PlayerStanding:
-        composite, rank0, total, name = await self.store.entry(scope.ref, player_id)
-        if composite is None or rank0 is None:
+        held, total, name = await self.store.entry(scope.ref, player_id)
+        if held is None:
             raise scope.not_ranked(player_id)
+        composite, rank0, achieved_ms = held
         rank = rank0 + 1
         names = self.names.absorb([player_id], [name])
-        [entry] = self._entries(scope, [(player_id, composite, rank)], names)
+        [entry] = self._entries(scope, [(player_id, composite, achieved_ms, rank)], names)
         return {
             "board_id": scope.board.board_id,
             "window": scope.window,
@@ -163,8 +165,8 @@ class Reader:
         if found is None:
             raise scope.not_ranked(player_id)
         first0, total, slice_ = found
-        rows = [(pid, composite, first0 + i + 1) for i, (pid, composite) in enumerate(slice_)]
-        names = await self.names.lookup(pid for pid, _ in slice_)
+        rows = [(pid, c, at, first0 + i + 1) for i, (pid, c, at) in enumerate(slice_)]
+        names = await self.names.lookup(pid for pid, _, _ in slice_)
         return {
             "board_id": scope.board.board_id,
             "window": scope.window,
@@ -177,11 +179,11 @@ class Reader:
         ids = list(dict.fromkeys([player_id, *friend_ids]))
         standings, raw_names = await self.store.group(scope.ref, ids)
         present = [
-            (pid, held[0], held[1] + 1)
+            (pid, held[0], held[2], held[1] + 1)
             for pid, held in zip(ids, standings, strict=True)
             if held is not None
         ]
-        present.sort(key=lambda row: row[2])
+        present.sort(key=lambda row: row[3])
         names = self.names.absorb(ids, raw_names)
         entries: list[FriendEntry] = [
             {**entry, "position": position}

@@ -98,6 +98,7 @@ class Rebuilder:
                     ref,
                     _entry_pages(conn, ref),
                     None if since is None else _counted_run_pages(conn, ref, since),
+                    _time_groups(conn, ref),
                     expires,
                     start_ms,
                     progress,
@@ -134,3 +135,9 @@ def _counted_run_pages(
     return lambda: standings.pages(
         conn, standings.SUM_RUN_PAGE_SQL, ref, ("", ""), {"since": since}
     )
+
+
+def _time_groups(
+    conn: Conn, ref: PeriodRef
+) -> Callable[[int], AsyncIterator[tuple[int, int, bytes]]]:
+    return lambda members: standings.time_groups(conn, ref, members)

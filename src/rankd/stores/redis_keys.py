@@ -59,6 +59,25 @@ PROFILE_SEGMENTS = "rankd:segments"
 VERIFIED_MARKER = "rankd:verified-redis-run-id"
 
 
+TIME_BUCKETS = 65521  # a prime; 10M members make about 150 per bucket
+
+
+def time_bucket(member: str) -> int:
+    """Which exact-times hash holds a member's time: its bytes as a big-endian number modulo
+    65,521 (the Lua scripts' ``at_key`` computes the same, a byte at a time)."""
+    return int.from_bytes(member.encode(), "big") % TIME_BUCKETS
+
+
+def times(key: str, member: str) -> str:
+    """The hash holding ``member``'s exact achieved time beside the sorted set ``key``.
+
+    Exact times cannot fit the composite (its bits order ties at the tie resolution), so
+    each entry's time (ms) lives in one of 65,521 small hashes per key, which Redis keeps
+    as listpacks (``hash-max-listpack-entries`` 512) at about 20 bytes a member.
+    """
+    return f"{key}:at:{time_bucket(member)}"
+
+
 def staging(key: str) -> str:
     """Where a rebuild loads a key before renaming it into place (same hash tag)."""
     return f"{key}:rebuild"

@@ -68,10 +68,35 @@ class Loader:
             producer.result()  # a failed read must not RENAME a half-loaded board
         return loader.loaded
 
+    @classmethod
+    async def hashes(
+        cls,
+        redis: Redis,
+        groups: AsyncIterator[tuple[str, int, bytes]],
+        expires_ms: int | None,
+    ) -> int:
+        """HSET each (key, fields, arguments) group into its hash (kept, not emptied: the
+        fields are the entries' exact times, and a newer one may land meanwhile)."""
+        async with cls(redis, "", None) as loader:
+            async for key, fields, arguments in groups:
+                head = _bulk(b"HSET") + _bulk(key.encode())
+                body = arguments.replace(b"\x01", b"\r\n")
+                loader.outgoing.append(b"*%d\r\n%b%b" % (2 + 2 * fields, head, body))
+                if expires_ms is not None:
+                    loader.outgoing.append(
+                        b"*3\r\n%b%b%b"
+                        % (_bulk(b"PEXPIREAT"), _bulk(key.encode()), _bulk(b"%d" % expires_ms))
+                    )
+                loader.loaded += fields
+                if len(loader.outgoing) >= 256:
+                    await loader._send()
+        return loader.loaded
+
     async def __aenter__(self) -> Loader:
         self.conn = await self.redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
-        await self.conn.send_command("DEL", self.key)
-        await self.conn.read_response()
+        if self.key:
+            await self.conn.send_command("DEL", self.key)
+            await self.conn.read_response()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -37,8 +37,9 @@ SUBMIT_BEST = Script.load("submit_best")
 SUBMIT_BEST_MANY = Script.load("submit_best_many")
 SUBMIT_SUM = Script.load("submit_sum")
 AROUND = Script.load("around")
+TOP = Script.load("top")
 FRIENDS = Script.load("friends")
-ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, AROUND, FRIENDS)
+ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, AROUND, TOP, FRIENDS)
 
 
 async def load_all(redis: Redis) -> None:

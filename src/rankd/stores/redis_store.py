@@ -29,6 +29,7 @@ from rankd.stores.redis_scripts import (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
+    TOP,
     Call,
     load_all,
     run_pipeline,
@@ -36,8 +37,8 @@ from rankd.stores.redis_scripts import (
 from rankd.ttlcache import TTLCache
 
 Command = tuple[str, tuple[Any, ...]]
-# (player_id, composite) rows of a range read, best first
-Rows = list[tuple[str, int]]
+# (player_id, composite, exact achieved ms or 0) rows of a range read, best first
+Rows = list[tuple[str, int, int]]
 
 
 @contextlib.contextmanager
@@ -62,6 +63,13 @@ def _name(raw: Any) -> str | None:
     return raw.decode() if isinstance(raw, bytes) else raw
 
 
+def _rows(flat: Sequence[Any]) -> Rows:
+    """Rows from a script's flat member, score, exact time list."""
+    return [
+        (_text(flat[i]), _number(flat[i + 1]), int(flat[i + 2])) for i in range(0, len(flat), 3)
+    ]
+
+
 def script_call(board: BoardConfig, target: Target) -> Call:
     """The script call that applies one planned target."""
     pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment)
@@ -71,7 +79,7 @@ def script_call(board: BoardConfig, target: Target) -> Call:
         return (
             SUBMIT_BEST,
             (pk.public, pk.public),
-            (target.composite, run.player_id, target.expire_at_s),
+            (target.composite, run.player_id, target.expire_at_s, run.ended_at_ms),
         )
     return (
         SUBMIT_SUM,
@@ -114,8 +122,8 @@ def coalesce(
         if len(indexes) == 1:
             sent.append(calls[indexes[0]])
         else:
-            pairs = [arg for i in indexes for arg in calls[i][2][:2]]
-            sent.append((SUBMIT_BEST_MANY, call_keys, (expire_at, *pairs)))
+            triples = [arg for i in indexes for arg in (*calls[i][2][:2], calls[i][2][3])]
+            sent.append((SUBMIT_BEST_MANY, call_keys, (expire_at, *triples)))
         members.append(indexes)
 
     def spread(results: Sequence[Any]) -> list[Sequence[int]]:
@@ -125,7 +133,7 @@ def coalesce(
                 out[indexes[0]] = result
                 continue
             for j, i in enumerate(indexes):
-                out[i] = result[4 * j : 4 * j + 4]
+                out[i] = result[5 * j : 5 * j + 5]
         return out
 
     return sent, spread
@@ -214,29 +222,28 @@ class RedisStore:
 
     async def top(self, ref: PeriodRef, offset: int, count: int) -> tuple[Rows, int]:
         """``count`` entries from rank ``offset + 1``, and the period's total."""
-        key = keys.period_keys(*ref).public
+        call = (TOP, (keys.period_keys(*ref).public,), (offset, offset + count - 1))
         with _reachable():
-            pipe = self.redis.pipeline(transaction=False)
-            pipe.zrevrange(key, offset, offset + count - 1, withscores=True)
-            pipe.zcard(key)
-            members, total = await pipe.execute()
-        return [(_text(m), _number(s)) for m, s in members], int(total)
+            [(total, flat)] = await run_pipeline(self.redis, [call])
+        return _rows(flat), int(total)
 
     async def entry(
         self, ref: PeriodRef, player_id: str
-    ) -> tuple[int | None, int | None, int, str | None]:
-        """(composite, 0-based rank, total, name) of a player; composite None: no entry."""
+    ) -> tuple[tuple[int, int, int] | None, int, str | None]:
+        """((composite, 0-based rank, exact ms or 0) or None: no entry, total, name)."""
         key = keys.period_keys(*ref).public
         with _reachable():
             pipe = self.redis.pipeline(transaction=False)
             pipe.zscore(key, player_id)
             pipe.zrevrank(key, player_id)
+            pipe.hget(keys.times(key, player_id), player_id)
             pipe.zcard(key)
             pipe.hget(keys.NAMES, player_id)
-            composite, rank0, total, name = await pipe.execute()
+            composite, rank0, achieved, total, name = await pipe.execute()
         if composite is None or rank0 is None:
-            return None, None, int(total), _name(name)
-        return _number(composite), int(rank0), int(total), _name(name)
+            return None, int(total), _name(name)
+        held = (_number(composite), int(rank0), int(achieved or 0))
+        return held, int(total), _name(name)
 
     async def around(
         self, ref: PeriodRef, player_id: str, span: int
@@ -247,21 +254,21 @@ class RedisStore:
             [reply] = await run_pipeline(self.redis, [call])
         if reply[0] == -1:
             return None
-        flat = reply[2]
-        rows = [(_text(flat[i]), _number(flat[i + 1])) for i in range(0, len(flat), 2)]
-        return int(reply[0]), int(reply[1]), rows
+        return int(reply[0]), int(reply[1]), _rows(reply[2])
 
     async def group(
         self, ref: PeriodRef, player_ids: Sequence[str]
-    ) -> tuple[list[tuple[int, int] | None], list[str | None]]:
-        """Each player's (composite, 0-based rank) or None, and their names."""
+    ) -> tuple[list[tuple[int, int, int] | None], list[str | None]]:
+        """Each player's (composite, 0-based rank, exact ms or 0) or None, and their names."""
         call = (FRIENDS, (keys.period_keys(*ref).public,), tuple(player_ids))
         with _reachable():
             [flat, names] = await run_pipeline(
                 self.redis, [call], [("HMGET", (keys.NAMES, *player_ids))]
             )
         standings = [
-            None if flat[2 * i] is None else (_number(flat[2 * i]), int(flat[2 * i + 1]))
+            None
+            if flat[3 * i] is None
+            else (_number(flat[3 * i]), int(flat[3 * i + 1]), int(flat[3 * i + 2]))
             for i in range(len(player_ids))
         ]
         return standings, [_name(n) for n in names]
@@ -358,23 +365,29 @@ class RedisStore:
         ref: PeriodRef,
         entries: Callable[[], AsyncIterator[tuple[int, bytes]]],
         counted_runs: Callable[[], AsyncIterator[tuple[int, bytes]]] | None,
+        times: Callable[[int], AsyncIterator[tuple[int, int, bytes]]],
         expires_ms: int | None,
         start_ms: int,
         progress: Progress | None = None,
     ) -> int:
         """Load a period's entries (and a sum board's counted runs) beside the live keys,
-        then swap them in at once; returns the entries loaded.
+        then swap them in at once; returns the entries loaded. The entries' exact times go
+        straight into their hashes before the swap (a field per member: nothing half-done
+        shows); ``times`` takes the number of entries, to pick how to read them.
 
         Pages are (members, ZADD arguments in RESP with chr(1) for CR LF), as
-        stores/standings.py formats them in PostgreSQL.
+        stores/standings.py formats them in PostgreSQL; times come grouped per hash bucket.
         """
         pk = keys.period_keys(*ref)
+
+        async def time_groups(members: int) -> AsyncIterator[tuple[str, int, bytes]]:
+            async for bucket, fields, arguments in times(members):
+                yield f"{pk.public}:at:{bucket}", fields, arguments
+
         with _reachable():
-            staged = {
-                pk.public: await Loader.run(
-                    self.redis, keys.staging(pk.public), entries(), progress
-                )
-            }
+            staging = keys.staging(pk.public)
+            staged = {pk.public: await Loader.run(self.redis, staging, entries(), progress)}
+            await Loader.hashes(self.redis, time_groups(staged[pk.public]), expires_ms)
             if counted_runs is not None:
                 staged[pk.runs] = await Loader.run(
                     self.redis, keys.staging(pk.runs), counted_runs(), None

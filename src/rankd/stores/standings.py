@@ -17,6 +17,7 @@ from psycopg import AsyncConnection
 
 from rankd.boards import BoardConfig
 from rankd.periods import PeriodRef, parse_period
+from rankd.stores.redis_keys import time_bucket
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,18 +102,29 @@ async def _write_best(
     await conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS best_in (board_id text, win text, period text,"
         " segment text, player_id text, composite bigint, score bigint, achieved_ms bigint,"
-        " run_id text) ON COMMIT DELETE ROWS"
+        " run_id text, time_bucket int) ON COMMIT DELETE ROWS"
     )
     async with conn.cursor().copy("COPY best_in FROM STDIN") as copy:
         for (b, w, p, s), entries in best.items():
             for e in entries.values():
                 await copy.write_row(
-                    (b, w, p, s, e.player_id, e.composite, e.score, e.achieved_ms, e.run_id)
+                    (
+                        b,
+                        w,
+                        p,
+                        s,
+                        e.player_id,
+                        e.composite,
+                        e.score,
+                        e.achieved_ms,
+                        e.run_id,
+                        time_bucket(e.player_id),
+                    )
                 )
     # sorted by key, so concurrent consumers lock rows in the same order
     await conn.execute(
-        "INSERT INTO player_best"
-        " (board_id, win, period, segment, player_id, composite, score, achieved_ms, run_id)"
+        "INSERT INTO player_best (board_id, win, period, segment, player_id, composite, score,"
+        " achieved_ms, run_id, time_bucket)"
         " SELECT * FROM best_in ORDER BY board_id, win, period, segment, player_id"
         " ON CONFLICT (board_id, win, period, segment, player_id) DO UPDATE SET"
         "   composite = EXCLUDED.composite, score = EXCLUDED.score,"
@@ -159,12 +171,13 @@ async def _write_sums(
     new_total = "LEAST(player_best.score + EXCLUDED.score, %(max)s)"
     new_at = "GREATEST(player_best.achieved_ms, EXCLUDED.achieved_ms)"
     await conn.execute(
-        "INSERT INTO player_best"
-        " (board_id, win, period, segment, player_id, composite, score, achieved_ms, run_id)"
+        "INSERT INTO player_best (board_id, win, period, segment, player_id, composite, score,"
+        " achieved_ms, run_id, time_bucket)"
         f" SELECT %(b)s, %(w)s, %(p)s, %(s)s, u.player,"
-        f"  {composite('LEAST(u.total, %(max)s)', 'u.at')}, LEAST(u.total, %(max)s), u.at, ''"
-        " FROM unnest(%(players)s::text[], %(totals)s::bigint[], %(ats)s::bigint[])"
-        "  AS u(player, total, at)"
+        f"  {composite('LEAST(u.total, %(max)s)', 'u.at')}, LEAST(u.total, %(max)s), u.at, '',"
+        "  u.bucket"
+        " FROM unnest(%(players)s::text[], %(totals)s::bigint[], %(ats)s::bigint[],"
+        "  %(buckets)s::int[]) AS u(player, total, at, bucket)"
         " ON CONFLICT (board_id, win, period, segment, player_id) DO UPDATE SET"
         f"  score = {new_total}, achieved_ms = {new_at},"
         f"  composite = {composite(new_total, new_at)}",
@@ -176,6 +189,7 @@ async def _write_sums(
             "players": players,
             "totals": [totals[p][0] for p in players],
             "ats": [totals[p][1] for p in players],
+            "buckets": [time_bucket(p) for p in players],
             "max": board.max_score,
             "mult": 1 << codec.time_bits,
             "start": start,
@@ -252,6 +266,36 @@ SUM_RUN_PAGE_SQL = _page_sql(
     ("player_id", "run_id"),
     "AND ended_ms >= %(since)s",
 )
+
+
+# A period's exact achieved times grouped by the Redis hash that holds them:
+# (bucket, members, HSET field/value arguments in RESP with chr(1) for CR LF).
+TIME_GROUPS_SQL = (
+    "SELECT time_bucket, count(*),"
+    f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
+    " FROM player_best"
+    " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
+    " GROUP BY time_bucket"
+)
+
+
+async def time_groups(
+    conn: AsyncConnection[Any], key: PeriodKey, members: int, size: int = 2_000
+) -> AsyncIterator[tuple[int, int, bytes]]:
+    """(bucket, members, arguments) of every exact-times hash of a period of ``members``
+    entries. A large period streams through a server-side cursor (needs a transaction); a
+    small one, most of them, costs one query."""
+    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3]}
+    if members <= 20_000:
+        cur = await conn.execute(TIME_GROUPS_SQL, params)
+        for bucket, count, arguments in await cur.fetchall():
+            yield int(bucket), int(count), arguments.encode()
+        return
+    async with conn.cursor(name="rankd_time_groups") as named:
+        await named.execute(TIME_GROUPS_SQL, params)
+        while rows := await named.fetchmany(size):
+            for bucket, count, arguments in rows:
+                yield int(bucket), int(count), arguments.encode()
 
 
 async def pages(
