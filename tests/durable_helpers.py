@@ -25,12 +25,6 @@ from tests.wire import iso
 BoardState = dict[tuple[str, str], dict[str, int]]
 
 
-def runtime_of(client: httpx.AsyncClient) -> Runtime:
-    """The Runtime the session app opened (log consumer and Redis watchdog running)."""
-    rt: Runtime = client._transport.app.state.runtime  # type: ignore[attr-defined]
-    return rt
-
-
 async def submit(
     client: httpx.AsyncClient,
     board_id: str,
@@ -123,24 +117,25 @@ async def wait_until(
         await asyncio.sleep(step_s)
 
 
-async def wait_consumer_idle(client: httpx.AsyncClient, timeout_s: float = 10.0) -> None:
+async def wait_consumer_idle(
+    client: httpx.AsyncClient, runtime: Runtime, timeout_s: float = 10.0
+) -> None:
     """Until the log consumer has nothing pending or unacked (acks follow the PG commit).
 
     The lag is refreshed here (the background refresh runs only every 2 s) and then read back
     through /readyz, so both the live consumer info and the endpoint must say idle.
     """
-    rt = runtime_of(client)
-    assert rt.consumer is not None
+    consumer = runtime.consumer
+    assert consumer is not None
 
     async def idle() -> bool:
-        assert rt.consumer is not None
-        lag = await rt.consumer.refresh_lag()
+        lag = await consumer.refresh_lag()
         if lag.pending or lag.ack_pending:
             return False
         ready = (await client.get("/readyz")).json()
         return bool(ready["consumer"]["pending"] == 0 and ready["consumer"]["ack_pending"] == 0)
 
-    assert await wait_until(idle, timeout_s), f"consumer not idle: {rt.consumer.lag}"
+    assert await wait_until(idle, timeout_s), f"consumer not idle: {consumer.lag}"
 
 
 async def delete_board_keys(
