@@ -16,10 +16,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from redis.asyncio import Redis
 
 from rankd.api.app import create_app
 from rankd.embedded import EmbeddedServers, start_embedded
+from rankd.runtime import Runtime
 from rankd.settings import Settings
 
 ADMIN = "test-admin-key"
@@ -70,14 +72,31 @@ def make_settings(urls: Urls, **overrides: object) -> Settings:
 
 
 @pytest.fixture(scope="session")
-async def client(urls: Urls) -> AsyncIterator[httpx.AsyncClient]:
+async def app(urls: Urls) -> AsyncIterator[FastAPI]:
+    """The service, with its lifespan entered for the whole session: the migrations are
+    applied and its Runtime is open (log consumer and Redis watchdog running)."""
     app = create_app(make_settings(urls))
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://rankd.test"
-        ) as http,
-    ):
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+@pytest.fixture(scope="session")
+def runtime(app: FastAPI) -> Runtime:
+    """The Runtime the session app opened."""
+    rt: Runtime = app.state.runtime
+    return rt
+
+
+@pytest.fixture(scope="session")
+def migrated(app: FastAPI) -> None:
+    """For tests that use PostgreSQL directly: the schema is there (the app applied it)."""
+
+
+@pytest.fixture(scope="session")
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://rankd.test"
+    ) as http:
         yield http
 
 

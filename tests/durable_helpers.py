@@ -1,7 +1,8 @@
 """Helpers shared by the durable-copy tests (applier, rebuild, replay).
 
 They read a board's whole state straight from Redis and PostgreSQL, submit runs through the
-API, and wait for the app's log consumer to be idle.
+API, and wait for the log consumer to be idle (the session app's, or a `rankd serve`'s in
+test_failures).
 """
 
 from __future__ import annotations
@@ -23,12 +24,6 @@ from tests.wire import iso
 
 # (window, period) -> {player: composite}
 BoardState = dict[tuple[str, str], dict[str, int]]
-
-
-def runtime_of(client: httpx.AsyncClient) -> Runtime:
-    """The Runtime the session app opened (log consumer and Redis watchdog running)."""
-    rt: Runtime = client._transport.app.state.runtime  # type: ignore[attr-defined]
-    return rt
 
 
 async def submit(
@@ -85,6 +80,12 @@ async def pg_best(conn: AsyncConnection[Any], board_id: str) -> dict[tuple[str, 
     return {(r[0], r[1], r[2]): tuple(r[3:]) for r in await cur.fetchall()}
 
 
+async def pg_best_at(postgres_url: str, board_id: str) -> dict[tuple[str, str, str], tuple]:
+    """pg_best on a connection of its own (for a service in another process)."""
+    async with await AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+        return await pg_best(conn, board_id)
+
+
 async def pg_composites(conn: AsyncConnection[Any], board_id: str) -> BoardState:
     state: BoardState = {}
     for (window, period, player), row in (await pg_best(conn, board_id)).items():
@@ -123,24 +124,50 @@ async def wait_until(
         await asyncio.sleep(step_s)
 
 
-async def wait_consumer_idle(client: httpx.AsyncClient, timeout_s: float = 10.0) -> None:
-    """Until the log consumer has nothing pending or unacked (acks follow the PG commit).
+async def wait_consumer_idle(
+    http: httpx.AsyncClient, runtime: Runtime | None = None, within_s: float = 10.0
+) -> float:
+    """Until /readyz is 200 and says the log consumer has nothing pending or unacked (acks
+    follow the PostgreSQL commit); returns the seconds it took.
 
-    The lag is refreshed here (the background refresh runs only every 2 s) and then read back
-    through /readyz, so both the live consumer info and the endpoint must say idle.
+    /readyz reports the lag of the consumer's latest refresh, which runs only every 2 s. Given
+    the ``runtime`` of an app in this process, the lag is refreshed here before each look, so
+    one answer where the live consumer info and the endpoint both say idle settles it. A
+    service in another process is watched through /readyz alone, which must then say idle
+    for 2.5 s in a row.
     """
-    rt = runtime_of(client)
-    assert rt.consumer is not None
-
-    async def idle() -> bool:
-        assert rt.consumer is not None
-        lag = await rt.consumer.refresh_lag()
-        if lag.pending or lag.ack_pending:
-            return False
-        ready = (await client.get("/readyz")).json()
-        return bool(ready["consumer"]["pending"] == 0 and ready["consumer"]["ack_pending"] == 0)
-
-    assert await wait_until(idle, timeout_s), f"consumer not idle: {rt.consumer.lag}"
+    started = time.monotonic()
+    idle_since: float | None = None
+    last: Any = None
+    while True:
+        refreshed_idle = True
+        if runtime is not None:
+            assert runtime.consumer is not None
+            lag = await runtime.consumer.refresh_lag()
+            refreshed_idle = not (lag.pending or lag.ack_pending)
+        response: httpx.Response | None
+        try:
+            response = await http.get("/readyz")
+            last = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            response, last = None, repr(exc)
+        reported = last.get("consumer") if isinstance(last, dict) else None
+        if (
+            refreshed_idle
+            and response is not None
+            and response.status_code == 200
+            and reported
+            and reported["pending"] == 0
+            and reported["ack_pending"] == 0
+        ):
+            idle_since = idle_since or time.monotonic()
+            if runtime is not None or time.monotonic() - idle_since >= 2.5:
+                return time.monotonic() - started
+        else:
+            idle_since = None
+        if time.monotonic() - started >= within_s:
+            raise AssertionError(f"log consumer did not catch up within {within_s}s: {last}")
+        await asyncio.sleep(0.05 if runtime is not None else 0.25)
 
 
 async def delete_board_keys(

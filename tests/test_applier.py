@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 
 from rankd.periods import ALL_TIME, period_at
 from rankd.runs import Run, encode_message
+from rankd.runtime import Runtime
 from rankd.services.applier import LogMessage
 from rankd.services.replay import last_sequence
 from rankd.stores import redis_keys as keys
@@ -33,7 +34,6 @@ from tests.durable_helpers import (
     ranked,
     redis_runs,
     redis_state,
-    runtime_of,
     submit,
     wait_consumer_idle,
     wait_until,
@@ -74,16 +74,15 @@ async def wait_pg_matches_redis(
     return seen["redis"], seen["pg"]
 
 
-async def log_messages(client: httpx.AsyncClient, board_id: str, after_seq: int) -> list:
+async def log_messages(runtime: Runtime, board_id: str, after_seq: int) -> list:
     """The board's log messages with sequence > after_seq, as the consumer sees them."""
-    rt = runtime_of(client)
-    js = rt.log.js
+    js = runtime.log.js
     assert js is not None
-    last = await last_sequence(js, rt.settings.stream)
+    last = await last_sequence(js, runtime.settings.stream)
     found = []
     for seq in range(after_seq + 1, last + 1):
-        raw = await js.get_msg(rt.settings.stream, seq)
-        if raw.subject == f"{rt.settings.subject_prefix}.{board_id}":
+        raw = await js.get_msg(runtime.settings.stream, seq)
+        if raw.subject == f"{runtime.settings.subject_prefix}.{board_id}":
             found.append(LogMessage(seq, raw.subject, raw.data))
     return found
 
@@ -117,12 +116,12 @@ async def populate_best(client: httpx.AsyncClient, board_id: str) -> dict:
 
 
 async def test_best_board_player_best_follows_redis(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     board_id = await make_board(windows=ALL_WINDOWS)
     best = await populate_best(client, board_id)
     redis_now, _ = await wait_pg_matches_redis(pg, redis, board_id, ALL_WINDOWS)
-    board = await runtime_of(client).boards.get(board_id)
+    board = await runtime.boards.get(board_id)
 
     rows = await pg_best(pg, board_id)
     assert set(rows) == set(best)
@@ -138,7 +137,7 @@ async def test_best_board_player_best_follows_redis(
 
 
 async def test_sum_board_totals_and_sum_runs_follow_redis(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     windows = ["all-time", "daily", "weekly"]
     board_id = await make_board(windows=windows, policy="sum")
@@ -157,8 +156,8 @@ async def test_sum_board_totals_and_sum_runs_follow_redis(
         result = await submit(client, board_id, f"run-{i}", f"s{i % 5}", 10 + 7 * i, ended[i])
         assert all(not s["improved"] for s in result["standings"]), result
 
-    await wait_consumer_idle(client)
-    board = await runtime_of(client).boards.get(board_id)
+    await wait_consumer_idle(client, runtime)
+    board = await runtime.boards.get(board_id)
     rows = await pg_best(pg, board_id)
     assert set(rows) == set(totals)
     runs = {
@@ -175,17 +174,16 @@ async def test_sum_board_totals_and_sum_runs_follow_redis(
 
 
 async def test_applying_the_same_batch_twice_changes_nothing(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
-    rt = runtime_of(client)
-    assert rt.log.js is not None
-    start = await last_sequence(rt.log.js, rt.settings.stream)
+    assert runtime.log.js is not None
+    start = await last_sequence(runtime.log.js, runtime.settings.stream)
     best_id = await make_board(windows=ALL_WINDOWS)
     sum_id = await make_board(windows=["all-time", "daily"], policy="sum")
     await populate_best(client, best_id)
     for i in range(12):
         await submit(client, sum_id, f"q{i}", f"s{i % 4}", 5 + i, ago(minutes=30 - i))
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
 
     async def snapshot() -> tuple:
         return (
@@ -197,24 +195,23 @@ async def test_applying_the_same_batch_twice_changes_nothing(
         )
 
     before = await snapshot()
-    batch = await log_messages(client, best_id, start) + await log_messages(client, sum_id, start)
+    batch = await log_messages(runtime, best_id, start) + await log_messages(runtime, sum_id, start)
     assert len(batch) >= 40
     for _ in range(2):
-        outcome = await rt.applier.apply(batch)
+        outcome = await runtime.applier.apply(batch)
         assert outcome.parked == []
         assert sorted(outcome.applied) == sorted(m.seq for m in batch)
         assert await snapshot() == before
 
 
 async def test_malformed_messages_are_parked_and_the_rest_applies(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
-    rt = runtime_of(client)
     board_id = await make_board(windows=["all-time", "daily"])
     now = ms(now_ms())
     good_a = Run("good-a", "pa", 500, now - 60_000, now)
     good_b = Run("good-b", "pb", 700, now - 30_000, now)
-    subject = f"{rt.settings.subject_prefix}.{board_id}"
+    subject = f"{runtime.settings.subject_prefix}.{board_id}"
     garbage = b"\xff\x00 this is not json"
     unknown = encode_message("no-such-board-" + board_id, [Run("x1", "px", 1, now, now)])
     base = fake_seq()
@@ -222,11 +219,11 @@ async def test_malformed_messages_are_parked_and_the_rest_applies(
     batch = [
         LogMessage(seqs[0], subject, encode_message(board_id, [good_a])),
         LogMessage(seqs[1], subject, garbage),
-        LogMessage(seqs[2], f"{rt.settings.subject_prefix}.nope", unknown),
+        LogMessage(seqs[2], f"{runtime.settings.subject_prefix}.nope", unknown),
         LogMessage(seqs[3], subject, orjson.dumps({"v": 1, "board": board_id})),
         LogMessage(seqs[4], subject, encode_message(board_id, [good_b])),
     ]
-    outcome = await rt.applier.apply(batch)
+    outcome = await runtime.applier.apply(batch)
     assert sorted(outcome.parked) == [seqs[1], seqs[2], seqs[3]]
     assert sorted(outcome.applied) == [seqs[0], seqs[4]]
 
@@ -239,7 +236,7 @@ async def test_malformed_messages_are_parked_and_the_rest_applies(
     assert [r[0] for r in parked] == [seqs[1], seqs[2], seqs[3]]
     assert [bytes(r[3]) for r in parked] == [batch[1].data, batch[2].data, batch[3].data]
     assert all(r[2].strip() for r in parked)
-    assert parked[1][1] == f"{rt.settings.subject_prefix}.nope"
+    assert parked[1][1] == f"{runtime.settings.subject_prefix}.nope"
 
     # the good messages of the same batch applied to Redis and to PostgreSQL
     rows = await pg_best(pg, board_id)
@@ -252,21 +249,20 @@ async def test_malformed_messages_are_parked_and_the_rest_applies(
 
     # applying the parked batch again parks nothing new and changes nothing
     before = await pg_snapshot(pg, board_id)
-    again = await rt.applier.apply(batch)
+    again = await runtime.applier.apply(batch)
     assert sorted(again.parked) == [seqs[1], seqs[2], seqs[3]]
     assert await pg_snapshot(pg, board_id) == before
 
 
 async def test_a_run_the_board_cannot_hold_is_parked_not_retried(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     """A well-formed message whose run can never apply (a score above the board's
     max_score, e.g. written by another producer) must be parked like any malformed
     message; raising would fail, and redeliver forever, every batch it travels in."""
-    rt = runtime_of(client)
     board_id = await make_board(windows=["all-time"], max_score=1000)
     now = ms(now_ms())
-    subject = f"{rt.settings.subject_prefix}.{board_id}"
+    subject = f"{runtime.settings.subject_prefix}.{board_id}"
     good = Run("fine", "pg1", 10, now - 1000, now)
     bad = Run("too-big", "pg2", 5000, now - 1000, now)
     base = fake_seq()
@@ -275,14 +271,14 @@ async def test_a_run_the_board_cannot_hold_is_parked_not_retried(
         LogMessage(seqs[0], subject, encode_message(board_id, [good])),
         LogMessage(seqs[1], subject, encode_message(board_id, [bad])),
     ]
-    outcome = await rt.applier.apply(batch)
+    outcome = await runtime.applier.apply(batch)
     assert outcome.parked == [seqs[1]]
     assert outcome.applied == [seqs[0]]
     assert (ALL_TIME, ALL_TIME, "pg1") in await pg_best(pg, board_id)
 
 
 async def test_closed_daily_period_writes_only_the_other_windows(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"], grace_seconds=0)
     old = ago(days=3)
@@ -303,30 +299,28 @@ async def test_closed_daily_period_writes_only_the_other_windows(
     assert not await redis.exists(keys.period_keys(board_id, "daily", old_day).public)
 
     # the same run applied directly (as a replay would) still writes no daily row
-    rt = runtime_of(client)
     now = ms(now_ms())
     late = Run("late-2", "old-player-2", 99, ms(old), now)
-    await rt.applier.apply([LogMessage(fake_seq(), "x", encode_message(board_id, [late]))])
+    await runtime.applier.apply([LogMessage(fake_seq(), "x", encode_message(board_id, [late]))])
     rows = await pg_best(pg, board_id)
     assert (ALL_TIME, ALL_TIME, "old-player-2") in rows
     assert not [k for k in rows if k[1] == old_day]
 
 
 async def test_conditional_max_never_lowers_player_best(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     # max_score 2000 leaves 1 ms time units in every window, so every time tie-break shows
     board_id = await make_board(windows=["all-time", "daily"], max_score=2000)
-    rt = runtime_of(client)
     now = ms(now_ms())
     high = Run("high", "cm", 1500, now - 60_000, now)
     older_lower = Run("older-lower", "cm", 900, now - 120_000, now)
     newer_lower = Run("newer-lower", "cm", 1200, now - 1_000, now)
     equal_later = Run("equal-later", "cm", 1500, now - 30_000, now)
-    subject = f"{rt.settings.subject_prefix}.{board_id}"
+    subject = f"{runtime.settings.subject_prefix}.{board_id}"
 
     async def apply(*runs: Run) -> None:
-        await rt.applier.apply(
+        await runtime.applier.apply(
             [LogMessage(fake_seq(), subject, encode_message(board_id, [r])) for r in runs]
         )
 
@@ -357,17 +351,16 @@ async def test_conditional_max_never_lowers_player_best(
 
 
 async def test_asc_sum_board_is_copied_to_player_best(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     """An ``asc`` sum board (lowest total first, e.g. total time over runs) is written to
     PostgreSQL like any other board. Applied directly, not through the log: a batch that
     fails to write would be redelivered to the session's consumer again and again."""
     board_id = await make_board(windows=["all-time", "daily"], policy="sum", order="asc")
-    rt = runtime_of(client)
     now = ms(now_ms())
     runs = [Run(f"a{i}", f"asc{i % 2}", 100 + i, now - 10_000 + i, now) for i in range(4)]
-    subject = f"{rt.settings.subject_prefix}.{board_id}"
-    await rt.applier.apply([LogMessage(fake_seq(), subject, encode_message(board_id, runs))])
+    subject = f"{runtime.settings.subject_prefix}.{board_id}"
+    await runtime.applier.apply([LogMessage(fake_seq(), subject, encode_message(board_id, runs))])
     assert await pg_composites(pg, board_id) == await redis_state(
         redis, board_id, ["all-time", "daily"]
     )

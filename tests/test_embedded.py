@@ -270,7 +270,7 @@ def test_second_instance_on_same_dir_is_refused(servers: EmbeddedServers) -> Non
 
 
 def test_failed_start_stops_the_others(tmp_path: Path) -> None:
-    before = set(embedded._running)  # e.g. the session's shared servers
+    before = set(embedded.process._running)  # e.g. the session's shared servers
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", 0))
         blocker.listen()
@@ -278,7 +278,7 @@ def test_failed_start_stops_the_others(tmp_path: Path) -> None:
         with pytest.raises(EmbeddedServerError, match="redis failed to start"):
             start_embedded(tmp_path / "data", redis_port=taken)
     assert _processes_mentioning(str(tmp_path)) == []
-    assert set(embedded._running) == before  # nothing left for the atexit hook either
+    assert set(embedded.process._running) == before  # nothing left for the atexit hook either
 
 
 @pytest.mark.parametrize("cls", [RedisServer, PostgresServer, NatsServer])
@@ -319,7 +319,7 @@ def test_postgres_stale_pidfile_with_reused_pid(tmp_path: Path) -> None:
 def test_atexit_hook_stops_servers(tmp_path: Path) -> None:
     import subprocess
 
-    src = Path(embedded.__file__).resolve().parents[1]
+    src = Path(embedded.__file__).resolve().parents[2]  # src/rankd/embedded/__init__.py
     script = (
         "import sys; from pathlib import Path; from rankd.embedded import start_embedded\n"
         f"s = start_embedded(Path({str(tmp_path / 'data')!r}))\n"

@@ -34,19 +34,19 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import nats
 import nats.errors
-import psycopg
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from redis.asyncio import Redis
 
 from rankd.embedded import EmbeddedServers, free_port, start_embedded
+from tests.durable_helpers import pg_best_at, wait_consumer_idle
+from tests.wire import daily_id, from_ms, iso
 
 ADMIN_KEY = "failures-admin"
 SERVER_KEY = "failures-server"
@@ -106,17 +106,8 @@ class Ledger:
         return ", ".join(f"{k}={v}" for k, v in sorted(self.outcomes.items()))
 
 
-def iso(ms: int) -> str:
-    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-
-
-def day_of(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
-
-
 def periods_of(run: Sent) -> list[WindowPeriod]:
-    return [("all-time", "all-time"), ("daily", day_of(run.ended_ms))]
+    return [("all-time", "all-time"), ("daily", daily_id(from_ms(run.ended_ms)))]
 
 
 async def submit_one(
@@ -125,7 +116,12 @@ async def submit_one(
     """Submit one run and file it in the ledger; returns the status (None: no answer)."""
     ended_ms = int(time.time() * 1000)
     run_id = f"{prefix}-{uuid.uuid4().hex[:16]}"
-    body = {"run_id": run_id, "player_id": player, "score": score, "ended_at": iso(ended_ms)}
+    body = {
+        "run_id": run_id,
+        "player_id": player,
+        "score": score,
+        "ended_at": iso(from_ms(ended_ms)),
+    }
     t0 = time.monotonic()
     try:
         response = await http.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
@@ -403,55 +399,6 @@ async def read_log(name: str, nats_url: str, ledger: Ledger) -> tuple[set[str], 
     return logged, failures
 
 
-async def player_best(postgres_url: str, board: str) -> dict[str, int]:
-    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
-        cur = await conn.execute(
-            "SELECT player_id, score FROM player_best WHERE board_id = %s AND win = 'all-time'",
-            (board,),
-        )
-        return {str(p): int(s) for p, s in await cur.fetchall()}
-
-
-async def player_best_rows(postgres_url: str, board: str) -> list[tuple[Any, ...]]:
-    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
-        cur = await conn.execute(
-            "SELECT win, period, player_id, composite, score, achieved_ms, run_id"
-            " FROM player_best WHERE board_id = %s ORDER BY win, period, player_id",
-            (board,),
-        )
-        return [tuple(r) for r in await cur.fetchall()]
-
-
-async def wait_consumer_idle(http: httpx.AsyncClient, within_s: float) -> float:
-    """Until /readyz is 200 with consumer pending = ack_pending = 0 for 2.5 s (its gauges
-    refresh every 2 s). Returns the seconds it took."""
-    started = time.monotonic()
-    idle_since: float | None = None
-    last: Any = None
-    while time.monotonic() - started < within_s:
-        try:
-            response = await http.get("/readyz")
-            last = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            last = repr(exc)
-            response = None
-        lag = last.get("consumer") if isinstance(last, dict) else None
-        if (
-            response is not None
-            and response.status_code == 200
-            and lag
-            and lag["pending"] == 0
-            and lag["ack_pending"] == 0
-        ):
-            idle_since = idle_since or time.monotonic()
-            if time.monotonic() - idle_since >= 2.5:
-                return time.monotonic() - started
-        else:
-            idle_since = None
-        await asyncio.sleep(0.25)
-    raise AssertionError(f"log consumer did not catch up within {within_s}s: {last}")
-
-
 # --------------------------------------------------------------------------- deployment
 
 
@@ -724,7 +671,10 @@ async def test_postgres_down_for_10s_submits_keep_succeeding_and_the_copy_catche
             failures.append(str(exc))
         deadline = time.monotonic() + 10
         while True:
-            copy = await player_best(d.servers.postgres_url, d.board)
+            best = await pg_best_at(d.servers.postgres_url, d.board)
+            copy = {
+                player: row[1] for (window, _, player), row in best.items() if window == "all-time"
+            }
             on_redis = scores(await read_top(d.http, d.board, "all-time", "all-time"))
             if copy == on_redis or time.monotonic() > deadline:
                 break
@@ -804,9 +754,9 @@ async def test_nats_down_refuses_runs_with_503_and_recovers(server_dir: Path) ->
 
 async def snapshot(
     d: Deployment, wps: Iterable[WindowPeriod]
-) -> tuple[dict[WindowPeriod, list[dict[str, Any]]], list[tuple[Any, ...]]]:
+) -> tuple[dict[WindowPeriod, list[dict[str, Any]]], dict[tuple[str, str, str], tuple]]:
     boards = await read_boards(d.http, d.board, wps)
-    return boards, await player_best_rows(d.servers.postgres_url, d.board)
+    return boards, await pg_best_at(d.servers.postgres_url, d.board)
 
 
 def run_replay(d: Deployment) -> str:

@@ -204,11 +204,10 @@ async def test_unknown_board_floods_ask_postgresql_once(
 
 
 async def test_a_client_gone_mid_body_is_not_a_server_error(
-    client: httpx.AsyncClient, make_board, caplog: pytest.LogCaptureFixture
+    client: httpx.AsyncClient, app: Any, make_board, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The ASGI app sees http.disconnect before the body ends: no ERROR log, no 5xx."""
     board = await make_board()
-    app = client._transport.app  # type: ignore[attr-defined]
     sent: list[dict[str, Any]] = []
     incoming = [
         {"type": "http.request", "body": b'{"run_id": "r', "more_body": True},

@@ -18,6 +18,7 @@ from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
 from rankd.periods import ALL_TIME, parse_period
+from rankd.runtime import Runtime
 from rankd.services.rebuild import Rebuilder
 from rankd.stores import redis_keys as keys
 from tests.conftest import SERVER_H, Urls
@@ -30,7 +31,6 @@ from tests.durable_helpers import (
     ranked,
     redis_runs,
     redis_state,
-    runtime_of,
     staging_keys,
     submit,
     wait_consumer_idle,
@@ -73,13 +73,13 @@ async def ttls(redis: Redis, board_id: str, windows: list[str]) -> dict[str, int
 
 
 async def test_rebuild_restores_every_read_of_a_best_board(
-    client: httpx.AsyncClient, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
 ) -> None:
     board_id = await make_board(windows=ALL_WINDOWS, grace_seconds=TEN_DAYS_S)
     bystander = await make_board(windows=["all-time", "daily"])
     await populate(client, board_id)
     await populate(client, bystander, runs=6)
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
 
     reads = await all_reads(client, board_id, ALL_WINDOWS)
     raw = await redis_state(redis, board_id, ALL_WINDOWS)
@@ -90,7 +90,7 @@ async def test_rebuild_restores_every_read_of_a_best_board(
     gone = await client.get(f"/v1/boards/{board_id}/top", params={"window": ALL_TIME})
     assert gone.json()["total"] == 0
 
-    report = await runtime_of(client).rebuilder.rebuild(board=board_id)
+    report = await runtime.rebuilder.rebuild(board=board_id)
     assert report is not None
     assert report.periods == len(raw)
     assert report.members == sum(len(m) for m in raw.values())
@@ -101,19 +101,18 @@ async def test_rebuild_restores_every_read_of_a_best_board(
 
 
 async def test_rebuild_keeps_ttls_and_leaves_no_staging_keys(
-    client: httpx.AsyncClient, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
 ) -> None:
     board_id = await make_board(windows=ALL_WINDOWS, grace_seconds=TEN_DAYS_S, policy="sum")
     await populate(client, board_id, runs=16)
     best_id = await make_board(windows=ALL_WINDOWS, grace_seconds=TEN_DAYS_S)
     await populate(client, best_id, runs=16)
-    await wait_consumer_idle(client)
-    rt = runtime_of(client)
+    await wait_consumer_idle(client, runtime)
 
     for board in (board_id, best_id):
         before = await ttls(redis, board, ALL_WINDOWS)
         await delete_board_keys(redis, board, ALL_WINDOWS)
-        await rt.rebuilder.rebuild(board=board)
+        await runtime.rebuilder.rebuild(board=board)
         after = await ttls(redis, board, ALL_WINDOWS)
         assert set(after) == set(before)
         for key, ttl in after.items():
@@ -130,7 +129,7 @@ async def test_rebuild_keeps_ttls_and_leaves_no_staging_keys(
 
 
 async def test_rebuild_of_a_sum_board_restores_counted_runs(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     windows = ["all-time", "daily", "weekly"]
     board_id = await make_board(windows=windows, policy="sum")
@@ -139,7 +138,7 @@ async def test_rebuild_of_a_sum_board_restores_counted_runs(
         body = (f"s-{i}", f"p{i % 5}", 3 + i, ago(minutes=60 - i))
         sent.append(body)
         await submit(client, board_id, *body)
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
     reads = await all_reads(client, board_id, windows)
     raw = await redis_state(redis, board_id, windows)
     counted = await redis_runs(redis, board_id, windows)
@@ -147,7 +146,7 @@ async def test_rebuild_of_a_sum_board_restores_counted_runs(
     assert sum(len(c) for c in counted.values()) >= 40
 
     await delete_board_keys(redis, board_id, windows)
-    await runtime_of(client).rebuilder.rebuild(board=board_id)
+    await runtime.rebuilder.rebuild(board=board_id)
     assert await staging_keys(redis, board_id) == []
     assert await redis_runs(redis, board_id, windows) == counted
 
@@ -156,7 +155,7 @@ async def test_rebuild_of_a_sum_board_restores_counted_runs(
         result = await submit(client, board_id, *body)
         assert [s["improved"] for s in result["standings"]] == [False] * len(windows)
         assert all(s["is_best"] for s in result["standings"])
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
     assert await pg_sum_runs(pg, board_id) == durable
     assert await redis_runs(redis, board_id, windows) == counted
 
@@ -166,14 +165,13 @@ async def test_rebuild_of_a_sum_board_restores_counted_runs(
 
 
 async def test_rebuild_while_submits_flow_keeps_every_acknowledged_run(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     windows = ["all-time", "daily"]
     board_id = await make_board(windows=windows)
-    rt = runtime_of(client)
-    board = await rt.boards.get(board_id)
+    board = await runtime.boards.get(board_id)
     await populate(client, board_id, runs=10)
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
 
     acked: list[tuple[str, int, int, list[tuple[str, str]]]] = []
     done = asyncio.Event()
@@ -200,7 +198,7 @@ async def test_rebuild_while_submits_flow_keeps_every_acknowledged_run(
     async def rebuilder() -> None:
         nonlocal rebuilds
         while not done.is_set():
-            await rt.rebuilder.rebuild(board=board_id)
+            await runtime.rebuilder.rebuild(board=board_id)
             rebuilds += 1
             await asyncio.sleep(0.01)
 
@@ -211,7 +209,7 @@ async def test_rebuild_while_submits_flow_keeps_every_acknowledged_run(
     await asyncio.gather(submitters(), rebuilder())
     assert len(acked) == 160
     assert rebuilds >= 2
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
 
     # every acknowledged run is reflected: each c-player's entry is the max over their acked
     # runs (populate()'s players are p0..p7, untouched by the loop)
@@ -269,7 +267,7 @@ class _RedisSpy:
 
 
 async def test_sum_rebuild_keeps_a_run_submitted_during_the_swap(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     """Submits do not take the apply lock, so one may land right after a sum period's
     counted-runs set is swapped in. The run must still be on the board once the consumer
@@ -278,29 +276,28 @@ async def test_sum_rebuild_keeps_a_run_submitted_during_the_swap(
     board_id = await make_board(windows=[ALL_TIME], policy="sum")
     for i in range(6):
         await submit(client, board_id, f"base-{i}", f"p{i % 3}", 10 + i, ago(minutes=10 - i))
-    await wait_consumer_idle(client)
-    rt = runtime_of(client)
+    await wait_consumer_idle(client, runtime)
     results: list[dict[str, Any]] = []
 
     async def late_submit() -> None:
         results.append(await submit(client, board_id, "late-run", "newcomer", 77, ago(seconds=1)))
 
-    spy = _RedisSpy(rt.store.redis, late_submit)
-    real, rt.store.redis = rt.store.redis, spy  # type: ignore[assignment]
+    spy = _RedisSpy(runtime.store.redis, late_submit)
+    real, runtime.store.redis = runtime.store.redis, spy  # type: ignore[assignment]
     try:
-        await Rebuilder(rt.store, rt.pg, rt.boards).rebuild(board=board_id)
+        await Rebuilder(runtime.store, runtime.pg, runtime.boards).rebuild(board=board_id)
     finally:
-        rt.store.redis = real
+        runtime.store.redis = real
     await spy.fire()  # a rebuild that never renamed a counted-runs set: submit afterwards
     assert results and results[0]["standings"][0]["score"] == 77
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
 
     rows = await pg_best(pg, board_id)
     assert rows[(ALL_TIME, ALL_TIME, "newcomer")][1] == 77
     pk = keys.period_keys(board_id, ALL_TIME, ALL_TIME)
     assert await redis.zscore(pk.runs, "newcomer|late-run") is not None
     held = await redis.zscore(pk.public, "newcomer")
-    board = await rt.boards.get(board_id)
+    board = await runtime.boards.get(board_id)
     assert held is not None, "the run is in the counted set but not on the board"
     assert board.codecs[ALL_TIME].unpack(int(held))[0] == 77
 
@@ -314,11 +311,11 @@ async def _metric(client: httpx.AsyncClient, name: str) -> float:
 
 
 async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
-    client: httpx.AsyncClient, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     await populate(client, board_id, runs=8)
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
     reads = await all_reads(client, board_id, ["all-time", "daily"])
     real_run_id = str((await redis.info("server"))["run_id"])
     assert await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
@@ -335,23 +332,23 @@ async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
 
 
 async def test_missing_mode_restores_only_periods_whose_key_is_gone(
-    client: httpx.AsyncClient, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     await populate(client, board_id, runs=12)
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
     raw = await redis_state(redis, board_id, ["all-time", "daily"])
     all_time = keys.period_keys(board_id, ALL_TIME, ALL_TIME).public
     assert await redis.delete(all_time) == 1
 
-    report = await runtime_of(client).rebuilder.rebuild(board=board_id, when="missing")
+    report = await runtime.rebuilder.rebuild(board=board_id, when="missing")
     assert report is not None
     assert report.periods == 1  # the daily periods were still there
     assert await redis_state(redis, board_id, ["all-time", "daily"]) == raw
 
 
 async def test_names_are_restored_into_redis_from_postgresql(
-    client: httpx.AsyncClient, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
 ) -> None:
     board_id = await make_board()
     player = f"named-{board_id}"
@@ -363,7 +360,6 @@ async def test_names_are_restored_into_redis_from_postgresql(
     assert await redis.hget(keys.NAMES, player) == b"kai_runs"
     await redis.delete(keys.NAMES)
 
-    runtime = runtime_of(client)
     await runtime.rebuilder.rebuild(when="missing")
     assert await redis.hget(keys.NAMES, player) == b"kai_runs"
     runtime.names._cache.clear()  # as a fresh process would start

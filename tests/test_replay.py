@@ -68,7 +68,7 @@ async def next_sequence(rt: Runtime) -> int:
     return await last_sequence(rt.log.js, rt.settings.stream) + 1
 
 
-async def two_boards(client: httpx.AsyncClient, make_board) -> tuple[str, str]:
+async def two_boards(client: httpx.AsyncClient, runtime: Runtime, make_board) -> tuple[str, str]:
     """A best board over every window (runs over five days) and a sum board."""
     best_id = await make_board(windows=ALL_WINDOWS, grace_seconds=TEN_DAYS_S)
     sum_id = await make_board(windows=SUM_WINDOWS, policy="sum")
@@ -76,7 +76,7 @@ async def two_boards(client: httpx.AsyncClient, make_board) -> tuple[str, str]:
         await submit(client, best_id, f"b{i}", f"p{i % 7}", 1000 + 37 * i, ago(hours=5 * i))
         await submit(client, sum_id, f"s{i}", f"p{i % 5}", 3 + i, ago(minutes=60 - 2 * i))
     await submit(client, sum_id, "s3", "p3", 6, ago(minutes=54))  # a resend
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
     return best_id, sum_id
 
 
@@ -91,10 +91,15 @@ async def snapshot(redis: Redis, pg: AsyncConnection[Any], best_id: str, sum_id:
 
 
 async def test_replaying_twice_changes_nothing(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any], own: Runtime
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    own: Runtime,
 ) -> None:
     first = await next_sequence(own)
-    best_id, sum_id = await two_boards(client, make_board)
+    best_id, sum_id = await two_boards(client, runtime, make_board)
     last = await next_sequence(own) - 1
     before = await snapshot(redis, pg, best_id, sum_id)
     assert len(before[0]) >= 4 and before[3]["best"] and before[4]["sum_runs"]
@@ -116,10 +121,15 @@ async def test_replay_from_past_the_end_applies_nothing(own: Runtime) -> None:
 
 
 async def test_replay_restores_a_board_lost_from_redis_and_postgres(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any], own: Runtime
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    own: Runtime,
 ) -> None:
     first = await next_sequence(own)
-    best_id, sum_id = await two_boards(client, make_board)
+    best_id, sum_id = await two_boards(client, runtime, make_board)
     before = await snapshot(redis, pg, best_id, sum_id)
     reads = await all_reads(client, best_id, ALL_WINDOWS)
     sum_reads = await all_reads(client, sum_id, SUM_WINDOWS)
@@ -172,13 +182,13 @@ async def run_cli(urls: Urls, *args: str) -> tuple[int, str, str]:
 
 
 async def test_cli_replay(
-    client: httpx.AsyncClient, make_board, urls: Urls, redis: Redis, own: Runtime
+    client: httpx.AsyncClient, runtime: Runtime, make_board, urls: Urls, redis: Redis, own: Runtime
 ) -> None:
     first = await next_sequence(own)
     board_id = await make_board(windows=["all-time", "daily"])
     for i in range(5):
         await submit(client, board_id, f"c{i}", f"p{i}", 10 * i, ago(minutes=i))
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
     last = await next_sequence(own) - 1
     before = await redis_state(redis, board_id, ["all-time", "daily"])
 
@@ -192,12 +202,12 @@ async def test_cli_replay(
 
 
 async def test_cli_rebuild_one_board(
-    client: httpx.AsyncClient, make_board, urls: Urls, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board, urls: Urls, redis: Redis
 ) -> None:
     board_id = await make_board(windows=ALL_WINDOWS)
     for i in range(9):
         await submit(client, board_id, f"c{i}", f"p{i % 4}", 5 + i, ago(minutes=3 * i))
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
     before = await redis_state(redis, board_id, ALL_WINDOWS)
     reads = await all_reads(client, board_id, ALL_WINDOWS)
     await delete_board_keys(redis, board_id, ALL_WINDOWS)

@@ -16,8 +16,9 @@ from redis.asyncio import Redis
 from rankd.boards import BoardConfig
 from rankd.plan import plan
 from rankd.runs import Run, decode_message, encode_message
+from rankd.runtime import Runtime
 from tests.conftest import ADMIN_H, SERVER_H, Urls
-from tests.durable_helpers import runtime_of, wait_consumer_idle
+from tests.durable_helpers import wait_consumer_idle
 from tests.wire import assert_error
 
 WINDOWS = ["all-time", "daily", "weekly", "monthly"]
@@ -206,7 +207,11 @@ async def test_a_dimension_added_after_runs_fills_from_the_next_run(
 
 
 async def test_the_durable_copy_rebuild_and_replay_keep_segments(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient,
+    make_board,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    runtime: Runtime,
 ) -> None:
     board = await make_board(windows=["all-time", "weekly"], segments=["country"])
     for i in range(12):
@@ -218,7 +223,7 @@ async def test_the_durable_copy_rebuild_and_replay_keep_segments(
             "segments": {"country": country},
         }
         assert (await post(client, board, body)).is_success
-    await wait_consumer_idle(client)
+    await wait_consumer_idle(client, runtime)
     reads = {
         (segment, window): await top(
             client, board, window=window, **({"segment": segment} if segment else {})
@@ -231,11 +236,10 @@ async def test_the_durable_copy_rebuild_and_replay_keep_segments(
     )
     assert [r[0] for r in await cur.fetchall()] == ["", "country:DE", "country:FR", "country:JP"]
 
-    rt = runtime_of(client)
     async for key in redis.scan_iter(match=f"lb:{{{board}*"):
         await redis.delete(key)
     assert (await top(client, board, segment="country:FR"))["total"] == 0
-    report = await rt.rebuilder.rebuild(board=board)
+    report = await runtime.rebuilder.rebuild(board=board)
     assert report is not None and report.periods == 8
     for (segment, window), before in reads.items():
         params = {"window": window, **({"segment": segment} if segment else {})}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-import httpx
 import psycopg
 import pytest
 
@@ -13,11 +12,9 @@ from rankd.stores import standings
 from tests.conftest import Urls
 
 
+@pytest.mark.usefixtures("migrated")
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 100])
-async def test_pages_cover_every_row_once_across_ties(
-    client: httpx.AsyncClient, urls: Urls, size: int
-) -> None:
-    del client  # its lifespan has applied the migrations
+async def test_pages_cover_every_row_once_across_ties(urls: Urls, size: int) -> None:
     board = f"pages-{uuid.uuid4().hex[:8]}"
     rows = [(f"p{i:02d}", 1000 + i // 4) for i in range(23)]  # runs of 4 equal composites
     async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:

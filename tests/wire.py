@@ -7,6 +7,8 @@ from typing import Any
 
 import httpx
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def now_ms() -> datetime:
     """Now, truncated to whole milliseconds (what the wire format carries)."""
@@ -26,6 +28,11 @@ def iso(moment: datetime) -> str:
 
 def ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
+
+
+def from_ms(millis: int) -> datetime:
+    """The moment ``millis`` ms after the epoch, in UTC (exact: integer arithmetic)."""
+    return _EPOCH + timedelta(milliseconds=millis)
 
 
 def daily_id(moment: datetime) -> str:
