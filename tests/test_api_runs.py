@@ -767,25 +767,34 @@ async def test_batch_needs_server_key(client: httpx.AsyncClient, make_board) -> 
     assert (await top(client, board_id))["total"] == 0
 
 
-async def test_sum_board_all_time_counts_runs_within_the_dedup_horizon_only(
+async def test_sum_all_time_counts_late_runs_once_however_late(
     client: httpx.AsyncClient, make_board
 ) -> None:
-    # A sum board remembers counted run ids for max(grace_seconds, 1 day) by ended_at, which
-    # bounds their memory; an older run cannot be proven new, so it is refused as closed.
+    """Redis remembers counted run ids for a horizon (max(grace, 1 day)); older runs are
+    decided by PostgreSQL. Runs 1 hour, 3 days and 40 days late, each sent twice (and the
+    oldest a third time), are each counted once, and the answers say so."""
     board_id = await make_board(policy="sum", windows=["all-time"])
-    recent = await submit(client, board_id, "r1", "p1", 10, now_ms() - timedelta(hours=20))
-    assert recent["standings"][0]["status"] == "ranked"
-    old = await submit(client, board_id, "r2", "p1", 10, now_ms() - timedelta(days=2))
-    assert old["standings"][0] == {
-        "window": "all-time",
-        "period": "all-time",
-        "segment": None,
-        "status": "closed",
-        "improved": False,
-        "is_best": False,
-    }
+    late = {"h1": timedelta(hours=1), "d3": timedelta(days=3), "d40": timedelta(days=40)}
+    ended = {run_id: now_ms() - delay for run_id, delay in late.items()}
+    total = 0
+    for i, run_id in enumerate(late):
+        score = 10**i
+        first = (await submit(client, board_id, run_id, "p1", score, ended[run_id]))["standings"]
+        total += score
+        assert first[0]["status"] == "ranked", first
+        assert (first[0]["score"], first[0]["improved"], first[0]["is_best"]) == (total, True, True)
+        again = (await submit(client, board_id, run_id, "p1", score, ended[run_id]))["standings"]
+        assert (again[0]["score"], again[0]["improved"], again[0]["is_best"]) == (
+            total,
+            False,
+            True,
+        )
+    third = await submit(client, board_id, "d40", "p1", 100, ended["d40"])
+    assert third["standings"][0]["score"] == 111
     body = await top(client, board_id)
-    assert (body["total"], body["entries"][0]["score"]) == (1, 10)
+    assert (body["total"], body["entries"][0]["score"]) == (1, 111)
+    # the latest counted run's end time is the entry's time
+    assert body["entries"][0]["achieved_at"] == iso(ended["h1"])
 
 
 async def test_batch_of_only_invalid_runs_is_200_with_errors(

@@ -75,15 +75,20 @@ def test_sum_boards_add_with_a_time_key_and_trim_only_all_time() -> None:
         assert t.operation == "sum" and t.composite is None and t.applies
         offset = now - HOUR_MS - t.period.start_ms
         assert t.time_key == b.codecs[t.window].time_key(offset)
-    assert targets["all-time"].trim_before_ms == now - sum_horizon_ms(b)
+    # counted ids are kept three horizons (see plan.counted_ids_kept_since)
+    assert targets["all-time"].trim_before_ms == now - 3 * sum_horizon_ms(b)
     assert targets["daily"].trim_before_ms == 0
 
 
-def test_a_sum_run_older_than_the_horizon_is_closed_on_all_time() -> None:
+def test_a_sum_run_older_than_the_horizon_is_late_on_all_time_never_closed() -> None:
     b = board(windows=("all-time",), policy="sum", grace_seconds=0)
     now = ms("2026-11-03T10:00:00")
     [old] = plan(b, Run("r", "p", 5, now - sum_horizon_ms(b) - 1, now))
-    assert old.disposition == "closed"
+    assert old.disposition == "late" and not old.sendable  # PostgreSQL decides first
+    old.counted_ms = now
+    assert old.sendable
+    [years] = plan(b, Run("r", "p", 5, ms("2020-01-02T00:00:00"), now))
+    assert years.disposition == "late"
 
 
 def test_standing_from_a_reply_and_for_closed_targets() -> None:

@@ -62,7 +62,7 @@ async def exercise(url: str) -> list[Any]:
             sum_call = (
                 SUBMIT_SUM,
                 (total.public, total.public, total.runs),
-                (*sum_args, codec.max_score, "desc", 1000 + offset, 0, "0"),
+                (*sum_args, codec.max_score, "desc", 1000 + offset, 0, "0", 0),
             )
             replies.append(await run_pipeline(redis, [best_call, sum_call]))
             if i == 3:

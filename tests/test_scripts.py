@@ -102,6 +102,7 @@ def sum_call(
             PERIOD_START + offset_ms,
             trim_before,
             expire,
+            0,
         ),
     )
 

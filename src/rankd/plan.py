@@ -21,7 +21,7 @@ from rankd.periods import ALL_TIME, DAY_MS, Period, period_at
 from rankd.results import Standing
 from rankd.runs import Run
 
-Disposition = Literal["apply", "closed", "expired"]
+Disposition = Literal["apply", "late", "closed", "expired"]
 Operation = Literal["best", "sum"]
 
 
@@ -31,7 +31,9 @@ class Target:
 
     ``closed``: the run came after its period's grace (decided by when it was received, so
     a replay decides the same). ``expired``: the period has left Redis (retention passed at
-    apply time); only the durable copy takes the run.
+    apply time); only the durable copy takes the run. ``late``: a run on a sum board's
+    all-time window older than Redis remembers counted run ids; PostgreSQL decides whether it
+    was counted before (see services/late_sums.py), then it is applied like ``apply``.
 
     For ``apply``: ``operation`` says which script (``best``: a max of ``composite``;
     ``sum``: add ``run.score`` once per run id, the time part being ``time_key``),
@@ -49,10 +51,18 @@ class Target:
     time_key: int = 0
     expire_at_s: int = 0
     trim_before_ms: int = 0
+    # a late run's id in Redis is scored by when PostgreSQL first counted it (0: not late)
+    counted_ms: int = 0
 
     @property
     def applies(self) -> bool:
         return self.disposition == "apply"
+
+    @property
+    def sendable(self) -> bool:
+        """Whether the Redis store sends this target's script: a live period, or a late run
+        once PostgreSQL has settled it (``counted_ms`` set)."""
+        return self.disposition == "apply" or (self.disposition == "late" and self.counted_ms > 0)
 
 
 # A script's reply for one target: (changed, rank, stored composite, mine, achieved ms).
@@ -60,12 +70,24 @@ Reply = tuple[int, int, int, int, int]
 
 
 def sum_horizon_ms(board: BoardConfig) -> int:
-    """How far back a run may end and still count on a ``sum`` board's all-time total.
+    """How far back a run may end and still be counted on a ``sum`` board's all-time total
+    by Redis alone; an older one is ``late`` and PostgreSQL decides whether it is new.
 
-    Counted run ids are kept for this long (by ended_at), which bounds their memory; a run
-    older than this cannot be proven new, so it is refused for that window.
+    Counted run ids stay in Redis for three horizons (by ended_at, or by when a late run was
+    counted), which bounds their memory and covers every run Redis decided on.
     """
     return max(board.grace_seconds * 1000, DAY_MS)
+
+
+def counted_ids_kept_since(board: BoardConfig, now_ms: int) -> int:
+    """Counted run ids scored before this leave a sum board's all-time set."""
+    return now_ms - 3 * sum_horizon_ms(board)
+
+
+def recently_counted(board: BoardConfig, counted_ms: int, now_ms: int) -> bool:
+    """Whether Redis may not have taken a late run's count yet: it was counted in
+    PostgreSQL within two horizons, so its id is still in Redis if Redis counted it."""
+    return counted_ms >= now_ms - 2 * sum_horizon_ms(board)
 
 
 def expires_at_ms(board: BoardConfig, period: Period) -> int | None:
@@ -108,14 +130,18 @@ def plan(board: BoardConfig, run: Run, now_ms: int | None = None) -> list[Target
 def _target(board: BoardConfig, run: Run, window: str, now_ms: int) -> Target:
     operation: Operation = board.policy
     period = period_at(window, run.ended_at_ms)
-    if period.status(run.received_at_ms, board.grace_seconds * 1000) == "closed" or (
+    if period.status(run.received_at_ms, board.grace_seconds * 1000) == "closed":
+        return Target(window, period, run, "closed", operation)
+    codec = board.codecs[window]
+    offset = run.ended_at_ms - period.start_ms
+    if (
         operation == "sum"
         and window == ALL_TIME
         and run.ended_at_ms < run.received_at_ms - sum_horizon_ms(board)
     ):
-        return Target(window, period, run, "closed", operation)
-    codec = board.codecs[window]
-    offset = run.ended_at_ms - period.start_ms
+        late = Target(window, period, run, "late", operation, time_key=codec.time_key(offset))
+        late.trim_before_ms = counted_ids_kept_since(board, now_ms)
+        return late
     composite = codec.pack(run.score, offset) if operation == "best" else None
     expires = expires_at_ms(board, period)
     if expires is not None and now_ms >= expires:
@@ -125,14 +151,14 @@ def _target(board: BoardConfig, run: Run, window: str, now_ms: int) -> Target:
     if composite is None:
         target.time_key = codec.time_key(offset)
         if window == ALL_TIME:
-            target.trim_before_ms = now_ms - sum_horizon_ms(board)
+            target.trim_before_ms = counted_ids_kept_since(board, now_ms)
     return target
 
 
 def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standing:
     """The client-facing standing for one window from the script's reply."""
     segment = target.segment or None
-    if not target.applies or reply is None or not reply[1]:
+    if target.disposition not in ("apply", "late") or reply is None or not reply[1]:
         # rank 0: a replayed run too old to count, for a player without an entry
         return {
             "window": target.window,

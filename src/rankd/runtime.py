@@ -88,7 +88,7 @@ class Runtime:
             boards=boards,
             names=names,
             players=players,
-            submitter=Submitter(store, committer, players),
+            submitter=Submitter(store, pg, committer, players),
             reader=Reader(store, names, s.top_cache_s, s.top_cache_bytes),
             auth=Authenticator(s.admin_keys, s.server_keys),
             applier=Applier(boards, store, pg),

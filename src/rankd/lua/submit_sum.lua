@@ -17,6 +17,9 @@
 -- ARGV[9] = forget counted ids that ended before this ms ("0": keep them while the key lives);
 --           the service refuses runs this old, so forgetting them cannot double count
 -- ARGV[10] = unix seconds at which the written keys expire, or "0" for never
+-- ARGV[11] = "0", or for a late run (older than the horizon, that PostgreSQL has counted):
+--            when it was first counted (ms), its id's score in KEYS[3]; it is then counted
+--            unless its id is there already, whatever ARGV[9] says
 --
 -- Returns {changed, rank, stored, counted, achieved}: counted is 1 if the run is counted in
 -- the total, by this call or an earlier one (a resend of a counted run answers 1, changed
@@ -39,10 +42,13 @@ local changed = 0
 if ARGV[9] ~= '0' then
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[9])
 end
-local fresh = tonumber(ARGV[8]) >= tonumber(ARGV[9])
+local late = ARGV[11] ~= '0'
+local fresh = late or tonumber(ARGV[8]) >= tonumber(ARGV[9])
 local added = 0
 if fresh then
-  added = redis.call('ZADD', KEYS[3], 'NX', ARGV[8], ARGV[2] .. '|' .. ARGV[1])
+  local seen_at = ARGV[8]
+  if late then seen_at = ARGV[11] end
+  added = redis.call('ZADD', KEYS[3], 'NX', seen_at, ARGV[2] .. '|' .. ARGV[1])
   counted = 1
 end
 if added == 1 then

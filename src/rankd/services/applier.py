@@ -23,6 +23,7 @@ from rankd.errors import BoardNotFound
 from rankd.periods import PeriodRef
 from rankd.plan import Target, plan
 from rankd.runs import decode_message
+from rankd.services import late_sums
 from rankd.services.registry import BoardRegistry
 from rankd.stores import standings
 from rankd.stores.postgres import PostgresStore
@@ -51,9 +52,10 @@ class Outcome:
 
 
 def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> None:
-    """Add what the durable copy must hold for ``targets`` (closed ones hold nothing)."""
+    """Add what the durable copy must hold for ``targets`` (closed ones hold nothing; late
+    ones were counted by late_sums.settle)."""
     for t in targets:
-        if t.disposition == "closed":
+        if t.disposition in ("closed", "late"):
             continue
         key = PeriodRef(board_id, t.window, t.period.id, t.segment)
         r = t.run
@@ -61,9 +63,8 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
             best = BestRow(r.player_id, t.composite, r.score, r.ended_at_ms, r.run_id)
             batch.add_best(key, t.period.start_ms, best)
         else:
-            batch.add_sum(
-                key, t.period.start_ms, SumRun(r.run_id, r.player_id, r.score, r.ended_at_ms)
-            )
+            run = SumRun(r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms)
+            batch.add_sum(key, t.period.start_ms, run)
 
 
 class Applier:
@@ -102,8 +103,12 @@ class Applier:
         batch.configs.update(configs)
         async with self.pg.apply_lock(exclusive=False) as conn:
             for board_id, board_plans in plans.items():
-                await self.store.apply(configs[board_id], board_plans)
-                _collect(batch, board_id, [t for p in board_plans for t in p])
+                config = configs[board_id]
+                await self.store.apply(config, board_plans)
+                targets = [t for p in board_plans for t in p]
+                late = [t for t in targets if t.disposition == "late"]
+                await late_sums.settle(self.pg, self.store, config, late, now_ms, conn)
+                _collect(batch, board_id, targets)
             await standings.write(conn, batch)
             for message, reason in unusable:
                 await standings.park(conn, message.seq, message.subject, reason, message.data)

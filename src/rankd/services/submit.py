@@ -18,14 +18,19 @@ from rankd.errors import Unavailable
 from rankd.plan import plan, standing
 from rankd.results import Standing
 from rankd.runs import Run
+from rankd.services import late_sums
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.players import Players
+from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
 
 
 class Submitter:
-    def __init__(self, store: RedisStore, log: GroupCommitter, players: Players) -> None:
+    def __init__(
+        self, store: RedisStore, pg: PostgresStore, log: GroupCommitter, players: Players
+    ) -> None:
         self.store = store
+        self.pg = pg
         self.log = log
         self.players = players
 
@@ -49,6 +54,17 @@ class Submitter:
         """Apply already-logged runs to Redis (idempotent) and return their standings."""
         plans = [plan(board, run, now_ms) for run in runs]
         replies = await self.store.apply(board, plans)
+        late = [t for p in plans for t in p if t.disposition == "late"]
+        if late:  # a sum board's all-time window, for runs older than Redis remembers
+            at = now_ms if now_ms is not None else runs[0].received_at_ms
+            settled = await late_sums.settle(self.pg, self.store, board, late, at)
+            replies = [
+                [
+                    settled.get(id(t)) if t.disposition == "late" else r
+                    for t, r in zip(p, rs, strict=True)
+                ]
+                for p, rs in zip(plans, replies, strict=True)
+            ]
         return [
             [standing(board, t, r) for t, r in zip(p, rs, strict=True)]
             for p, rs in zip(plans, replies, strict=True)

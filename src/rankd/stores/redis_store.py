@@ -95,6 +95,7 @@ def script_call(board: BoardConfig, target: Target) -> Call:
             run.ended_at_ms,
             target.trim_before_ms,
             target.expire_at_s,
+            target.counted_ms,
         ),
     )
 
@@ -184,9 +185,9 @@ class RedisStore:
     async def apply(
         self, board: BoardConfig, plans: Sequence[Sequence[Target]]
     ) -> list[list[Reply | None]]:
-        """Run every ``apply`` target of ``plans`` in one pipeline, with the periods-index
+        """Run every sendable target of ``plans`` in one pipeline, with the periods-index
         updates they need; replies shaped like ``plans`` (None where nothing was sent)."""
-        calls = [script_call(board, t) for p in plans for t in p if t.applies]
+        calls = [script_call(board, t) for p in plans for t in p if t.sendable]
         extra, memos = self._index_commands(board.board_id, plans)
         sent, spread = coalesce(calls)
         with _reachable():
@@ -194,7 +195,7 @@ class RedisStore:
         for memo in memos:
             self._indexed.put(memo, True)
         replies = iter(spread(results[: len(sent)]))
-        return [[next(replies) if t.applies else None for t in p] for p in plans]  # type: ignore[misc]
+        return [[next(replies) if t.sendable else None for t in p] for p in plans]  # type: ignore[misc]
 
     def _index_commands(
         self, board_id: str, plans: Sequence[Sequence[Target]]
@@ -204,7 +205,7 @@ class RedisStore:
         memos: set[tuple[str, str, str]] = set()
         for targets in plans:
             for t in targets:
-                if not t.applies:
+                if not t.sendable:
                     continue
                 memo = (board_id, t.window, t.period.id)
                 if memo in memos or self._indexed.get(memo) is not None:

@@ -35,6 +35,7 @@ class SumRun:
     player_id: str
     score: int
     ended_ms: int
+    counted_ms: int = 0  # when it was received, which is when it is first counted
 
 
 PeriodKey = PeriodRef  # board, window, period, segment ("" for the global standings)
@@ -139,9 +140,9 @@ async def _write_sums(
     runs = sorted(runs, key=lambda r: (r.player_id, r.run_id))
     cur = await conn.execute(
         "INSERT INTO sum_runs"
-        " (board_id, win, period, segment, run_id, player_id, score, ended_ms)"
+        " (board_id, win, period, segment, run_id, player_id, score, ended_ms, counted_ms)"
         " SELECT %s, %s, %s, %s, *"
-        " FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])"
+        " FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[])"
         " ON CONFLICT DO NOTHING RETURNING player_id, score, ended_ms",
         (
             *key,
@@ -149,6 +150,7 @@ async def _write_sums(
             [r.player_id for r in runs],
             [r.score for r in runs],
             [r.ended_ms for r in runs],
+            [r.counted_ms for r in runs],
         ),
     )
     totals: dict[str, list[int]] = {}
@@ -156,6 +158,41 @@ async def _write_sums(
         held = totals.setdefault(player_id, [0, ended_ms])
         held[0] += score
         held[1] = max(held[1], ended_ms)
+    await _add_totals(conn, key, board, totals)
+
+
+async def count_once(
+    conn: AsyncConnection[Any], key: PeriodKey, board: BoardConfig, run: SumRun
+) -> tuple[bool, int]:
+    """Count ``run`` into a sum entry unless it was counted before (in the caller's
+    transaction). Returns (counted now, when it was first counted)."""
+    cur = await conn.execute(
+        "INSERT INTO sum_runs"
+        " (board_id, win, period, segment, run_id, player_id, score, ended_ms, counted_ms)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
+        (*key, run.run_id, run.player_id, run.score, run.ended_ms, run.counted_ms),
+    )
+    if await cur.fetchone() is not None:
+        await _add_totals(conn, key, board, {run.player_id: [run.score, run.ended_ms]})
+        await conn.execute(
+            "INSERT INTO periods_seen (board_id, win, period, segment, start_ms)"
+            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            (*key, parse_period(key[1], key[2]).start_ms),
+        )
+        return True, run.counted_ms
+    cur = await conn.execute(
+        "SELECT counted_ms FROM sum_runs WHERE board_id = %s AND win = %s AND period = %s"
+        " AND segment = %s AND player_id = %s AND run_id = %s",
+        (*key, run.player_id, run.run_id),
+    )
+    row = await cur.fetchone()
+    return False, int(row[0]) if row else 0
+
+
+async def _add_totals(
+    conn: AsyncConnection[Any], key: PeriodKey, board: BoardConfig, totals: dict[str, list[int]]
+) -> None:
+    """Add newly counted runs' (score, latest end) per player to their sum entries."""
     if not totals:
         return
     players = sorted(totals)

@@ -1,0 +1,75 @@
+"""Late runs on a sum board's all-time window: counted once, however late they arrive.
+
+Redis remembers a sum period's counted run ids only for a horizon (``sum_horizon_ms``, kept
+three horizons long), which bounds its memory. For a run older than that, PostgreSQL
+decides: inserting it into ``sum_runs`` either succeeds (new: its total is raised in the same
+transaction) or conflicts (counted before). Redis then takes the count when the run is new,
+or when it was first counted within two horizons (Redis may not have taken it yet, say the
+service died between the two writes; if it has, the id is still in Redis and the script
+counts nothing). The submit path and the log consumer settle late runs alike, so whichever
+comes first counts the run and the other changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rankd.boards import BoardConfig
+from rankd.periods import PeriodRef
+from rankd.plan import Reply, Target, recently_counted
+from rankd.stores import standings
+from rankd.stores.postgres import Conn, PostgresStore
+from rankd.stores.redis_store import RedisStore
+from rankd.stores.standings import SumRun
+
+
+async def settle(
+    pg: PostgresStore,
+    store: RedisStore,
+    board: BoardConfig,
+    targets: Sequence[Target],
+    now_ms: int,
+    conn: Conn | None = None,
+) -> dict[int, Reply]:
+    """Settle ``targets`` (all ``late``); replies by ``id(target)``. With ``conn``, the
+    PostgreSQL writes join the caller's transaction (which holds the apply lock)."""
+    if not targets:
+        return {}
+    if conn is None:
+        async with pg.apply_lock(exclusive=False) as own:
+            decided = await _count(own, board, targets)
+    else:
+        decided = await _count(conn, board, targets)
+    send: list[Target] = []
+    replies: dict[int, Reply] = {}
+    for target, (new, counted_ms) in zip(targets, decided, strict=True):
+        if new or recently_counted(board, counted_ms, now_ms):
+            target.counted_ms = counted_ms or now_ms
+            send.append(target)
+    if send:
+        sent = await store.apply(board, [[t] for t in send])
+        for target, [reply] in zip(send, sent, strict=True):
+            if reply is not None:
+                replies[id(target)] = reply
+    for target in targets:
+        if id(target) not in replies:
+            # counted long ago: Redis holds the total already; report the entry as it is
+            ref = PeriodRef(board.board_id, target.window, target.period.id, target.segment)
+            held, _, _ = await store.entry(ref, target.run.player_id)
+            if held is not None:
+                composite, rank0, achieved_ms = held
+                replies[id(target)] = (0, rank0 + 1, composite, 1, achieved_ms)
+    return replies
+
+
+async def _count(
+    conn: Conn, board: BoardConfig, targets: Sequence[Target]
+) -> list[tuple[bool, int]]:
+    decided = []
+    for t in targets:
+        key = PeriodRef(board.board_id, t.window, t.period.id, t.segment)
+        run = SumRun(
+            t.run.run_id, t.run.player_id, t.run.score, t.run.ended_at_ms, t.run.received_at_ms
+        )
+        decided.append(await standings.count_once(conn, key, board, run))
+    return decided
