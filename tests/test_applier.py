@@ -21,9 +21,8 @@ from redis.asyncio import Redis
 
 from rankd import keys
 from rankd.periods import ALL_TIME, period_at
-from rankd.runs import Run, encode_message
-from rankd.services.applier import LogMessage
-from rankd.services.replay import last_sequence
+from rankd.runs import Run, decode_message, encode_message
+from rankd.stores.runlog import LogMessage
 from tests.conftest import Urls
 from tests.durable_helpers import (
     pg_best,
@@ -76,15 +75,19 @@ async def wait_pg_matches_redis(
 
 async def log_messages(client: httpx.AsyncClient, board_id: str, after_seq: int) -> list:
     """The board's log messages with sequence > after_seq, as the consumer sees them."""
-    rt = runtime_of(client)
-    js = rt.log.js
-    assert js is not None
-    last = await last_sequence(js, rt.settings.stream)
+    log = runtime_of(client).log
+    last = await log.last_sequence()
     found = []
-    for seq in range(after_seq + 1, last + 1):
-        raw = await js.get_msg(rt.settings.stream, seq)
-        if raw.subject == f"{rt.settings.subject_prefix}.{board_id}":
-            found.append(LogMessage(seq, raw.subject, raw.data))
+    reader = await log.read_from(after_seq + 1)
+    try:
+        while messages := await reader.fetch(1000, 2.0):
+            found += [
+                m for m in messages if m.seq <= last and decode_message(m.data)[0] == board_id
+            ]
+            if messages[-1].seq >= last:
+                break
+    finally:
+        await reader.close()
     return found
 
 
@@ -176,8 +179,7 @@ async def test_applying_the_same_batch_twice_changes_nothing(
     client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     rt = runtime_of(client)
-    assert rt.log.js is not None
-    start = await last_sequence(rt.log.js, rt.settings.stream)
+    start = await rt.log.last_sequence()
     best_id = await make_board(windows=ALL_WINDOWS)
     sum_id = await make_board(windows=["all-time", "daily"], policy="sum")
     await populate_best(client, best_id)

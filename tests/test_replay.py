@@ -21,7 +21,7 @@ from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
 from rankd.runtime import Runtime
-from rankd.services.replay import last_sequence, replay
+from rankd.services.replay import replay
 from tests.conftest import Urls, make_settings
 from tests.durable_helpers import (
     all_reads,
@@ -57,15 +57,11 @@ async def own(urls: Urls) -> AsyncIterator[Runtime]:
 
 
 async def replay_from(rt: Runtime, first: int) -> Any:
-    assert rt.log.js is not None
-    return await replay(
-        rt.log.js, rt.settings.stream, rt.settings.subject_prefix, rt.applier, first
-    )
+    return await replay(rt.log, rt.applier, first)
 
 
 async def next_sequence(rt: Runtime) -> int:
-    assert rt.log.js is not None
-    return await last_sequence(rt.log.js, rt.settings.stream) + 1
+    return await rt.log.last_sequence() + 1
 
 
 async def two_boards(client: httpx.AsyncClient, make_board) -> tuple[str, str]:

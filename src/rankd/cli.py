@@ -212,22 +212,18 @@ def replay(
     data_dir: DataDir = None,
 ) -> None:
     """Re-apply the run log to Redis and PostgreSQL (idempotent: twice changes nothing)."""
-    from rankd.services.replay import last_sequence
     from rankd.services.replay import replay as replay_log
 
     async def job(runtime: Any) -> None:
-        js = runtime.log.js
-        stream = runtime.settings.stream
-        last = await last_sequence(js, stream)
+        last = await runtime.log.last_sequence()
         with _progress("replay") as progress:
             task = progress.add_task("replay", total=max(0, last - from_sequence + 1), rate="")
             report = await replay_log(
-                js,
-                stream,
-                runtime.settings.subject_prefix,
+                runtime.log,
                 runtime.applier,
                 from_sequence,
                 _rate_updater(progress, task),
+                batch=runtime.settings.replay_batch,
             )
         typer.echo(
             f"replayed {report.messages} messages up to sequence {report.last_sequence} "

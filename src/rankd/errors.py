@@ -60,3 +60,7 @@ class RateLimited(RankdError):
 
 class Unavailable(RankdError):
     status, code = 503, "unavailable"
+
+
+class LogUnavailable(Unavailable):
+    """The run log cannot be reached or did not answer in time."""

@@ -13,7 +13,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from rankd import scripts
 from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
-from rankd.services.consumer import LogConsumer
+from rankd.services.consumer import DURABLE, LogConsumer
 from rankd.services.names import NameCache
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
@@ -21,7 +21,7 @@ from rankd.services.registry import BoardRegistry
 from rankd.services.submit import Submitter
 from rankd.settings import Settings
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.runlog import JetStreamLog
+from rankd.stores.runlog import Durable, JetStreamLog, RunLog
 
 log = logging.getLogger("rankd")
 
@@ -31,7 +31,7 @@ class Runtime:
     settings: Settings
     redis: Redis
     pg: PostgresStore
-    log: JetStreamLog
+    log: RunLog
     boards: BoardRegistry
     names: NameCache
     submitter: Submitter
@@ -90,12 +90,21 @@ class Runtime:
         # deleted by hand) while PostgreSQL still holds its entries.
         if await self.rebuilder.rebuild(when="redis_changed") is None:
             await self.rebuilder.rebuild(when="missing")
-        assert self.log.js is not None
-        self.consumer = LogConsumer(
-            self.log.js, self.settings.stream, self.settings.subject_prefix, self.applier
-        )
+        self.consumer = self.log_consumer()
         await self.consumer.start()
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
+
+    def log_consumer(self) -> LogConsumer:
+        s = self.settings
+        durable = Durable(
+            name=DURABLE,
+            backoff_s=tuple(s.consumer_backoff_s),
+            max_deliver=s.consumer_max_deliver,
+            max_ack_pending=s.consumer_max_ack_pending,
+        )
+        return LogConsumer(
+            self.log, self.applier, durable, batch=s.consumer_batch, lag_refresh_s=s.lag_refresh_s
+        )
 
     async def _watch_redis(self) -> None:
         """Rebuild from PostgreSQL whenever Redis comes back as a different process."""

@@ -12,10 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-from nats.aio.msg import Msg
 
 from rankd import metrics
 from rankd.boards import BoardConfig
@@ -25,21 +22,10 @@ from rankd.services.registry import BoardRegistry
 from rankd.services.submit import Submitter, Target, plan
 from rankd.stores import standings
 from rankd.stores.postgres import PostgresStore
+from rankd.stores.runlog import LogMessage
 from rankd.stores.standings import BestRow, StandingsBatch, SumRun
 
 log = logging.getLogger("rankd.applier")
-
-
-@dataclass(frozen=True, slots=True)
-class LogMessage:
-    seq: int
-    subject: str
-    data: bytes
-
-
-def log_messages(msgs: Sequence[Msg]) -> list[LogMessage]:
-    """JetStream messages as the applier takes them (consumer and replay alike)."""
-    return [LogMessage(int(m.metadata.sequence.stream), m.subject, m.data) for m in msgs]
 
 
 @dataclass
