@@ -101,6 +101,16 @@ class RunLog(Protocol):
         ...
 
 
+def subject_token(board_id: str) -> str:
+    """The board id as one subject token: ``.`` separates tokens, so it becomes ``~``.
+
+    Board ids are ``[a-z0-9_.-]`` (boards.BOARD_ID), which holds no ``~``, so two boards
+    never share a subject, and ids without a dot keep the subject they always had. The
+    board id itself travels in the message body; the subject only has to be valid.
+    """
+    return board_id.replace(".", "~")
+
+
 class JetStreamSubscription:
     """A pull subscription; it subscribes (again) on the next fetch after losing its consumer."""
 
@@ -206,7 +216,7 @@ class JetStreamLog:
         return self.js
 
     def subject(self, board_id: str) -> str:
-        return f"{self.subject_prefix}.{board_id}"
+        return f"{self.subject_prefix}.{subject_token(board_id)}"
 
     async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int:
         if self.js is None or self.nc is None or not self.nc.is_connected:
