@@ -374,3 +374,26 @@ async def test_asc_sum_board_is_copied_to_player_best(
     rows = await pg_best(pg, board_id)
     assert rows[(ALL_TIME, ALL_TIME, "asc0")][1] == 100 + 102
     assert rows[(ALL_TIME, ALL_TIME, "asc1")][1] == 101 + 103
+
+
+async def test_ids_with_copy_special_characters_are_written_as_they_are(
+    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any]
+) -> None:
+    """The durable copy writes ids exactly, whatever bytes they hold. The API never lets a
+    tab, newline or backslash into an id, but the log may hold messages from elsewhere; COPY
+    text gives all three a meaning, so they must be escaped, not trusted away."""
+    board_id = await make_board(windows=["all-time"])
+    rt = runtime_of(client)
+    now = ms(now_ms())
+    players = ["tab\there", "new\nline", "back\\slash", "back\\b", "cr\rhere", "\\N"]
+    runs = [Run(f"run\t{i}\\n", p, 10 + i, now - 1000, now) for i, p in enumerate(players)]
+    subject = f"{rt.settings.subject_prefix}.{board_id}"
+    outcome = await rt.applier.apply(
+        [LogMessage(fake_seq(), subject, encode_message(board_id, runs))]
+    )
+    assert outcome.parked == []
+    rows = await pg_best(pg, board_id)
+    assert set(rows) == {(ALL_TIME, ALL_TIME, p) for p in players}
+    for run in runs:
+        assert rows[(ALL_TIME, ALL_TIME, run.player_id)][3] == run.run_id
+    assert await pg_composites(pg, board_id) == await redis_state(redis, board_id, ["all-time"])
