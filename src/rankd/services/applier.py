@@ -3,8 +3,14 @@
 Used by the log consumer and by ``rankd replay``. For a batch of log messages it runs the
 same Lua scripts the submit path ran (a max, or a sum keyed by run id, so a second
 application changes nothing) and writes the durable copy, all inside one PostgreSQL
-transaction that holds the apply lock in shared mode (see stores/standings.py). A message
-that can never apply (malformed, unknown board) is parked, not retried.
+transaction that holds the apply lock in shared mode (see stores/standings.py).
+
+A message that can never apply is parked (kept in PostgreSQL with its payload and the
+error, for ``rankd replay --parked``), not retried: one that cannot be decoded or planned
+(malformed, unknown board, a run the board cannot hold) at once; one whose batch fails in
+the stores is found by applying the batch in halves until it fails on its own. A failure
+of the stores themselves (``is_transient``) parks nothing: the batch is raised back to the
+log, which delivers it again.
 """
 
 from __future__ import annotations
@@ -14,9 +20,14 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import psycopg
+from psycopg_pool import PoolTimeout
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
 from rankd import metrics
 from rankd.boards import BoardConfig
-from rankd.errors import BoardNotFound
+from rankd.errors import BoardNotFound, Unavailable
 from rankd.runs import decode_message
 from rankd.services.registry import BoardRegistry
 from rankd.services.submit import Submitter, Target, plan
@@ -32,6 +43,42 @@ log = logging.getLogger("rankd.applier")
 class Outcome:
     applied: list[int] = field(default_factory=list)
     parked: list[int] = field(default_factory=list)
+
+    def extend(self, other: Outcome) -> Outcome:
+        self.applied += other.applied
+        self.parked += other.parked
+        return self
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure of the stores rather than of the messages applied.
+
+    Transient: a store unreachable or busy (connection errors, pool and socket timeouts,
+    PostgreSQL OperationalError: shutdown, deadlock, serialization, disk full, ...) or not
+    in a state to work (ProgrammingError, InternalError: a missing table, a privilege, a
+    corrupt index); applying later, or after a fix, can succeed, and parking would only
+    park every message. Anything else that fails on its own is the message's: DataError
+    (NUL in text, a value out of range, BadCopyFileFormat), IntegrityError, a value too
+    large for an index (ProgramLimitExceeded), ValueError/ArithmeticError from a run that
+    cannot be packed, and unexpected errors, which are kept parked rather than redelivered
+    until the log gives up on them.
+    """
+    if isinstance(exc, psycopg.errors.ProgramLimitExceeded):
+        return False
+    return isinstance(
+        exc,
+        (
+            Unavailable,
+            OSError,  # TimeoutError and ConnectionError included
+            PoolTimeout,
+            psycopg.OperationalError,
+            psycopg.InterfaceError,
+            psycopg.ProgrammingError,
+            psycopg.InternalError,
+            RedisConnectionError,
+            RedisTimeoutError,
+        ),
+    )
 
 
 def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> None:
@@ -70,7 +117,7 @@ class Applier:
                     configs[board_id] = await self.boards.get(board_id)
                 # a run the board cannot hold (CodecError is a ValueError) parks the message
                 message_plans = [plan(configs[board_id], run, now_ms) for run in runs]
-            except (ValueError, BoardNotFound) as exc:
+            except (ValueError, ArithmeticError, BoardNotFound) as exc:
                 unusable.append((message, str(exc)))
                 continue
             plans[board_id].extend(message_plans)
@@ -78,7 +125,58 @@ class Applier:
         return configs, plans, unusable
 
     async def apply(self, messages: list[LogMessage]) -> Outcome:
-        """Apply ``messages``; raises on a transient failure (nothing acked, retry later)."""
+        """Apply ``messages``, parking those that can never apply; all are then done with.
+
+        Raises only on a transient failure (see ``is_transient``): nothing more is parked,
+        the caller acks nothing and the log delivers the batch again. Any other failure of
+        the batch is narrowed down by halves (k bad messages in n cost about 2k log2 n
+        tries); a message that fails alone is parked with the error. Applying is
+        idempotent, so halves that applied before a later failure apply again harmlessly
+        on redelivery.
+        """
+        if not messages:
+            return Outcome()
+        try:
+            return await self._apply_together(messages)
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            failure = exc
+        if len(messages) > 1:
+            log.warning(
+                "a batch of %d log messages failed (%s: %s); applying it in halves",
+                len(messages),
+                type(failure).__name__,
+                failure,
+            )
+        return await self._isolate(messages, failure)
+
+    async def _isolate(self, messages: list[LogMessage], failure: Exception) -> Outcome:
+        """``messages`` failed together with ``failure``: apply them in halves, down to
+        single messages; park each that fails alone."""
+        if len(messages) == 1:
+            return await self._park_failed(messages[0], failure)
+        outcome = Outcome()
+        half = len(messages) // 2
+        for part in (messages[:half], messages[half:]):
+            try:
+                outcome.extend(await self._apply_together(part))
+            except Exception as exc:
+                if is_transient(exc):
+                    raise
+                outcome.extend(await self._isolate(part, exc))
+        return outcome
+
+    async def _park_failed(self, message: LogMessage, exc: Exception) -> Outcome:
+        reason = f"{type(exc).__name__}: {exc}"
+        async with self.pg.pool.connection() as conn:
+            await standings.park(conn, message.seq, message.subject, reason, message.data)
+        metrics.MESSAGES_PARKED.inc()
+        log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
+        return Outcome(parked=[message.seq])
+
+    async def _apply_together(self, messages: list[LogMessage]) -> Outcome:
+        """Apply ``messages`` in one transaction, parking the ones that cannot be planned."""
         outcome = Outcome()
         now_ms = int(time.time() * 1000)
         configs, plans, unusable = await self._plan(messages, now_ms, outcome)

@@ -187,10 +187,12 @@ async def _write_sums(
 async def park(
     conn: AsyncConnection[Any], stream_seq: int, subject: str, reason: str, payload: bytes
 ) -> None:
+    """Keep a message that cannot apply, with why; parked again, it keeps the latest why."""
     await conn.execute(
         "INSERT INTO parked_messages (stream_seq, subject, reason, payload)"
-        " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (stream_seq, subject, reason[:500], payload),
+        " VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (stream_seq) DO UPDATE SET reason = EXCLUDED.reason",
+        (stream_seq, subject, reason[:500].replace("\x00", "\\x00"), payload),
     )
 
 
