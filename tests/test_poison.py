@@ -12,6 +12,7 @@ import asyncio
 import random
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -29,6 +30,7 @@ from rankd.errors import Unavailable
 from rankd.periods import ALL_TIME
 from rankd.runs import Run, encode_message
 from rankd.services.applier import Applier, is_transient
+from rankd.services.consumer import Lag
 from rankd.services.submit import Submitter
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.runlog import LogMessage
@@ -198,3 +200,51 @@ async def test_a_transient_failure_parks_nothing_and_the_batch_applies_later(
 )
 def test_transient_or_poison(exc: Exception, transient: bool) -> None:
     assert is_transient(exc) is transient
+
+
+async def test_readyz_is_degraded_while_anything_is_parked(
+    client: httpx.AsyncClient, make_board, pg: AsyncConnection[Any]
+) -> None:
+    rt = runtime_of(client)
+    board_id = await make_board(windows=["all-time"])
+    seq = fake_seq()
+    subject = f"{rt.settings.subject_prefix}.{board_id}"
+    outcome = await rt.applier.apply([LogMessage(seq, subject, b"\xff not a message")])
+    assert outcome.parked == [seq]
+    assert rt.consumer is not None
+    await rt.consumer.refresh_lag()
+
+    response = await client.get("/readyz")
+    assert response.status_code == 200, response.text  # it serves; the copy is incomplete
+    body = response.json()
+    assert body["status"] == "degraded"
+    assert any("parked" in reason for reason in body["reasons"]), body
+    assert body["consumer"]["parked"] >= 1
+    assert body["consumer"]["parked_since"].endswith("Z")
+    assert all(state == "ok" for state in body["checks"].values())
+    assert "rankd_parked_messages" in (await client.get("/metrics")).text
+
+
+async def test_readyz_is_degraded_when_the_copy_lags_past_the_bound(
+    client: httpx.AsyncClient,
+) -> None:
+    rt = runtime_of(client)
+    assert rt.consumer is not None
+    bound = rt.settings.ready_max_lag_s
+    rt.settings.ready_max_lag_s = -1.0  # any lag at all is too much
+    try:
+        body = (await client.get("/readyz")).json()
+        assert body["status"] == "degraded"
+        assert any("behind the log" in reason for reason in body["reasons"]), body
+    finally:
+        rt.settings.ready_max_lag_s = bound
+
+
+def test_lag_problems_name_the_lag_and_the_parked_messages() -> None:
+    assert Lag(oldest_unacked_s=59.0).problems(60.0) == []
+    behind = Lag(oldest_unacked_s=75.0).problems(60.0)
+    assert behind == ["the PostgreSQL copy is 75s behind the log (more than 60s)"]
+    since = datetime(2026, 11, 3, 18, 22, 7, 123000, tzinfo=UTC)
+    parked = Lag(parked=3, parked_since=since).problems(60.0)
+    assert len(parked) == 1
+    assert parked[0].startswith("3 log message(s) parked since 2026-11-03T18:22:07.123Z")

@@ -103,7 +103,12 @@ class Runtime:
             max_ack_pending=s.consumer_max_ack_pending,
         )
         return LogConsumer(
-            self.log, self.applier, durable, batch=s.consumer_batch, lag_refresh_s=s.lag_refresh_s
+            self.log,
+            self.applier,
+            self.pg,
+            durable,
+            batch=s.consumer_batch,
+            lag_refresh_s=s.lag_refresh_s,
         )
 
     async def _watch_redis(self) -> None:
@@ -144,5 +149,11 @@ class Runtime:
         )
         return dict(results)
 
-    def consumer_lag(self) -> dict[str, float] | None:
+    def consumer_lag(self) -> dict[str, Any] | None:
         return None if self.consumer is None else self.consumer.lag.as_dict()
+
+    def degraded(self) -> list[str]:
+        """Why this instance serves but the durable copy is behind or incomplete, if so."""
+        if self.consumer is None:
+            return []
+        return self.consumer.lag.problems(self.settings.ready_max_lag_s)

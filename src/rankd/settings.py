@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     consumer_max_ack_pending: int = 20_000  # delivered, not yet acked, over every instance
     lag_refresh_s: float = 2.0  # how often the lag gauges (and the parked count) refresh
     replay_batch: int = 1000  # messages per fetch in `rankd replay`
+    # /readyz says "degraded" once the oldest run not yet in PostgreSQL is older than this.
+    ready_max_lag_s: float = 60.0
 
     # How long board configs and player names are trusted from the in-process cache.
     config_cache_ttl_s: float = 2.0

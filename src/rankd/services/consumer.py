@@ -4,7 +4,8 @@ Each instance pulls batches from the same durable consumer, applies them (Redis,
 PostgreSQL copy, see applier.py) and acks only after PostgreSQL commits. A failure leaves
 the batch unacked; the log redelivers it after a backoff, a bounded number of times. A
 message that can never apply is parked by the applier and acked. The consumer also keeps
-the lag gauges (pending, oldest unacked) that /metrics and /readyz report.
+the lag gauges (pending, oldest unacked, parked) that /metrics and /readyz report; the
+parked count comes from PostgreSQL, so every instance reports every instance's.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from rankd import metrics
 from rankd.runs import decode_message
 from rankd.services.applier import Applier, Outcome
 from rankd.services.log_loop import apply_log
+from rankd.stores import standings
+from rankd.stores.postgres import PostgresStore
 from rankd.stores.runlog import Durable, LogMessage, LogSubscription, RunLog
+from rankd.validation import format_time
 
 log = logging.getLogger("rankd.consumer")
 
@@ -32,13 +38,37 @@ class Lag:
     ack_pending: int = 0
     oldest_unacked_s: float = 0.0
     ack_floor: int = 0
+    parked: int = 0  # messages in parked_messages, from any instance
+    parked_since: datetime | None = None
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "pending": self.pending,
             "ack_pending": self.ack_pending,
             "oldest_unacked_seconds": round(self.oldest_unacked_s, 3),
+            "parked": self.parked,
+            "parked_since": self._since(),
         }
+
+    def _since(self) -> str | None:
+        since = self.parked_since
+        return None if since is None else format_time(int(since.timestamp() * 1000))
+
+    def problems(self, max_lag_s: float) -> list[str]:
+        """Why the durable copy is not keeping up, if it is not."""
+        found = []
+        if self.oldest_unacked_s > max_lag_s:
+            found.append(
+                f"the PostgreSQL copy is {self.oldest_unacked_s:.0f}s behind the log"
+                f" (more than {max_lag_s:g}s)"
+            )
+        if self.parked:
+            since = "" if self.parked_since is None else f" since {self._since()}"
+            found.append(
+                f"{self.parked} log message(s) parked{since}: they could not apply; see"
+                " parked_messages, fix, then `rankd replay --parked`"
+            )
+        return found
 
 
 class LogConsumer:
@@ -46,6 +76,7 @@ class LogConsumer:
         self,
         log: RunLog,
         applier: Applier,
+        pg: PostgresStore,
         durable: Durable,
         *,
         batch: int = 100,
@@ -53,6 +84,7 @@ class LogConsumer:
     ) -> None:
         self.log = log
         self.applier = applier
+        self.pg = pg
         self.durable = durable
         self.batch = batch
         self.lag_refresh_s = lag_refresh_s
@@ -105,13 +137,24 @@ class LogConsumer:
 
     async def refresh_lag(self) -> Lag:
         state = await self.log.lag(self.durable.name)
-        lag = Lag(pending=state.pending, ack_pending=state.ack_pending, ack_floor=state.ack_floor)
+        lag = Lag(
+            pending=state.pending,
+            ack_pending=state.ack_pending,
+            ack_floor=state.ack_floor,
+            parked=self.lag.parked,
+            parked_since=self.lag.parked_since,
+        )
         if state.oldest_unacked is not None:
             with contextlib.suppress(ValueError):
                 _, runs = decode_message(state.oldest_unacked)
                 if runs:
                     lag.oldest_unacked_s = max(0.0, time.time() - runs[0].received_at_ms / 1000)
+        # PostgreSQL down: keep the last count (/readyz names PostgreSQL down anyway)
+        with contextlib.suppress(Exception):
+            async with self.pg.pool.connection(timeout=2) as conn:
+                lag.parked, lag.parked_since = await standings.parked_summary(conn)
         self.lag = lag
+        metrics.PARKED.set(lag.parked)
         metrics.CONSUMER_PENDING.set(lag.pending)
         metrics.CONSUMER_ACK_PENDING.set(lag.ack_pending)
         metrics.CONSUMER_OLDEST_UNACKED.set(lag.oldest_unacked_s)

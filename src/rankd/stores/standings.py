@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -194,6 +195,13 @@ async def park(
         " ON CONFLICT (stream_seq) DO UPDATE SET reason = EXCLUDED.reason",
         (stream_seq, subject, reason[:500].replace("\x00", "\\x00"), payload),
     )
+
+
+async def parked_summary(conn: AsyncConnection[Any]) -> tuple[int, datetime | None]:
+    """How many messages are parked, and since when (the oldest one's parking time)."""
+    cur = await conn.execute("SELECT count(*), min(parked_at) FROM parked_messages")
+    row = await cur.fetchone()
+    return (0, None) if row is None else (int(row[0]), row[1])
 
 
 async def periods(
