@@ -22,6 +22,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import PoolTimeout
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from rankd.codec import CodecError
@@ -175,6 +176,35 @@ async def test_a_transient_failure_parks_nothing_and_the_batch_applies_later(
     assert set(await parked_rows(pg, seqs)) == set(seqs[1:4])
 
 
+def unavailable_from(cause: Exception) -> Unavailable:
+    try:
+        raise Unavailable("board configs cannot be loaded right now") from cause
+    except Unavailable as exc:
+        return exc
+
+
+async def test_a_message_naming_no_possible_board_is_parked(
+    client: httpx.AsyncClient, make_board, pg: AsyncConnection[Any]
+) -> None:
+    """A board field PostgreSQL cannot even look up (NUL) is the message's fault too."""
+    rt = runtime_of(client)
+    board_id = await make_board(windows=["all-time"])
+    now = ms(now_ms())
+    subject = f"{rt.settings.subject_prefix}.{board_id}"
+    good = Run("fine", "fine", 1, now - 1000, now)
+    seqs = [fake_seq() for _ in range(4)]
+    batch = [
+        LogMessage(seqs[0], subject, encode_message(board_id, [good])),
+        LogMessage(seqs[1], subject, encode_message("b\x00ard", [good])),
+        LogMessage(seqs[2], subject, encode_message("UPPER", [good])),
+        LogMessage(seqs[3], subject, encode_message("x" * 65, [good])),
+    ]
+    outcome = await rt.applier.apply(batch)
+    assert outcome.applied == [seqs[0]]
+    assert sorted(outcome.parked) == sorted(seqs[1:])
+    assert set(await parked_rows(pg, seqs)) == set(seqs[1:])
+
+
 @pytest.mark.parametrize(
     ("exc", "transient"),
     [
@@ -185,6 +215,9 @@ async def test_a_transient_failure_parks_nothing_and_the_batch_applies_later(
         (psycopg.errors.UndefinedTable("no such table"), True),
         (RedisConnectionError("refused"), True),
         (RedisTimeoutError("timed out"), True),
+        (OutOfMemoryError("OOM command not allowed"), True),
+        (unavailable_from(psycopg.OperationalError("connection refused")), True),
+        (unavailable_from(psycopg.DataError("NUL")), False),
         (ConnectionRefusedError(), True),
         (TimeoutError(), True),
         (Unavailable("the boards are unreachable"), True),

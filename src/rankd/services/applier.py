@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 
 import psycopg
 from psycopg_pool import PoolTimeout
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError
 
 from rankd import metrics
-from rankd.boards import BoardConfig
+from rankd.boards import BOARD_ID, BoardConfig
 from rankd.errors import BoardNotFound, Unavailable
 from rankd.runs import decode_message
 from rankd.services.registry import BoardRegistry
@@ -54,17 +53,20 @@ def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` is a failure of the stores rather than of the messages applied.
 
     Transient: a store unreachable or busy (connection errors, pool and socket timeouts,
-    PostgreSQL OperationalError: shutdown, deadlock, serialization, disk full, ...) or not
-    in a state to work (ProgrammingError, InternalError: a missing table, a privilege, a
-    corrupt index); applying later, or after a fix, can succeed, and parking would only
-    park every message. Anything else that fails on its own is the message's: DataError
-    (NUL in text, a value out of range, BadCopyFileFormat), IntegrityError, a value too
-    large for an index (ProgramLimitExceeded), ValueError/ArithmeticError from a run that
-    cannot be packed, and unexpected errors, which are kept parked rather than redelivered
-    until the log gives up on them.
+    any Redis error, PostgreSQL OperationalError: shutdown, deadlock, serialization, disk
+    full, ...) or not in a state to work (ProgrammingError, InternalError: a missing
+    table, a privilege, a corrupt index); applying later, or after a fix, can succeed, and
+    parking would only park every message. Anything else that fails on its own is the
+    message's: DataError (NUL in text, a value out of range, BadCopyFileFormat),
+    IntegrityError, a value too large for an index (ProgramLimitExceeded),
+    ValueError/ArithmeticError from a run that cannot be packed, and unexpected errors,
+    which are kept parked rather than redelivered until the log gives up on them.
+    ``Unavailable`` raised for a PostgreSQL error is judged by that error.
     """
     if isinstance(exc, psycopg.errors.ProgramLimitExceeded):
         return False
+    if isinstance(exc, Unavailable) and isinstance(exc.__cause__, psycopg.Error):
+        return is_transient(exc.__cause__)  # e.g. a board lookup that PostgreSQL rejected
     return isinstance(
         exc,
         (
@@ -75,8 +77,7 @@ def is_transient(exc: BaseException) -> bool:
             psycopg.InterfaceError,
             psycopg.ProgrammingError,
             psycopg.InternalError,
-            RedisConnectionError,
-            RedisTimeoutError,
+            RedisError,  # connection, timeout, and replies like OOM or READONLY
         ),
     )
 
@@ -113,6 +114,8 @@ class Applier:
         for message in messages:
             try:
                 board_id, runs = decode_message(message.data)
+                if not BOARD_ID.match(board_id):
+                    raise ValueError(f"{board_id!r} is not a board id")
                 if board_id not in configs:
                     configs[board_id] = await self.boards.get(board_id)
                 # a run the board cannot hold (CodecError is a ValueError) parks the message
