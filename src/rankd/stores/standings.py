@@ -197,6 +197,25 @@ async def park(
     )
 
 
+async def parked(
+    conn: AsyncConnection[Any], after_seq: int, limit: int
+) -> list[tuple[int, str, bytes]]:
+    """(stream_seq, subject, payload) of parked messages after ``after_seq``, in order."""
+    cur = await conn.execute(
+        "SELECT stream_seq, subject, payload FROM parked_messages WHERE stream_seq > %s"
+        " ORDER BY stream_seq LIMIT %s",
+        (after_seq, limit),
+    )
+    return [(int(r[0]), str(r[1]), bytes(r[2])) for r in await cur.fetchall()]
+
+
+async def unpark(conn: AsyncConnection[Any], stream_seqs: Sequence[int]) -> None:
+    """Forget parked messages that have applied since."""
+    await conn.execute(
+        "DELETE FROM parked_messages WHERE stream_seq = ANY(%s)", (list(stream_seqs),)
+    )
+
+
 async def parked_summary(conn: AsyncConnection[Any]) -> tuple[int, datetime | None]:
     """How many messages are parked, and since when (the oldest one's parking time)."""
     cur = await conn.execute("SELECT count(*), min(parked_at) FROM parked_messages")
