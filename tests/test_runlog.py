@@ -1,9 +1,10 @@
-"""The run log: every board id the contract allows can be logged, and read back."""
+"""The run log: every board id the contract allows can be logged and read back; the one
+fetch -> apply -> ack loop acks only what applied."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
@@ -12,8 +13,11 @@ import pytest
 from psycopg import AsyncConnection
 
 from rankd.boards import BOARD_ID
+from rankd.errors import Unavailable
 from rankd.periods import ALL_TIME
-from rankd.stores.runlog import subject_token
+from rankd.services.applier import Outcome
+from rankd.services.log_loop import apply_log
+from rankd.stores.runlog import LogMessage, subject_token
 from tests.conftest import ADMIN_H, Urls
 from tests.durable_helpers import pg_best, submit, wait_until
 from tests.wire import ago
@@ -64,3 +68,65 @@ def test_subject_tokens_are_distinct_and_valid_for_every_board_id_shape() -> Non
     for token in tokens:
         assert token and not set(token) & {".", "*", ">", " ", "\t"}
     assert subject_token("plain-board_1") == "plain-board_1"  # old subjects unchanged
+
+
+class ScriptedSubscription:
+    """A LogSubscription that hands out prepared batches and records acks."""
+
+    def __init__(self, batches: list[list[LogMessage]]) -> None:
+        self.batches = batches
+        self.acked: list[int] = []
+
+    async def fetch(self, n: int, timeout_s: float) -> list[LogMessage]:
+        return self.batches.pop(0) if self.batches else []
+
+    async def ack(self, messages: Sequence[LogMessage]) -> None:
+        self.acked += [m.seq for m in messages]
+
+    async def close(self) -> None:
+        pass
+
+
+class RecordingApplier:
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.fail_on = fail_on
+        self.applied: list[int] = []
+
+    async def apply(self, messages: list[LogMessage]) -> Outcome:
+        if any(m.seq == self.fail_on for m in messages):
+            raise Unavailable("PostgreSQL is down")
+        self.applied += [m.seq for m in messages]
+        return Outcome(applied=[m.seq for m in messages])
+
+
+def messages(*seqs: int) -> list[LogMessage]:
+    return [LogMessage(s, "runs.b", b"{}") for s in seqs]
+
+
+async def test_the_loop_acks_each_batch_after_it_applied_and_stops_at_the_end() -> None:
+    sub = ScriptedSubscription([messages(1, 2), messages(3), messages(4, 5), messages(6)])
+    applier = RecordingApplier()
+    seen: list[int] = []
+    await apply_log(
+        sub,
+        applier,  # type: ignore[arg-type]
+        batch=10,
+        fetch_timeout_s=0.1,
+        until=5,
+        on_batch=lambda ms, _: seen.append(len(ms)),
+    )
+    assert applier.applied == sub.acked == [1, 2, 3, 4, 5]  # 6 is past the end
+    assert seen == [2, 1, 2]
+
+
+async def test_the_loop_leaves_a_batch_that_failed_unacked() -> None:
+    sub = ScriptedSubscription([messages(1, 2), messages(3, 4), messages(5)])
+    with pytest.raises(Unavailable):
+        await apply_log(sub, RecordingApplier(fail_on=4), batch=10, fetch_timeout_s=0.1)  # type: ignore[arg-type]
+    assert sub.acked == [1, 2]
+
+
+async def test_the_loop_returns_when_the_log_has_nothing_more_before_the_end() -> None:
+    sub = ScriptedSubscription([messages(1)])
+    await apply_log(sub, RecordingApplier(), batch=10, fetch_timeout_s=0.1, until=9)  # type: ignore[arg-type]
+    assert sub.acked == [1]
