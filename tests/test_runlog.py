@@ -3,6 +3,7 @@ fetch -> apply -> ack loop acks only what applied."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -130,3 +131,22 @@ async def test_the_loop_returns_when_the_log_has_nothing_more_before_the_end() -
     sub = ScriptedSubscription([messages(1)])
     await apply_log(sub, RecordingApplier(), batch=10, fetch_timeout_s=0.1, until=9)  # type: ignore[arg-type]
     assert sub.acked == [1]
+
+
+async def test_the_loop_ends_when_told_to_stop_even_if_not_cancelled() -> None:
+    stop = asyncio.Event()
+    sub = ScriptedSubscription([messages(1), messages(2), messages(3)])
+
+    def applied(batch: list[LogMessage], _: Outcome) -> None:
+        if batch[0].seq == 2:
+            stop.set()
+
+    await apply_log(
+        sub,
+        RecordingApplier(),  # type: ignore[arg-type]
+        batch=10,
+        fetch_timeout_s=0.1,
+        stop=stop,
+        on_batch=applied,
+    )
+    assert sub.acked == [1, 2]

@@ -120,7 +120,12 @@ class LogConsumer:
                     if sub is None:
                         sub = await self.log.subscribe(self.durable)
                     await apply_log(
-                        sub, self.applier, batch=self.batch, fetch_timeout_s=1.0, on_batch=applied
+                        sub,
+                        self.applier,
+                        batch=self.batch,
+                        fetch_timeout_s=1.0,
+                        stop=self._stopping,
+                        on_batch=applied,
                     )
                 except asyncio.CancelledError:
                     raise
