@@ -20,11 +20,10 @@ from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
 from rankd.periods import ALL_TIME, period_at
-from rankd.runs import Run, encode_message
+from rankd.runs import Run, decode_message, encode_message
 from rankd.runtime import Runtime
-from rankd.services.applier import LogMessage
-from rankd.services.replay import last_sequence
 from rankd.stores import redis_keys as keys
+from rankd.stores.runlog import LogMessage
 from tests.conftest import Urls
 from tests.durable_helpers import (
     pg_best,
@@ -76,14 +75,19 @@ async def wait_pg_matches_redis(
 
 async def log_messages(runtime: Runtime, board_id: str, after_seq: int) -> list:
     """The board's log messages with sequence > after_seq, as the consumer sees them."""
-    js = runtime.log.js
-    assert js is not None
-    last = await last_sequence(js, runtime.settings.stream)
+    log = runtime.log
+    last = await log.last_sequence()
     found = []
-    for seq in range(after_seq + 1, last + 1):
-        raw = await js.get_msg(runtime.settings.stream, seq)
-        if raw.subject == f"{runtime.settings.subject_prefix}.{board_id}":
-            found.append(LogMessage(seq, raw.subject, raw.data))
+    reader = await log.read_from(after_seq + 1)
+    try:
+        while messages := await reader.fetch(1000, 2.0):
+            found += [
+                m for m in messages if m.seq <= last and decode_message(m.data)[0] == board_id
+            ]
+            if messages[-1].seq >= last:
+                break
+    finally:
+        await reader.close()
     return found
 
 
@@ -176,8 +180,7 @@ async def test_sum_board_totals_and_sum_runs_follow_redis(
 async def test_applying_the_same_batch_twice_changes_nothing(
     client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
-    assert runtime.log.js is not None
-    start = await last_sequence(runtime.log.js, runtime.settings.stream)
+    start = await runtime.log.last_sequence()
     best_id = await make_board(windows=ALL_WINDOWS)
     sum_id = await make_board(windows=["all-time", "daily"], policy="sum")
     await populate_best(client, best_id)
@@ -367,3 +370,26 @@ async def test_asc_sum_board_is_copied_to_player_best(
     rows = await pg_best(pg, board_id)
     assert rows[(ALL_TIME, ALL_TIME, "asc0")][1] == 100 + 102
     assert rows[(ALL_TIME, ALL_TIME, "asc1")][1] == 101 + 103
+
+
+async def test_ids_with_copy_special_characters_are_written_as_they_are(
+    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any], runtime: Runtime
+) -> None:
+    """The durable copy writes ids exactly, whatever bytes they hold. The API never lets a
+    tab, newline or backslash into an id, but the log may hold messages from elsewhere; COPY
+    text gives all three a meaning, so they must be escaped, not trusted away."""
+    board_id = await make_board(windows=["all-time"])
+    rt = runtime
+    now = ms(now_ms())
+    players = ["tab\there", "new\nline", "back\\slash", "back\\b", "cr\rhere", "\\N"]
+    runs = [Run(f"run\t{i}\\n", p, 10 + i, now - 1000, now) for i, p in enumerate(players)]
+    subject = f"{rt.settings.subject_prefix}.{board_id}"
+    outcome = await rt.applier.apply(
+        [LogMessage(fake_seq(), subject, encode_message(board_id, runs))]
+    )
+    assert outcome.parked == []
+    rows = await pg_best(pg, board_id)
+    assert set(rows) == {(ALL_TIME, ALL_TIME, p) for p in players}
+    for run in runs:
+        assert rows[(ALL_TIME, ALL_TIME, run.player_id)][3] == run.run_id
+    assert await pg_composites(pg, board_id) == await redis_state(redis, board_id, ["all-time"])

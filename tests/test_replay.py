@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import re
 import sys
 import tempfile
@@ -20,19 +21,23 @@ import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
+from rankd.periods import ALL_TIME
+from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
-from rankd.services.replay import last_sequence, replay
-from tests.conftest import Urls, make_settings
+from rankd.services.replay import replay, replay_parked
+from rankd.stores.runlog import LogMessage
+from tests.conftest import ADMIN_H, Urls, make_settings, new_board_id
 from tests.durable_helpers import (
     all_reads,
     delete_board_keys,
+    pg_best,
     pg_snapshot,
     redis_runs,
     redis_state,
     submit,
     wait_consumer_idle,
 )
-from tests.wire import ago
+from tests.wire import ago, ms, now_ms
 
 ALL_WINDOWS = ["all-time", "daily", "weekly", "monthly"]
 SUM_WINDOWS = ["all-time", "daily", "weekly"]
@@ -57,15 +62,11 @@ async def own(urls: Urls) -> AsyncIterator[Runtime]:
 
 
 async def replay_from(rt: Runtime, first: int) -> Any:
-    assert rt.log.js is not None
-    return await replay(
-        rt.log.js, rt.settings.stream, rt.settings.subject_prefix, rt.applier, first
-    )
+    return await replay(rt.log, rt.applier, first)
 
 
 async def next_sequence(rt: Runtime) -> int:
-    assert rt.log.js is not None
-    return await last_sequence(rt.log.js, rt.settings.stream) + 1
+    return await rt.log.last_sequence() + 1
 
 
 async def two_boards(client: httpx.AsyncClient, runtime: Runtime, make_board) -> tuple[str, str]:
@@ -151,6 +152,56 @@ async def test_replay_restores_a_board_lost_from_redis_and_postgres(
     assert await all_reads(client, sum_id, SUM_WINDOWS) == sum_reads
 
 
+async def parked_reasons(pg: AsyncConnection[Any], seqs: list[int]) -> dict[int, str]:
+    cur = await pg.execute(
+        "SELECT stream_seq, reason FROM parked_messages WHERE stream_seq = ANY(%s)", (seqs,)
+    )
+    return {r[0]: r[1] for r in await cur.fetchall()}
+
+
+async def park_for_missing_boards(own: Runtime) -> tuple[list[str], list[int], list[Run]]:
+    """Park two messages for boards that do not exist yet; returns (boards, seqs, runs)."""
+    boards = [new_board_id("later"), new_board_id("later")]
+    now = ms(now_ms())
+    runs = [Run("late-ok", "lp1", 10, now - 1000, now), Run("late-big", "lp2", 5000, now, now)]
+    seqs = [10**12 + random.randrange(10**11) for _ in boards]
+    messages = [
+        LogMessage(seq, f"{own.settings.subject_prefix}.{b}", encode_message(b, [r]))
+        for seq, b, r in zip(seqs, boards, runs, strict=True)
+    ]
+    outcome = await own.applier.apply(messages)
+    assert sorted(outcome.parked) == sorted(seqs)
+    return boards, seqs, runs
+
+
+async def test_replay_parked_applies_what_applies_now_and_keeps_the_rest(
+    client: httpx.AsyncClient, redis: Redis, pg: AsyncConnection[Any], own: Runtime
+) -> None:
+    boards, seqs, runs = await park_for_missing_boards(own)
+    before = await parked_reasons(pg, seqs)
+    assert all("does not exist" in reason for reason in before.values()), before
+
+    # the cause is fixed for one; the other board cannot hold its run (max_score 1000)
+    for board_id, config in zip(boards, [{}, {"max_score": 1000}], strict=True):
+        body = {"windows": ["all-time"], **config}
+        response = await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
+        assert response.status_code == 201, response.text
+
+    report = await replay_parked(own.applier, own.pg)
+    assert report.messages >= 2
+    assert report.applied >= 1
+    after = await parked_reasons(pg, seqs)
+    assert set(after) == {seqs[1]}  # the applied one is no longer parked
+    assert after[seqs[1]] != before[seqs[1]]  # the other keeps its new error
+    assert (ALL_TIME, ALL_TIME, runs[0].player_id) in await pg_best(pg, boards[0])
+    assert await redis_state(redis, boards[0], ["all-time"]) != {}
+    assert await pg_best(pg, boards[1]) == {}
+
+    again = await replay_parked(own.applier, own.pg)
+    assert seqs[0] not in await parked_reasons(pg, seqs)
+    assert again.applied <= report.applied  # the applied one is not tried again
+
+
 async def run_cli(urls: Urls, *args: str) -> tuple[int, str, str]:
     """`python -m rankd.cli ...` on the test servers; returns (exit code, stdout, stderr)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RANKD_")}
@@ -199,6 +250,28 @@ async def test_cli_replay(
     assert int(found[1]) == last - first + 1
     assert int(found[2]) == last
     assert await redis_state(redis, board_id, ["all-time", "daily"]) == before
+
+
+async def test_cli_replay_parked(
+    client: httpx.AsyncClient, urls: Urls, pg: AsyncConnection[Any], own: Runtime
+) -> None:
+    boards, seqs, _ = await park_for_missing_boards(own)
+    response = await client.put(
+        f"/v1/boards/{boards[0]}", json={"windows": ["all-time"]}, headers=ADMIN_H
+    )
+    assert response.status_code == 201, response.text
+
+    code, out, err = await run_cli(urls, "replay", "--parked")
+    assert code == 0, out + err
+    found = re.search(r"re-applied (\d+) of (\d+) parked messages in \S+; (\d+) still parked", out)
+    assert found, out
+    assert int(found[1]) >= 1 and int(found[2]) >= 2 and int(found[3]) >= 1
+    assert int(found[1]) + int(found[3]) == int(found[2])
+    assert set(await parked_reasons(pg, seqs)) == {seqs[1]}
+
+    code, out, err = await run_cli(urls, "replay", "--parked", "--from-sequence", "3")
+    assert code != 0
+    assert "--parked replays the parked messages" in out + err
 
 
 async def test_cli_rebuild_one_board(

@@ -220,30 +220,61 @@ def rebuild(
 
 @app.command()
 def replay(
-    from_sequence: Annotated[int, typer.Option(help="first log sequence to apply", min=1)] = 1,
+    from_sequence: Annotated[
+        int | None, typer.Option(help="first log sequence to apply [1]", min=1)
+    ] = None,
+    parked: Annotated[
+        bool, typer.Option("--parked", help="re-apply the parked messages instead")
+    ] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Re-apply the run log to Redis and PostgreSQL (idempotent: twice changes nothing)."""
-    from rankd.services.replay import last_sequence
+    """Re-apply the run log to Redis and PostgreSQL (idempotent: twice changes nothing).
+
+    With --parked, re-apply every message parked because it could not apply (once the cause
+    is fixed): those that apply now are no longer parked, the others keep their new error.
+    """
     from rankd.services.replay import replay as replay_log
+    from rankd.services.replay import replay_parked
+
+    if parked and from_sequence is not None:
+        raise typer.BadParameter("--parked replays the parked messages, not a log range")
+    first = 1 if from_sequence is None else from_sequence
 
     async def job(runtime: Any) -> None:
-        js = runtime.log.js
-        stream = runtime.settings.stream
-        last = await last_sequence(js, stream)
+        if parked:
+            await replay_parked_job(runtime)
+            return
+        last = await runtime.log.last_sequence()
         with _progress("replay") as progress:
-            task = progress.add_task("replay", total=max(0, last - from_sequence + 1), rate="")
+            task = progress.add_task("replay", total=max(0, last - first + 1), rate="")
             report = await replay_log(
-                js,
-                stream,
-                runtime.settings.subject_prefix,
+                runtime.log,
                 runtime.applier,
-                from_sequence,
+                first,
                 _rate_updater(progress, task),
+                batch=runtime.settings.replay_batch,
             )
         typer.echo(
             f"replayed {report.messages} messages up to sequence {report.last_sequence} "
             f"in {report.seconds:.2f}s; parked {report.parked}"
+        )
+
+    async def replay_parked_job(runtime: Any) -> None:
+        from rankd.stores import standings
+
+        async with runtime.pg.pool.connection() as conn:
+            total, _ = await standings.parked_summary(conn)
+        with _progress("replay --parked") as progress:
+            task = progress.add_task("replay", total=total, rate="")
+            report = await replay_parked(
+                runtime.applier,
+                runtime.pg,
+                _rate_updater(progress, task),
+                batch=runtime.settings.replay_batch,
+            )
+        typer.echo(
+            f"re-applied {report.applied} of {report.messages} parked messages "
+            f"in {report.seconds:.2f}s; {report.still_parked} still parked"
         )
 
     _run_with_runtime(data_dir, job)

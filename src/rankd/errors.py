@@ -52,6 +52,10 @@ class Unavailable(RankdError):
     code = "unavailable"
 
 
+class LogUnavailable(Unavailable):
+    """The run log cannot be reached or did not answer in time."""
+
+
 class UnsupportedMediaType(RankdError):
     code = "unsupported_media_type"
 

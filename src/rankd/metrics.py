@@ -17,6 +17,10 @@ RUNS_APPLIED = Counter(
 MESSAGES_PARKED = Counter(
     "rankd_log_messages_parked_total", "Log messages that can never apply, parked."
 )
+PARKED = Gauge(
+    "rankd_parked_messages",
+    "Log messages parked in PostgreSQL (by any instance), waiting for `rankd replay --parked`.",
+)
 CONSUMER_PENDING = Gauge(
     "rankd_consumer_pending_messages", "Log messages not yet delivered to the consumer."
 )

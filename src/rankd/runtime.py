@@ -10,7 +10,7 @@ from typing import Any
 
 from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
-from rankd.services.consumer import LogConsumer
+from rankd.services.consumer import DURABLE, LogConsumer
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.names import NameCache
 from rankd.services.players import Players
@@ -21,7 +21,7 @@ from rankd.services.submit import Submitter
 from rankd.settings import Settings
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
-from rankd.stores.runlog import JetStreamLog
+from rankd.stores.runlog import Durable, JetStreamLog, RunLog
 
 log = logging.getLogger("rankd")
 
@@ -31,7 +31,7 @@ class Runtime:
     settings: Settings
     store: RedisStore
     pg: PostgresStore
-    log: JetStreamLog
+    log: RunLog
     boards: BoardRegistry
     names: NameCache
     players: Players
@@ -104,12 +104,26 @@ class Runtime:
         # deleted by hand) while PostgreSQL still holds its entries.
         if await self.rebuilder.rebuild(when="redis_changed") is None:
             await self.rebuilder.rebuild(when="missing")
-        assert self.log.js is not None
-        self.consumer = LogConsumer(
-            self.log.js, self.settings.stream, self.settings.subject_prefix, self.applier
-        )
+        self.consumer = self.log_consumer()
         await self.consumer.start()
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
+
+    def log_consumer(self) -> LogConsumer:
+        s = self.settings
+        durable = Durable(
+            name=DURABLE,
+            backoff_s=tuple(s.consumer_backoff_s),
+            max_deliver=s.consumer_max_deliver,
+            max_ack_pending=s.consumer_max_ack_pending,
+        )
+        return LogConsumer(
+            self.log,
+            self.applier,
+            self.pg,
+            durable,
+            batch=s.consumer_batch,
+            lag_refresh_s=s.lag_refresh_s,
+        )
 
     async def _watch_redis(self) -> None:
         """Rebuild from PostgreSQL whenever Redis comes back as a different process."""
@@ -150,5 +164,11 @@ class Runtime:
         )
         return dict(results)
 
-    def consumer_lag(self) -> dict[str, float] | None:
+    def consumer_lag(self) -> dict[str, Any] | None:
         return None if self.consumer is None else self.consumer.lag.as_dict()
+
+    def degraded(self) -> list[str]:
+        """Why this instance serves but the durable copy is behind or incomplete, if so."""
+        if self.consumer is None:
+            return []
+        return self.consumer.lag.problems(self.settings.ready_max_lag_s)

@@ -38,6 +38,18 @@ class Settings(BaseSettings):
     postgres_pool_max: int = Field(10, ge=1)
     postgres_pool_timeout_s: float = 5.0
 
+    # The log consumer: one durable JetStream consumer that every instance pulls from. The
+    # backoff, max_deliver and max_ack_pending apply when the consumer is first created.
+    consumer_batch: int = 100  # messages per fetch; small keeps each event-loop turn short
+    # Redelivery of a batch that was not acked: fast first (a crashed instance), then slower.
+    consumer_backoff_s: list[float] = Field(default_factory=lambda: [2.0, 5.0, 10.0, 30.0, 60.0])
+    consumer_max_deliver: int = 100  # deliveries of one message before the log gives up
+    consumer_max_ack_pending: int = 20_000  # delivered, not yet acked, over every instance
+    lag_refresh_s: float = 2.0  # how often the lag gauges (and the parked count) refresh
+    replay_batch: int = 1000  # messages per fetch in `rankd replay`
+    # /readyz says "degraded" once the oldest run not yet in PostgreSQL is older than this.
+    ready_max_lag_s: float = 60.0
+
     # In-process caches. Each is bounded in bytes (estimated); together about 54 MiB.
     # After config_cache_ttl_s a cached board config is refreshed in the background.
     config_cache_ttl_s: float = 2.0

@@ -20,14 +20,31 @@ async def healthz() -> Response:
     return reply({"status": "ok"})
 
 
-@router.get("/readyz", summary="200 when every dependency answers, else 503 naming them")
+@router.get(
+    "/readyz",
+    summary="200 once it can serve (status ready or degraded), else 503 naming what is down",
+)
 async def readyz(request: Request) -> Response:
+    """Readiness: can this instance serve requests?
+
+    503 ``unavailable`` names each dependency that is down (Redis, PostgreSQL, NATS). With
+    all of them up the answer is 200, so a load balancer keeps sending traffic, but the
+    status is ``degraded`` with ``reasons`` when the PostgreSQL copy is behind the log by
+    more than ``RANKD_READY_MAX_LAG_S`` or messages are parked. Neither stops a submit or a
+    read: runs are durable in the log and live in Redis; only a rebuild from PostgreSQL
+    would miss them for now. Taking every instance out of service for it would turn a slow
+    or stuck copy into an outage, so it is reported (here and in /metrics) for operators
+    and alerts, not to the load balancer.
+    """
     rt = runtime(request)
     checks = await rt.readiness()
     lag = rt.consumer_lag()
     down = sorted(name for name, state in checks.items() if state != "ok")
     if down:
         return not_ready({"status": "unavailable", "checks": checks, "consumer": lag}, down)
+    reasons = rt.degraded()
+    if reasons:
+        return reply({"status": "degraded", "reasons": reasons, "checks": checks, "consumer": lag})
     return reply({"status": "ready", "checks": checks, "consumer": lag})
 
 

@@ -3,8 +3,14 @@
 Used by the log consumer and by ``rankd replay``. For a batch of log messages it runs the
 same Lua scripts the submit path ran (a max, or a sum keyed by run id, so a second
 application changes nothing) and writes the durable copy, all inside one PostgreSQL
-transaction that holds the apply lock in shared mode (see stores/standings.py). A message
-that can never apply (malformed, unknown board) is parked, not retried.
+transaction that holds the apply lock in shared mode (see stores/standings.py).
+
+A message that can never apply is parked (kept in PostgreSQL with its payload and the
+error, for ``rankd replay --parked``), not retried: one that cannot be decoded or planned
+(malformed, unknown board, a run the board cannot hold) at once; one whose batch fails in
+the stores is found by applying the batch in halves until it fails on its own. A failure
+of the stores themselves (``is_transient``) parks nothing: the batch is raised back to the
+log, which delivers it again.
 """
 
 from __future__ import annotations
@@ -12,14 +18,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-from nats.aio.msg import Msg
 
 from rankd import metrics
 from rankd.boards import BoardConfig
-from rankd.errors import BoardNotFound
+from rankd.errors import BoardNotFound, Unavailable
+from rankd.formats import is_board_id
 from rankd.periods import PeriodRef
 from rankd.plan import Target, plan
 from rankd.runs import decode_message
@@ -28,27 +32,41 @@ from rankd.services.registry import BoardRegistry
 from rankd.stores import standings
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
+from rankd.stores.runlog import LogMessage
 from rankd.stores.standings import BestRow, StandingsBatch, SumRun
 
 log = logging.getLogger("rankd.applier")
-
-
-@dataclass(frozen=True, slots=True)
-class LogMessage:
-    seq: int
-    subject: str
-    data: bytes
-
-
-def log_messages(msgs: Sequence[Msg]) -> list[LogMessage]:
-    """JetStream messages as the applier takes them (consumer and replay alike)."""
-    return [LogMessage(int(m.metadata.sequence.stream), m.subject, m.data) for m in msgs]
 
 
 @dataclass
 class Outcome:
     applied: list[int] = field(default_factory=list)
     parked: list[int] = field(default_factory=list)
+
+    def extend(self, other: Outcome) -> Outcome:
+        self.applied += other.applied
+        self.parked += other.parked
+        return self
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure of the stores rather than of the messages applied.
+
+    Transient: a store unreachable or busy (connection errors, pool and socket timeouts,
+    any Redis error, PostgreSQL OperationalError: shutdown, deadlock, serialization, disk
+    full, ...) or not in a state to work (ProgrammingError, InternalError: a missing
+    table, a privilege, a corrupt index); applying later, or after a fix, can succeed, and
+    parking would only park every message. Anything else that fails on its own is the
+    message's: DataError (NUL in text, a value out of range, BadCopyFileFormat),
+    IntegrityError, a value too large for an index (ProgramLimitExceeded),
+    ValueError/ArithmeticError from a run that cannot be packed, and unexpected errors,
+    which are kept parked rather than redelivered until the log gives up on them.
+
+    The stores sort their drivers' errors into these (stores/postgres.py, redis_store.py):
+    ``Unavailable`` for the transient kinds, ``InvalidRequest`` for what PostgreSQL refuses
+    to store, so the applier needs no driver.
+    """
+    return isinstance(exc, Unavailable | OSError)  # TimeoutError and ConnectionError included
 
 
 def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> None:
@@ -83,11 +101,13 @@ class Applier:
         for message in messages:
             try:
                 board_id, runs = decode_message(message.data)
+                if not is_board_id(board_id):
+                    raise ValueError(f"{board_id!r} is not a board id")
                 if board_id not in configs:
-                    configs[board_id] = await self.boards.get(board_id)
+                    configs[board_id] = await self.boards.get(board_id, recent_unknown_ok=False)
                 # a run the board cannot hold (CodecError is a ValueError) parks the message
                 message_plans = [plan(configs[board_id], run, now_ms) for run in runs]
-            except (ValueError, BoardNotFound) as exc:
+            except (ValueError, ArithmeticError, BoardNotFound) as exc:
                 unusable.append((message, str(exc)))
                 continue
             plans[board_id].extend(message_plans)
@@ -95,7 +115,58 @@ class Applier:
         return configs, plans, unusable
 
     async def apply(self, messages: list[LogMessage]) -> Outcome:
-        """Apply ``messages``; raises on a transient failure (nothing acked, retry later)."""
+        """Apply ``messages``, parking those that can never apply; all are then done with.
+
+        Raises only on a transient failure (see ``is_transient``): nothing more is parked,
+        the caller acks nothing and the log delivers the batch again. Any other failure of
+        the batch is narrowed down by halves (k bad messages in n cost about 2k log2 n
+        tries); a message that fails alone is parked with the error. Applying is
+        idempotent, so halves that applied before a later failure apply again harmlessly
+        on redelivery.
+        """
+        if not messages:
+            return Outcome()
+        try:
+            return await self._apply_together(messages)
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            failure = exc
+        if len(messages) > 1:
+            log.warning(
+                "a batch of %d log messages failed (%s: %s); applying it in halves",
+                len(messages),
+                type(failure).__name__,
+                failure,
+            )
+        return await self._isolate(messages, failure)
+
+    async def _isolate(self, messages: list[LogMessage], failure: Exception) -> Outcome:
+        """``messages`` failed together with ``failure``: apply them in halves, down to
+        single messages; park each that fails alone."""
+        if len(messages) == 1:
+            return await self._park_failed(messages[0], failure)
+        outcome = Outcome()
+        half = len(messages) // 2
+        for part in (messages[:half], messages[half:]):
+            try:
+                outcome.extend(await self._apply_together(part))
+            except Exception as exc:
+                if is_transient(exc):
+                    raise
+                outcome.extend(await self._isolate(part, exc))
+        return outcome
+
+    async def _park_failed(self, message: LogMessage, exc: Exception) -> Outcome:
+        reason = f"{type(exc).__name__}: {exc}"
+        async with self.pg.connection() as conn:
+            await standings.park(conn, message.seq, message.subject, reason, message.data)
+        metrics.MESSAGES_PARKED.inc()
+        log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
+        return Outcome(parked=[message.seq])
+
+    async def _apply_together(self, messages: list[LogMessage]) -> Outcome:
+        """Apply ``messages`` in one transaction, parking the ones that cannot be planned."""
         outcome = Outcome()
         now_ms = int(time.time() * 1000)
         configs, plans, unusable = await self._plan(messages, now_ms, outcome)

@@ -1,10 +1,11 @@
-"""The log consumer: a durable JetStream pull consumer shared by every service instance.
+"""The log consumer: a durable pull consumer of the run log shared by every service instance.
 
 Each instance pulls batches from the same durable consumer, applies them (Redis, then the
 PostgreSQL copy, see applier.py) and acks only after PostgreSQL commits. A failure leaves
-the batch unacked; JetStream redelivers it after a backoff, a bounded number of times. A
+the batch unacked; the log redelivers it after a backoff, a bounded number of times. A
 message that can never apply is parked by the applier and acked. The consumer also keeps
-the lag gauges (pending, oldest unacked) that /metrics and /readyz report.
+the lag gauges (pending, oldest unacked, parked) that /metrics and /readyz report; the
+parked count comes from PostgreSQL, so every instance reports every instance's.
 """
 
 from __future__ import annotations
@@ -14,23 +15,21 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-
-import nats.errors
-from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
+from datetime import datetime
+from typing import Any
 
 from rankd import metrics
+from rankd.formats import format_time
 from rankd.runs import decode_message
-from rankd.services.applier import Applier, log_messages
+from rankd.services.applier import Applier, Outcome
+from rankd.services.log_loop import apply_log
+from rankd.stores import standings
+from rankd.stores.postgres import PostgresStore
+from rankd.stores.runlog import Durable, LogMessage, LogSubscription, RunLog
 
 log = logging.getLogger("rankd.consumer")
 
 DURABLE = "rankd-applier"
-# Redelivery after a failed or abandoned batch: fast first (a crashed instance), then slower.
-BACKOFF_S = [2.0, 5.0, 10.0, 30.0, 60.0]
-MAX_DELIVER = 100
-BATCH = 100  # small batches keep each turn of the event loop short for requests
 
 
 @dataclass
@@ -39,33 +38,56 @@ class Lag:
     ack_pending: int = 0
     oldest_unacked_s: float = 0.0
     ack_floor: int = 0
+    parked: int = 0  # messages in parked_messages, from any instance
+    parked_since: datetime | None = None
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "pending": self.pending,
             "ack_pending": self.ack_pending,
             "oldest_unacked_seconds": round(self.oldest_unacked_s, 3),
+            "parked": self.parked,
+            "parked_since": self._since(),
         }
 
+    def _since(self) -> str | None:
+        since = self.parked_since
+        return None if since is None else format_time(int(since.timestamp() * 1000))
 
-def consumer_config(subject_prefix: str) -> ConsumerConfig:
-    return ConsumerConfig(
-        durable_name=DURABLE,
-        deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
-        backoff=BACKOFF_S,
-        max_deliver=MAX_DELIVER,
-        max_ack_pending=20_000,
-        filter_subject=f"{subject_prefix}.>",
-    )
+    def problems(self, max_lag_s: float) -> list[str]:
+        """Why the durable copy is not keeping up, if it is not."""
+        found = []
+        if self.oldest_unacked_s > max_lag_s:
+            found.append(
+                f"the PostgreSQL copy is {self.oldest_unacked_s:.0f}s behind the log"
+                f" (more than {max_lag_s:g}s)"
+            )
+        if self.parked:
+            since = "" if self.parked_since is None else f" since {self._since()}"
+            found.append(
+                f"{self.parked} log message(s) parked{since}: they could not apply; see"
+                " parked_messages, fix, then `rankd replay --parked`"
+            )
+        return found
 
 
 class LogConsumer:
-    def __init__(self, js: JetStreamContext, stream: str, subject_prefix: str, applier: Applier):
-        self.js = js
-        self.stream = stream
-        self.subject_prefix = subject_prefix
+    def __init__(
+        self,
+        log: RunLog,
+        applier: Applier,
+        pg: PostgresStore,
+        durable: Durable,
+        *,
+        batch: int = 100,
+        lag_refresh_s: float = 2.0,
+    ) -> None:
+        self.log = log
         self.applier = applier
+        self.pg = pg
+        self.durable = durable
+        self.batch = batch
+        self.lag_refresh_s = lag_refresh_s
         self.lag = Lag()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
@@ -84,56 +106,60 @@ class LogConsumer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    async def _subscribe(self) -> JetStreamContext.PullSubscription:
-        return await self.js.pull_subscribe(
-            f"{self.subject_prefix}.>",
-            durable=DURABLE,
-            stream=self.stream,
-            config=consumer_config(self.subject_prefix),
-        )
-
     async def _run(self) -> None:
         retry_s = 0.5
-        sub = None
-        while not self._stopping.is_set():
-            try:
-                if sub is None:
-                    sub = await self._subscribe()
+
+        def applied(_messages: list[LogMessage], _outcome: Outcome) -> None:
+            nonlocal retry_s
+            retry_s = 0.5
+
+        sub: LogSubscription | None = None
+        try:
+            while not self._stopping.is_set():
                 try:
-                    msgs = await sub.fetch(BATCH, timeout=1.0)
-                except (TimeoutError, nats.errors.TimeoutError):
-                    continue
-                batch = log_messages(msgs)
-                await self.applier.apply(batch)
-                for m in msgs:
-                    await m.ack()
-                retry_s = 0.5
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning(
-                    "log consumer: %s: %s; retrying in %.1fs", type(exc).__name__, exc, retry_s
-                )
-                if isinstance(exc, NotFoundError):
-                    sub = None
-                await asyncio.sleep(retry_s)
-                retry_s = min(retry_s * 2, 10.0)
+                    if sub is None:
+                        sub = await self.log.subscribe(self.durable)
+                    await apply_log(
+                        sub,
+                        self.applier,
+                        batch=self.batch,
+                        fetch_timeout_s=1.0,
+                        stop=self._stopping,
+                        on_batch=applied,
+                    )
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning(
+                        "log consumer: %s: %s; retrying in %.1fs", type(exc).__name__, exc, retry_s
+                    )
+                    await asyncio.sleep(retry_s)
+                    retry_s = min(retry_s * 2, 10.0)
+        finally:
+            if sub is not None:
+                with contextlib.suppress(Exception):
+                    await sub.close()
 
     async def refresh_lag(self) -> Lag:
-        info = await self.js.consumer_info(self.stream, DURABLE)
+        state = await self.log.lag(self.durable.name)
         lag = Lag(
-            pending=int(info.num_pending or 0),
-            ack_pending=int(info.num_ack_pending or 0),
-            ack_floor=int(info.ack_floor.stream_seq if info.ack_floor else 0),
+            pending=state.pending,
+            ack_pending=state.ack_pending,
+            ack_floor=state.ack_floor,
+            parked=self.lag.parked,
+            parked_since=self.lag.parked_since,
         )
-        if lag.pending or lag.ack_pending:
-            with contextlib.suppress(Exception):
-                oldest = await self.js.get_msg(self.stream, lag.ack_floor + 1)
-                if oldest.data:
-                    _, runs = decode_message(oldest.data)
-                    if runs:
-                        lag.oldest_unacked_s = max(0.0, time.time() - runs[0].received_at_ms / 1000)
+        if state.oldest_unacked is not None:
+            with contextlib.suppress(ValueError):
+                _, runs = decode_message(state.oldest_unacked)
+                if runs:
+                    lag.oldest_unacked_s = max(0.0, time.time() - runs[0].received_at_ms / 1000)
+        # PostgreSQL down: keep the last count (/readyz names PostgreSQL down anyway)
+        with contextlib.suppress(Exception):
+            async with self.pg.pool.connection(timeout=2) as conn:
+                lag.parked, lag.parked_since = await standings.parked_summary(conn)
         self.lag = lag
+        metrics.PARKED.set(lag.parked)
         metrics.CONSUMER_PENDING.set(lag.pending)
         metrics.CONSUMER_ACK_PENDING.set(lag.ack_pending)
         metrics.CONSUMER_OLDEST_UNACKED.set(lag.oldest_unacked_s)
@@ -143,4 +169,4 @@ class LogConsumer:
         while not self._stopping.is_set():
             with contextlib.suppress(Exception):
                 await self.refresh_lag()
-            await asyncio.sleep(2.0)
+            await asyncio.sleep(self.lag_refresh_s)

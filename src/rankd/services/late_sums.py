@@ -42,7 +42,11 @@ async def settle(
         decided = await _count(conn, board, targets)
     send: list[Target] = []
     replies: dict[int, Reply] = {}
+    ours: set[int] = set()
     for target, (new, counted_ms) in zip(targets, decided, strict=True):
+        if new or counted_ms == target.run.received_at_ms:
+            # this submission's count, whichever path (submit or consumer) made it first
+            ours.add(id(target))
         if new or recently_counted(board, counted_ms, now_ms):
             target.counted_ms = counted_ms or now_ms
             send.append(target)
@@ -50,7 +54,10 @@ async def settle(
         sent = await store.apply(board, [[t] for t in send])
         for target, [reply] in zip(send, sent, strict=True):
             if reply is not None:
-                replies[id(target)] = reply
+                changed, rank, stored, counted, achieved = reply
+                if id(target) in ours and target.run.score > 0:
+                    changed = 1  # counted by this submission, even if Redis took it first
+                replies[id(target)] = (changed, rank, stored, counted, achieved)
     for target in targets:
         if id(target) not in replies:
             # counted long ago: Redis holds the total already; report the entry as it is

@@ -46,8 +46,12 @@ class BoardRegistry:
         )
         self._refreshing: dict[str, asyncio.Task[None]] = {}
 
-    async def get(self, board_id: str) -> BoardConfig:
-        """The board's config; BoardNotFound if there is no such board."""
+    async def get(self, board_id: str, *, recent_unknown_ok: bool = True) -> BoardConfig:
+        """The board's config; BoardNotFound if there is no such board.
+
+        ``recent_unknown_ok=False`` asks PostgreSQL even for an id found unknown a moment
+        ago: the log consumer parks a message for an unknown board, and the board may have
+        been created on another instance since."""
         if not is_board_id(board_id):
             raise self._not_found(board_id)  # e.g. a NUL: no such board can exist
         hit = self._cache.get(board_id, stale_ok=True)
@@ -57,7 +61,7 @@ class BoardRegistry:
                 self._refreshing[board_id] = task
                 task.add_done_callback(lambda _: self._refreshing.pop(board_id, None))
             return hit.value
-        if self._unknown.get(board_id) is not None:
+        if recent_unknown_ok and self._unknown.get(board_id) is not None:
             raise self._not_found(board_id)
         try:
             config = await self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)

@@ -1,4 +1,5 @@
-"""Re-apply the log to Redis and PostgreSQL from a sequence number (``rankd replay``).
+"""Re-apply the log to Redis and PostgreSQL from a sequence number (``rankd replay``), or
+the parked messages once whatever kept them from applying is fixed (``--parked``).
 
 Every application is idempotent (a max, or a sum keyed by run id), so replaying any part of
 the log, any number of times, leaves the boards as they were.
@@ -7,17 +8,14 @@ the log, any number of times, leaves the boards as they were.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import nats.errors
-from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-
-from rankd.services.applier import Applier, log_messages
-
-BATCH = 1000
+from rankd.services.applier import Applier, Outcome
+from rankd.services.log_loop import apply_log
+from rankd.stores import standings
+from rankd.stores.postgres import PostgresStore
+from rankd.stores.runlog import LogMessage, RunLog
 
 
 @dataclass
@@ -28,51 +26,77 @@ class ReplayReport:
     seconds: float = 0.0
 
 
-async def last_sequence(js: JetStreamContext, stream: str) -> int:
-    info = await js.stream_info(stream)
-    return int(info.state.last_seq)
-
-
 async def replay(
-    js: JetStreamContext,
-    stream: str,
-    subject_prefix: str,
+    log: RunLog,
     applier: Applier,
     from_sequence: int = 1,
     progress: Callable[[int], None] | None = None,
+    *,
+    batch: int = 1000,
 ) -> ReplayReport:
     started = time.perf_counter()
-    report = ReplayReport(last_sequence=await last_sequence(js, stream))
+    report = ReplayReport(last_sequence=await log.last_sequence())
     if from_sequence > report.last_sequence:
         return report
-    sub = await js.pull_subscribe(
-        f"{subject_prefix}.>",
-        stream=stream,
-        config=ConsumerConfig(
-            name=f"rankd-replay-{uuid.uuid4().hex[:12]}",
-            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=max(1, from_sequence),
-            ack_policy=AckPolicy.EXPLICIT,
-            inactive_threshold=60.0,
-        ),
-    )
+
+    def count(messages: list[LogMessage], outcome: Outcome) -> None:
+        report.messages += len(messages)
+        report.parked += len(outcome.parked)
+        if progress is not None:
+            progress(len(messages))
+
+    sub = await log.read_from(from_sequence)
     try:
-        seen = from_sequence - 1
-        while seen < report.last_sequence:
-            try:
-                msgs = await sub.fetch(BATCH, timeout=2.0)
-            except (TimeoutError, nats.errors.TimeoutError):
-                break  # nothing more within reach (messages past the end were removed)
-            batch = log_messages(msgs)
-            outcome = await applier.apply(batch)
-            for m in msgs:
-                await m.ack()
-            seen = max(seen, *(m.seq for m in batch))
-            report.messages += len(batch)
-            report.parked += len(outcome.parked)
-            if progress is not None:
-                progress(len(batch))
+        await apply_log(
+            sub,
+            applier,
+            batch=batch,
+            fetch_timeout_s=2.0,
+            until=report.last_sequence,
+            on_batch=count,
+        )
     finally:
-        await sub.unsubscribe()
+        await sub.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+@dataclass
+class ParkedReport:
+    messages: int = 0  # parked messages tried
+    applied: int = 0  # applied now, so no longer parked
+    still_parked: int = 0  # failed again; parked with the new error
+    seconds: float = 0.0
+
+
+async def replay_parked(
+    applier: Applier,
+    pg: PostgresStore,
+    progress: Callable[[int], None] | None = None,
+    *,
+    batch: int = 1000,
+) -> ParkedReport:
+    """Apply every parked message again through the applier; forget the ones that apply.
+
+    One that still fails is parked again by the applier, with the new error. A transient
+    failure stops the replay with the rest still parked (nothing is lost; run it again).
+    """
+    started = time.perf_counter()
+    report = ParkedReport()
+    after = 0
+    while True:
+        async with pg.pool.connection() as conn:
+            rows = await standings.parked(conn, after, batch)
+        if not rows:
+            break
+        outcome = await applier.apply([LogMessage(*row) for row in rows])
+        async with pg.pool.connection() as conn:
+            await standings.unpark(conn, outcome.applied)
+        report.messages += len(rows)
+        report.applied += len(outcome.applied)
+        report.still_parked += len(outcome.parked)
+        after = rows[-1][0]
+        if progress is not None:
+            progress(len(rows))
     report.seconds = time.perf_counter() - started
     return report

@@ -32,13 +32,23 @@ APPLY_LOCK = 0x72616E6B65
 
 @contextlib.contextmanager
 def _reachable() -> Iterator[None]:
+    """PostgreSQL's errors as the project's: ``Unavailable`` when the server cannot do the
+    work now (unreachable, shutting down, deadlock, a missing table or privilege: retrying
+    later, or after a fix, can succeed), ``InvalidRequest`` when it refuses the data itself
+    (a NUL in text, a value out of range or too large for an index, a broken constraint).
+    The log consumer parks a message only for the second kind."""
     try:
         yield
-    except (psycopg.OperationalError, PoolTimeout) as exc:
+    except (psycopg.errors.ProgramLimitExceeded, psycopg.DataError, psycopg.IntegrityError) as exc:
+        raise InvalidRequest(f"a value cannot be stored: {exc}"[:300]) from exc
+    except (
+        psycopg.OperationalError,
+        psycopg.InterfaceError,
+        psycopg.ProgrammingError,
+        psycopg.InternalError,
+        PoolTimeout,
+    ) as exc:
         raise Unavailable("PostgreSQL is unavailable right now; retry shortly") from exc
-    except psycopg.DataError as exc:
-        # e.g. a NUL character, which PostgreSQL text cannot hold
-        raise InvalidRequest(f"a value cannot be stored: {exc}") from exc
 
 
 _MIGRATION_NAME = re.compile(r"([0-9]{3})_[a-z0-9_]+\.sql")

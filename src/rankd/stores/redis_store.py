@@ -14,8 +14,7 @@ from typing import Any
 
 import orjson
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError
 
 from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
@@ -43,10 +42,11 @@ Rows = list[tuple[str, int, int]]
 
 @contextlib.contextmanager
 def _reachable(what: str = "Redis is unavailable right now; retry shortly") -> Iterator[None]:
-    """Connection-level failures become Unavailable; anything else is a bug and propagates."""
+    """Redis's errors become Unavailable: unreachable, timed out, or answering an error
+    such as OOM or READONLY (a failover); retrying later can succeed."""
     try:
         yield
-    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+    except (RedisError, OSError) as exc:
         raise Unavailable(what) from exc
 
 

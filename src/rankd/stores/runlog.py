@@ -2,29 +2,166 @@
 
 Every accepted run is published here first and the service waits for the stream's ack
 before touching Redis; a run without an ack is refused (503) and applied nowhere. The
-embedded server fsyncs every write (``sync_interval: always``). Another log (Kafka, where a
-broker exists) would implement the same ``RunLog`` protocol.
+embedded server fsyncs every write (``sync_interval: always``). The log consumer and
+``rankd replay`` read it back through the same interface, as ``LogMessage`` batches.
+
+Another log (Kafka, where a broker exists) would implement the same ``RunLog`` protocol:
+nothing outside this module knows about NATS, and its errors leave here as
+``LogUnavailable``.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import contextlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import nats
+import nats.errors
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import StorageType, StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
-from rankd.errors import Unavailable
+from rankd.errors import LogUnavailable
+
+
+@dataclass(frozen=True, slots=True)
+class LogMessage:
+    """One logged message as the applier takes it; ``handle`` is the log's own, for acks."""
+
+    seq: int
+    subject: str
+    data: bytes
+    handle: object = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Durable:
+    """A consumer every instance shares: each message goes to one of them until acked."""
+
+    name: str
+    backoff_s: Sequence[float]  # delays before a batch that was not acked is delivered again
+    max_deliver: int  # deliveries of one message before the log stops trying (-1: never)
+    max_ack_pending: int  # messages delivered and not yet acked, over every instance
+
+
+@dataclass(frozen=True, slots=True)
+class LogLag:
+    """Where a durable consumer stands in the log."""
+
+    pending: int  # not delivered yet
+    ack_pending: int  # delivered, not acked yet
+    ack_floor: int  # every message up to this sequence is acked
+    oldest_unacked: bytes | None  # the payload of the message after the floor, if any
+
+
+class LogSubscription(Protocol):
+    async def fetch(self, n: int, timeout_s: float) -> list[LogMessage]:
+        """Up to ``n`` messages, in log order; [] when none came within ``timeout_s``."""
+        ...
+
+    async def ack(self, messages: Sequence[LogMessage]) -> None:
+        """Done with ``messages``: they are not delivered again."""
+        ...
+
+    async def close(self) -> None: ...
 
 
 class RunLog(Protocol):
-    async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int:
-        """Append one message; return its sequence once durable. Raises Unavailable."""
-        ...
+    """Every method raises ``LogUnavailable`` when the log cannot answer."""
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
 
     async def ping(self) -> None: ...
+
+    async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int:
+        """Append one message; return its sequence once durable."""
+        ...
+
+    async def last_sequence(self) -> int:
+        """The sequence of the newest message (0 for an empty log)."""
+        ...
+
+    async def subscribe(self, durable: Durable) -> LogSubscription:
+        """Join the shared consumer ``durable`` (created on first use)."""
+        ...
+
+    async def read_from(self, sequence: int) -> LogSubscription:
+        """A private reader of every message from ``sequence`` on (for replays)."""
+        ...
+
+    async def lag(self, durable: str) -> LogLag:
+        """How far the shared consumer named ``durable`` is behind the log."""
+        ...
+
+
+def subject_token(board_id: str) -> str:
+    """The board id as one subject token: ``.`` separates tokens, so it becomes ``~``.
+
+    Board ids are ``[a-z0-9_.-]`` (boards.BOARD_ID), which holds no ``~``, so two boards
+    never share a subject, and ids without a dot keep the subject they always had. The
+    board id itself travels in the message body; the subject only has to be valid.
+    """
+    return board_id.replace(".", "~")
+
+
+class JetStreamSubscription:
+    """A pull subscription; it subscribes (again) on the next fetch after losing its consumer."""
+
+    def __init__(
+        self, js: JetStreamContext, subject: str, stream: str, config: ConsumerConfig
+    ) -> None:
+        self.js = js
+        self.subject = subject
+        self.stream = stream
+        self.config = config
+        self._sub: Any = None
+
+    async def open(self) -> None:
+        try:
+            self._sub = await self.js.pull_subscribe(
+                self.subject,
+                durable=self.config.durable_name,
+                stream=self.stream,
+                config=self.config,
+            )
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"cannot subscribe to the run log: {exc!r}") from exc
+
+    async def fetch(self, n: int, timeout_s: float) -> list[LogMessage]:
+        if self._sub is None:
+            await self.open()
+        try:
+            msgs: list[Msg] = await self._sub.fetch(n, timeout=timeout_s)
+        except TimeoutError:  # nats.errors.TimeoutError is one too
+            return []
+        except NotFoundError as exc:  # the consumer was deleted: make it again next time
+            self._sub = None
+            raise LogUnavailable(f"the log consumer is gone: {exc!r}") from exc
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"cannot read the run log: {exc!r}") from exc
+        return [LogMessage(int(m.metadata.sequence.stream), m.subject, m.data, m) for m in msgs]
+
+    async def ack(self, messages: Sequence[LogMessage]) -> None:
+        try:
+            for m in messages:
+                if isinstance(m.handle, Msg):
+                    await m.handle.ack()
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"cannot ack in the run log: {exc!r}") from exc
+
+    async def close(self) -> None:
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            # a closed connection has no subscription left to end
+            with contextlib.suppress(nats.errors.Error, OSError, ValueError):
+                await sub.unsubscribe()
 
 
 class JetStreamLog:
@@ -37,22 +174,25 @@ class JetStreamLog:
         self.js: JetStreamContext | None = None
 
     async def open(self) -> None:
-        self.nc = await nats.connect(
-            self.url,
-            allow_reconnect=True,
-            max_reconnect_attempts=-1,
-            reconnect_time_wait=0.25,
-            connect_timeout=5,
-            name="rankd",
-            # No client-side buffering while reconnecting: a publish either reaches the
-            # server now or fails now (503), never lands later after we said "not accepted".
-            pending_size=0,
-        )
-        self.js = self.nc.jetstream(timeout=self.timeout_s)
-        await self.ensure_stream()
+        try:
+            self.nc = await nats.connect(
+                self.url,
+                allow_reconnect=True,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=0.25,
+                connect_timeout=5,
+                name="rankd",
+                # No client-side buffering while reconnecting: a publish either reaches the
+                # server now or fails now (503), never lands later after we said "not accepted".
+                pending_size=0,
+            )
+            self.js = self.nc.jetstream(timeout=self.timeout_s)
+            await self.ensure_stream()
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"cannot open the run log at {self.url}: {exc!r}") from exc
 
     async def ensure_stream(self) -> None:
-        assert self.js is not None
+        js = self._js()
         config = StreamConfig(
             name=self.stream,
             subjects=[f"{self.subject_prefix}.>"],
@@ -60,9 +200,9 @@ class JetStreamLog:
             duplicate_window=120.0,
         )
         try:
-            await self.js.stream_info(self.stream)
+            await js.stream_info(self.stream)
         except NotFoundError:
-            await self.js.add_stream(config)
+            await js.add_stream(config)
 
     async def close(self) -> None:
         # close, not drain: every publish was awaited already, and draining a connection
@@ -70,23 +210,79 @@ class JetStreamLog:
         if self.nc is not None and not self.nc.is_closed:
             await self.nc.close()
 
+    def _js(self) -> JetStreamContext:
+        if self.js is None or self.nc is None or not self.nc.is_connected:
+            raise LogUnavailable("not connected to the run log")
+        return self.js
+
+    def subject(self, board_id: str) -> str:
+        return f"{self.subject_prefix}.{subject_token(board_id)}"
+
     async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int:
         if self.js is None or self.nc is None or not self.nc.is_connected:
-            raise Unavailable("the run log is unreachable; nothing was accepted, retry")
+            raise LogUnavailable("the run log is unreachable; nothing was accepted, retry")
         try:
             ack = await self.js.publish(
-                f"{self.subject_prefix}.{board_id}",
+                self.subject(board_id),
                 payload,
                 timeout=self.timeout_s,
                 headers={"Nats-Msg-Id": msg_id},
             )
         except (TimeoutError, nats.errors.Error) as exc:
-            raise Unavailable(
+            raise LogUnavailable(
                 "the run could not be made durable in the log; nothing was accepted, retry"
             ) from exc
         return int(ack.seq)
 
     async def ping(self) -> None:
-        if self.js is None or self.nc is None or not self.nc.is_connected:
-            raise Unavailable("not connected to NATS")
-        await self.js.stream_info(self.stream)
+        await self.last_sequence()
+
+    async def last_sequence(self) -> int:
+        js = self._js()
+        try:
+            info = await js.stream_info(self.stream)
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"the run log did not answer: {exc!r}") from exc
+        return int(info.state.last_seq)
+
+    async def subscribe(self, durable: Durable) -> LogSubscription:
+        config = ConsumerConfig(
+            durable_name=durable.name,
+            deliver_policy=DeliverPolicy.ALL,
+            ack_policy=AckPolicy.EXPLICIT,
+            backoff=list(durable.backoff_s),
+            max_deliver=durable.max_deliver,
+            max_ack_pending=durable.max_ack_pending,
+            filter_subject=f"{self.subject_prefix}.>",
+        )
+        # An existing consumer keeps the settings it was created with.
+        sub = JetStreamSubscription(self._js(), f"{self.subject_prefix}.>", self.stream, config)
+        await sub.open()
+        return sub
+
+    async def read_from(self, sequence: int) -> LogSubscription:
+        config = ConsumerConfig(
+            name=f"rankd-replay-{uuid.uuid4().hex[:12]}",
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=max(1, sequence),
+            ack_policy=AckPolicy.EXPLICIT,
+            inactive_threshold=60.0,  # the server removes it a minute after we stop
+        )
+        sub = JetStreamSubscription(self._js(), f"{self.subject_prefix}.>", self.stream, config)
+        await sub.open()
+        return sub
+
+    async def lag(self, durable: str) -> LogLag:
+        js = self._js()
+        try:
+            info = await js.consumer_info(self.stream, durable)
+            pending = int(info.num_pending or 0)
+            ack_pending = int(info.num_ack_pending or 0)
+            floor = int(info.ack_floor.stream_seq if info.ack_floor else 0)
+            oldest: bytes | None = None
+            if pending or ack_pending:
+                with contextlib.suppress(NotFoundError):  # removed from the stream since
+                    oldest = (await js.get_msg(self.stream, floor + 1)).data or None
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"cannot read the log consumer's state: {exc!r}") from exc
+        return LogLag(pending, ack_pending, floor, oldest)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -165,7 +166,15 @@ async def count_once(
     conn: AsyncConnection[Any], key: PeriodKey, board: BoardConfig, run: SumRun
 ) -> tuple[bool, int]:
     """Count ``run`` into a sum entry unless it was counted before (in the caller's
-    transaction). Returns (counted now, when it was first counted)."""
+    transaction). Returns (counted now, when it was first counted).
+
+    The submit path and the log consumer may settle the same run at once: a lock on the
+    run (until the transaction ends) makes the second wait and then see the first's row,
+    instead of both blocking on the row and the entry in opposite orders."""
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        ("|".join((*key, run.player_id, run.run_id)),),
+    )
     cur = await conn.execute(
         "INSERT INTO sum_runs"
         " (board_id, win, period, segment, run_id, player_id, score, ended_ms, counted_ms)"
@@ -238,11 +247,39 @@ async def _add_totals(
 async def park(
     conn: AsyncConnection[Any], stream_seq: int, subject: str, reason: str, payload: bytes
 ) -> None:
+    """Keep a message that cannot apply, with why; parked again, it keeps the latest why."""
     await conn.execute(
         "INSERT INTO parked_messages (stream_seq, subject, reason, payload)"
-        " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (stream_seq, subject, reason[:500], payload),
+        " VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (stream_seq) DO UPDATE SET reason = EXCLUDED.reason",
+        (stream_seq, subject, reason[:500].replace("\x00", "\\x00"), payload),
     )
+
+
+async def parked(
+    conn: AsyncConnection[Any], after_seq: int, limit: int
+) -> list[tuple[int, str, bytes]]:
+    """(stream_seq, subject, payload) of parked messages after ``after_seq``, in order."""
+    cur = await conn.execute(
+        "SELECT stream_seq, subject, payload FROM parked_messages WHERE stream_seq > %s"
+        " ORDER BY stream_seq LIMIT %s",
+        (after_seq, limit),
+    )
+    return [(int(r[0]), str(r[1]), bytes(r[2])) for r in await cur.fetchall()]
+
+
+async def unpark(conn: AsyncConnection[Any], stream_seqs: Sequence[int]) -> None:
+    """Forget parked messages that have applied since."""
+    await conn.execute(
+        "DELETE FROM parked_messages WHERE stream_seq = ANY(%s)", (list(stream_seqs),)
+    )
+
+
+async def parked_summary(conn: AsyncConnection[Any]) -> tuple[int, datetime | None]:
+    """How many messages are parked, and since when (the oldest one's parking time)."""
+    cur = await conn.execute("SELECT count(*), min(parked_at) FROM parked_messages")
+    row = await cur.fetchone()
+    return (0, None) if row is None else (int(row[0]), row[1])
 
 
 async def periods(
