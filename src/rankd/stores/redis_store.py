@@ -290,6 +290,44 @@ class RedisStore:
         with _reachable():
             return bool(await self.redis.exists(keys.period_keys(*ref).public))
 
+    # the season job: a closed period read out in pages, then its keys removed
+
+    async def period_pages(
+        self, ref: PeriodRef, size: int = 10_000
+    ) -> AsyncIterator[tuple[list[str], list[int], list[str | None]]]:
+        """A period's whole standings, best first, ``size`` entries at a time, as columns:
+        player ids, composites and names. Bounded replies however large the period, never
+        one huge ZRANGE."""
+        key = keys.period_keys(*ref).public
+        first = 0
+        while True:
+            with _reachable():
+                # without redis-py's withscores option its reply callback leaves the reply
+                # as it came: the per-pair conversion it does otherwise was most of the cost
+                raw: Any = await self.redis.execute_command(  # type: ignore[no-untyped-call]
+                    "ZREVRANGE", key, first, first + size - 1, "WITHSCORES"
+                )
+                if not raw:
+                    return
+                if isinstance(raw[0], list):  # RESP3: [[member, score], ...]
+                    members = [m for m, _ in raw]
+                    composites = [int(s) for _, s in raw]
+                else:  # RESP2: member, score, member, score, ...
+                    members = raw[0::2]
+                    composites = [int(float(s)) for s in raw[1::2]]
+                names = await self.redis.hmget(keys.NAMES, members)
+            yield [m.decode() for m in members], composites, [_name(n) for n in names]
+            if len(members) < size:
+                return
+            first += size
+
+    async def unlink_period(self, ref: PeriodRef) -> int:
+        """Remove a period's keys; UNLINK frees their memory off Redis's main thread, so a
+        large board leaving never blocks other commands."""
+        pk = keys.period_keys(*ref)
+        with _reachable():
+            return int(await self.redis.unlink(pk.public, pk.runs))
+
     # player names: a copy of PostgreSQL's players table
 
     async def names(self, player_ids: Sequence[str]) -> list[str | None]:
