@@ -18,6 +18,7 @@ from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.services.submit import Submitter
 from rankd.settings import Settings
+from rankd.stores.archive import ArchiveStore
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
 from rankd.stores.runlog import JetStreamLog
@@ -85,7 +86,15 @@ class Runtime:
             boards=boards,
             names=names,
             submitter=Submitter(store, committer),
-            reader=Reader(store, names, s.top_cache_s, s.top_cache_bytes),
+            reader=Reader(
+                store,
+                names,
+                s.top_cache_s,
+                s.top_cache_bytes,
+                archive=ArchiveStore(pg),
+                archive_state_s=s.archive_state_cache_s,
+                archive_state_bytes=s.archive_state_cache_bytes,
+            ),
             auth=Authenticator(s.admin_keys, s.server_keys),
             applier=Applier(boards, store, pg),
             rebuilder=Rebuilder(store, pg, boards),

@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     # Runs may end at most this far in the future (clock skew between game servers and us).
     max_future_skew_s: int = 300
 
+    # How long a process trusts what it read about a closed period's archive state.
+    archive_state_cache_s: float = 5.0
+    archive_state_cache_bytes: int = 1 << 20
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
