@@ -66,7 +66,8 @@ def sum_horizon_ms(board: BoardConfig) -> int:
 
 
 def expires_at_ms(board: BoardConfig, period: Period) -> int | None:
-    """When a period's keys leave Redis (None: never)."""
+    """When a period's keys leave Redis (None: never), by the board's current config: the
+    season job removes them then, once the period is archived."""
     if period.window == ALL_TIME:
         return None
     retention_ms = board.retention_days.get(period.window, 0) * DAY_MS
@@ -99,8 +100,9 @@ def plan(board: BoardConfig, run: Run, now_ms: int | None = None) -> list[Target
         if expires is not None and now_ms >= expires:
             targets.append(Target(window, period, run, "expired", operation, composite))
             continue
+        # no TTL on the keys (expire_at_s stays 0): the season job archives the period,
+        # then removes them (services/seasons.py), so a retention change still applies
         target = Target(window, period, run, "apply", operation, composite)
-        target.expire_at_s = 0 if expires is None else expires // 1000
         if composite is None:
             target.time_key = codec.time_key(offset)
             if window == ALL_TIME:

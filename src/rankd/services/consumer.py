@@ -60,6 +60,27 @@ def consumer_config(subject_prefix: str) -> ConsumerConfig:
     )
 
 
+async def applied_through(js: JetStreamContext, stream: str) -> int | None:
+    """When (receipt time, ms) the oldest logged run not yet applied by the shared consumer
+    was received; None when every logged run has been applied.
+
+    Every run received before that time is in Redis and PostgreSQL. The season job freezes
+    a period only once this is past the period's grace, so no accepted run misses its
+    archive. Reads the ack floor, which is conservative: runs acked out of order count as
+    waiting until everything before them is acked.
+    """
+    try:
+        info = await js.consumer_info(stream, DURABLE)
+    except NotFoundError:
+        return None  # no instance has ever consumed: nothing was logged for one to apply
+    if not info.num_pending and not info.num_ack_pending:
+        return None
+    floor = int(info.ack_floor.stream_seq if info.ack_floor else 0)
+    oldest = await js.get_msg(stream, floor + 1)
+    _, runs = decode_message(oldest.data or b"")
+    return min((r.received_at_ms for r in runs), default=0)
+
+
 class LogConsumer:
     def __init__(self, js: JetStreamContext, stream: str, subject_prefix: str, applier: Applier):
         self.js = js
