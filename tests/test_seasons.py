@@ -9,7 +9,11 @@ the session app runs no background job (conftest), except where a test starts it
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import re
+import sys
+import tempfile
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -559,7 +563,7 @@ async def test_an_injected_clock_freezes_across_day_week_month_and_year(
     assert ("weekly", "2027-W01", False) not in await frozen()
 
 
-# --- the background job --------------------------------------------------------
+# --- the background job and the CLI --------------------------------------------------------
 
 
 async def test_rankd_serve_runs_the_job_in_the_background(
@@ -587,3 +591,49 @@ async def test_rankd_serve_runs_the_job_in_the_background(
             return {s for _, _, s in found} == {"archived"}
 
         assert await wait_until(archived, timeout_s=15)
+
+
+async def run_cli(urls: Urls, *args: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKD_")} | {
+        "RANKD_REDIS_URL": urls.redis,
+        "RANKD_POSTGRES_URL": urls.postgres,
+        "RANKD_NATS_URL": urls.nats,
+        "COLUMNS": "200",
+    }
+    with tempfile.TemporaryDirectory(prefix="rankd-cli-") as cwd:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "rankd.cli",
+            *args,
+            env=env,
+            cwd=cwd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_cli_freeze_runs_one_pass_and_summarises_it(
+    client: httpx.AsyncClient, urls: Urls, pg: AsyncConnection[Any]
+) -> None:
+    board_id, config, players = await random_board(client, random.Random(61))
+    closed = await closed_periods(client, board_id, config)
+    live = await every_read(client, board_id, config, players)
+
+    code, out, err = await run_cli(urls, "freeze", "--board", board_id)
+    assert code == 0, out + err
+    found = re.search(
+        r"froze (\d+) periods, (\d+) entries archived in [0-9.]+s \(([0-9,]+) entries/s\)", out
+    )
+    assert found, out
+    rows = await archive_rows(pg, board_id)
+    assert int(found[1]) == len(closed) == len(rows)
+    assert int(found[2]) == sum(r[0] for r in rows.values())
+    assert "Traceback" not in out + err
+    assert await every_read(client, board_id, config, players) == live
+
+    code, out, _ = await run_cli(urls, "freeze", "--board", board_id)
+    assert code == 0 and "froze 0 periods, 0 entries archived" in out
