@@ -377,6 +377,30 @@ async def test_the_job_waits_for_runs_still_in_the_log(client: httpx.AsyncClient
     assert (await job(rt).run_pass(boards=[board_id])).frozen == report.waiting
 
 
+class FailingOnce(SeasonJob):
+    """A job whose first freeze fails, as if Redis went away mid-period."""
+
+    failed = False
+
+    async def _freeze(self, *args: Any, **kwargs: Any) -> int | None:
+        if not FailingOnce.failed:
+            FailingOnce.failed = True
+            raise ConnectionError("Redis went away")
+        return await super()._freeze(*args, **kwargs)
+
+
+async def test_one_failing_period_does_not_hold_up_the_others(
+    client: httpx.AsyncClient, pg: AsyncConnection[Any]
+) -> None:
+    board_id, config, _ = await random_board(client, random.Random(35))
+    closed = await closed_periods(client, board_id, config)
+    report = await job(runtime_of(client), FailingOnce).run_pass(boards=[board_id])
+    assert (report.failed, report.frozen) == (1, len(closed) - 1)
+    report = await job(runtime_of(client)).run_pass(boards=[board_id])
+    assert (report.failed, report.frozen) == (0, 1)  # retried on the next pass
+    assert len(await archive_rows(pg, board_id)) == len(closed)
+
+
 # --- one pass at a time: the lease ---------------------------------------------------------
 
 

@@ -245,7 +245,10 @@ def freeze(
             f"{report.freeze_seconds:.2f}s ({report.entries_per_s:,.0f} entries/s); "
             f"{report.archived} left Redis, {report.thawed} reopened, "
             f"{report.waiting} waiting for the log"
+            + (f"; {report.failed} failed (see the log)" if report.failed else "")
         )
+        if report.failed:
+            raise typer.Exit(1)
 
     _run_with_runtime(data_dir, job)
 

@@ -125,6 +125,7 @@ class SeasonReport:
     archived: int = 0  # periods that left Redis
     thawed: int = 0  # frozen periods reopened by a raised grace
     waiting: int = 0  # closed periods waiting for the log consumer
+    failed: int = 0  # periods whose step failed (logged; retried next pass)
     seconds: float = 0.0
     freeze_seconds: float = 0.0  # time spent freezing (for the archive rate)
 
@@ -200,7 +201,14 @@ class SeasonJob:
                 board = configs.get(item.ref.board)
                 if board is None:
                     continue
-                await self._one(conn, board, item, now, through, report, progress)
+                try:
+                    await self._one(conn, board, item, now, through, report, progress)
+                except Exception as exc:
+                    if conn.closed:
+                        raise  # the lease went with its connection: stop here
+                    # one period's failure (Redis down, say) must not hold up the others
+                    report.failed += 1
+                    log.warning("season job: %s: %s: %s", item.ref, type(exc).__name__, exc)
         report.seconds = time.perf_counter() - started
         metrics.SEASON_LAST_PASS.set(time.time())
         return report
