@@ -68,6 +68,8 @@ def make_settings(urls: Urls, **overrides: object) -> Settings:
         # the season job runs only where a test runs it (with its own clock); test_seasons
         # covers the background job
         "season_job_interval_s": 0.0,
+        # and reads see its work at once; test_seasons covers the archive state cache
+        "archive_state_cache_s": 0.0,
     }
     return Settings(**(values | overrides))  # type: ignore[arg-type]
 

@@ -9,6 +9,7 @@ the session app runs no background job (conftest), except where a test starts it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import re
@@ -301,18 +302,42 @@ async def test_a_period_whose_redis_key_is_gone_freezes_from_player_best(
     assert await every_read(client, board_id, config, players) == live
 
 
-async def test_a_read_that_finds_the_key_gone_after_the_freeze_turns_to_the_archive(
-    client: httpx.AsyncClient, redis: Redis
-) -> None:
-    board_id, config, players = await random_board(client, random.Random(12), windows=["daily"])
-    rt = runtime_of(client)
-    live = await every_read(client, board_id, config, players)
-    await job(rt).run_pass(boards=[board_id])
-    assert await every_read(client, board_id, config, players) == live  # state now cached
-    for window, period, _ in await closed_periods(client, board_id, config):
-        # as if the job's UNLINK had landed after this process cached "still in Redis"
-        assert await rt.store.unlink_period(PeriodRef(board_id, window, period)) >= 1
-    assert await every_read(client, board_id, config, players) == live
+@contextlib.asynccontextmanager
+async def app_client(urls: Urls, **settings: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of an app of its own (its own Reader and caches), with ``settings``."""
+    app = create_app(make_settings(urls, **settings))
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://rankd.test") as http,
+    ):
+        yield http
+
+
+async def test_cached_archive_states_still_give_the_right_answers(urls: Urls, redis: Redis) -> None:
+    """With the archive state cache on: a read that finds a key gone after this process
+    cached "frozen, still in Redis" turns to the archive at once; one that cached "not
+    frozen" does within a second."""
+    async with app_client(urls, archive_state_cache_s=2.0) as http:
+        rt = runtime_of(http)
+        board_id, config, players = await random_board(http, random.Random(12))
+        closed = await closed_periods(http, board_id, config)
+        live = await every_read(http, board_id, config, players)  # caches "not frozen"
+        await job(rt).run_pass(boards=[board_id])
+        await asyncio.sleep(2.1)  # the cached "not frozen" expires
+        assert await every_read(http, board_id, config, players) == live  # caches "frozen"
+        for window, period, _ in closed:
+            # as if the job's UNLINK landed after this process cached "still in Redis"
+            assert await rt.store.unlink_period(PeriodRef(board_id, window, period)) >= 1
+        assert await every_read(http, board_id, config, players) == live
+
+        board_id, config, players = await random_board(http, random.Random(13))
+        live = await every_read(http, board_id, config, players)  # caches "not frozen"
+        await put_board(http, board_id, {"retention_days": dict.fromkeys(WINDOWS, 0)})
+        report = await job(rt).run_pass(boards=[board_id])  # frozen and gone in one pass
+        assert report.archived == report.frozen > 0
+        await asyncio.sleep(1.0)
+        assert await every_read(http, board_id, config, players) == live
 
 
 # --- configuration changes apply to periods that exist ------------------------------------
@@ -526,7 +551,9 @@ async def test_an_injected_clock_freezes_across_day_week_month_and_year(
 
     now = [at("2027-01-01T00:59:59.999")]
     season = job(rt, settle_ms=15_000, clock=lambda: now[0])
-    reader = Reader(rt.store, rt.names, archive=ArchiveStore(rt.pg), clock=lambda: now[0])
+    reader = Reader(
+        rt.store, rt.names, archive=ArchiveStore(rt.pg), archive_state_s=0, clock=lambda: now[0]
+    )
 
     async def frozen() -> set[tuple[str, str, bool]]:
         return {(w, p, r[2]) for (w, p), r in (await archive_rows(pg, board_id)).items()}
@@ -593,13 +620,7 @@ async def test_an_injected_clock_freezes_across_day_week_month_and_year(
 async def test_rankd_serve_runs_the_job_in_the_background(
     urls: Urls, pg: AsyncConnection[Any]
 ) -> None:
-    app = create_app(make_settings(urls, season_job_interval_s=0.2, season_settle_s=0))
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://rankd.test"
-        ) as http,
-    ):
+    async with app_client(urls, season_job_interval_s=0.2, season_settle_s=0) as http:
         board_id, config, _ = await random_board(http, random.Random(51), windows=["daily"])
         closed = await closed_periods(http, board_id, config)
 

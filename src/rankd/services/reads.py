@@ -42,6 +42,12 @@ from rankd.ttlcache import TTLCache
 _TOP_BYTES = 400
 _ENTRY_BYTES = 450
 _STATE_BYTES = 300  # a cached archive state: its key tuple and the small state object
+_PERIOD_STATE_BYTES = 120  # one period's state in a cached /periods listing
+# A read that finds a closed period's key gone re-reads its archive state if what this
+# process knows is older than this: a just-archived period turns to the archive within
+# a second, and reads of closed periods that never had data cost PostgreSQL one query per
+# period and second, however many arrive.
+_RECHECK_S = 1.0
 
 
 def _wall_clock_ms() -> int:
@@ -106,9 +112,14 @@ class Reader:
         self.clock = clock
         # Whether a closed period is frozen or has left Redis. Only moves forward (a raised
         # grace reopens a period, which reads decide without this), and a read that finds
-        # the Redis key gone asks PostgreSQL afresh, so a stale answer costs nothing.
+        # the Redis key gone asks again (see _RECHECK_S), so a stale answer costs little.
         self._states: TTLCache[PeriodRef, ArchiveState | None] = TTLCache(
             archive_state_s, archive_state_bytes, lambda *_: _STATE_BYTES
+        )
+        self._listed: TTLCache[tuple[str, str], dict[str, ArchiveState]] = TTLCache(
+            archive_state_s,
+            archive_state_bytes,
+            lambda _, states: _STATE_BYTES + _PERIOD_STATE_BYTES * len(states),
         )
         # Top lists are the same for every reader: each process renders one at most once per
         # top_cache_s (default 0.2 s, well inside the design's 2 s read staleness budget).
@@ -126,10 +137,10 @@ class Reader:
         grace_ms = scope.board.grace_seconds * 1000
         return period.window != ALL_TIME and period.status(self.clock(), grace_ms) == "closed"
 
-    async def _archive_state(self, ref: PeriodRef, *, fresh: bool) -> ArchiveState | None:
+    async def _archive_state(self, ref: PeriodRef, *, recheck: bool) -> ArchiveState | None:
         assert self.archive is not None
-        hit = None if fresh else self._states.get(ref)
-        if hit is not None:
+        hit = self._states.get(ref)
+        if hit is not None and (not recheck or hit.age_s < _RECHECK_S):
             return hit.value
         state = await self.archive.state(ref)
         self._states.put(ref, state)
@@ -144,7 +155,7 @@ class Reader:
         """
         if self.archive is None or not self._closed(scope):
             return False
-        state = await self._archive_state(scope.ref, fresh=key_missing)
+        state = await self._archive_state(scope.ref, recheck=key_missing)
         return state is not None and (state.archived or key_missing)
 
     async def _gone_to_archive(self, scope: Scope) -> bool:
@@ -291,9 +302,14 @@ class Reader:
         ids.add(period_at(window, now_ms).id)
         states: dict[str, ArchiveState] = {}
         if self.archive is not None and window != ALL_TIME:
-            # PostgreSQL down: list what Redis knows, open or closed
-            with contextlib.suppress(Unavailable):
-                states = await self.archive.states(board.board_id, window)
+            listed = self._listed.get((board.board_id, window))
+            if listed is not None:
+                states = listed.value
+            else:
+                # PostgreSQL down: list what Redis knows, open or closed
+                with contextlib.suppress(Unavailable):
+                    states = await self.archive.states(board.board_id, window)
+                    self._listed.put((board.board_id, window), states)
         ids.update(states)
         periods = sorted((parse_period(window, pid) for pid in ids), key=lambda p: -p.start_ms)
         grace_ms = board.grace_seconds * 1000
