@@ -23,7 +23,7 @@ from typing import Any
 from bench.common import RESULTS
 
 Row = list[str]
-KNOWN = ("submits", "reads", "rank_growth", "rebuild")
+KNOWN = ("submits", "reads", "rank_growth", "rebuild", "freeze")
 DASH, X = "\u2013", "\u00d7"  # en dash for "no figure", multiplication sign for ratios
 KINDS_READ = ("top", "player", "around", "friends")
 
@@ -96,7 +96,9 @@ def command_of(result: dict[str, Any]) -> str:
     quick = (
         result.get("quick") or get(result, "workload", "quick") or get(result, "method", "quick")
     )
-    module = {"rebuild": "rebuild_rate"}.get(result["name"], result["name"])
+    module = {"rebuild": "rebuild_rate", "freeze": "freeze_rate"}.get(
+        result["name"], result["name"]
+    )
     return f"python -m bench.{module}" + (" --quick" if quick else "")
 
 
@@ -600,6 +602,55 @@ class Report:
         )
         self.sections.append("\n".join(parts))
 
+    def freeze(self, r: dict[str, Any]) -> None:
+        results = r.get("results")
+        if not isinstance(results, list) or not results:
+            raise ValueError("no results")
+        rows = []
+        for x in sorted(results, key=lambda x: x.get("entries", 0)):
+            label = size_label(x.get("entries"))
+            rankd, base = x.get("rankd_entries_per_s"), x.get("baseline_entries_per_s")
+            rows.append(
+                [
+                    label,
+                    num(rankd),
+                    num(x.get("rankd_seconds"), "s"),
+                    num(x.get("from_player_best_entries_per_s")),
+                    num(base),
+                    times(ratio(rankd, base)),
+                    num(x.get("leave_redis_seconds"), "s"),
+                ]
+            )
+            self.summary.append(
+                [
+                    f"Freeze a closed period of {label} into the archive, entries/s",
+                    num(rankd),
+                    f"{num(base)} (PostgreSQL INSERT SELECT alone)",
+                    times(ratio(rankd, base)),
+                    DASH,
+                    DASH,
+                ]
+            )
+        parts = ["## Season freeze", ""]
+        method = r.get("method", {})
+        if isinstance(method, dict):
+            parts += [f"- {k}: {v}" for k, v in method.items() if isinstance(v, str)] + [""]
+        parts.append(
+            table(
+                [
+                    "entries",
+                    "Rankd freeze/s",
+                    "Rankd time",
+                    "from player_best/s",
+                    "PostgreSQL alone/s",
+                    "Rankd / PostgreSQL",
+                    "leaving Redis",
+                ],
+                rows,
+            )
+        )
+        self.sections.append("\n".join(parts))
+
     def generic(self, r: dict[str, Any]) -> None:
         rows = [
             [key, num(value)]
@@ -617,6 +668,7 @@ class Report:
             "reads": self.reads,
             "rank_growth": self.rank_growth,
             "rebuild": self.rebuild,
+            "freeze": self.freeze,
         }
         ordered = [n for n in KNOWN if n in self.results]
         ordered += sorted(n for n in self.results if n not in KNOWN)

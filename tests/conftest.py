@@ -67,6 +67,11 @@ def make_settings(urls: Urls, **overrides: object) -> Settings:
         "admin_keys": [ADMIN],
         "server_keys": [SERVER],
         "top_cache_s": 0.0,  # tests read their own writes at once; test_reads_cache covers it
+        # the season job runs only where a test runs it (with its own clock); test_seasons
+        # covers the background job
+        "season_job_interval_s": 0.0,
+        # and reads see its work at once; test_seasons covers the archive state cache
+        "archive_state_cache_s": 0.0,
     }
     return Settings(**(values | overrides))  # type: ignore[arg-type]
 

@@ -208,7 +208,8 @@ async def test_created_at_is_utc_with_milliseconds(client: httpx.AsyncClient) ->
         pytest.param({"grace_seconds": -1}, id="grace-negative"),
         pytest.param({"grace_seconds": 31_536_001}, id="grace-too-large"),
         pytest.param({"retention_days": {"yearly": 5}}, id="retention-bad-key"),
-        pytest.param({"retention_days": {"daily": 0}}, id="retention-zero"),
+        pytest.param({"retention_days": {"daily": -1}}, id="retention-negative"),
+        pytest.param({"retention_days": {"daily": 3651}}, id="retention-too-large"),
         pytest.param({"retention_days": {"daily": "8"}}, id="retention-string"),
         pytest.param({"retention_days": {"daily": 1.5}}, id="retention-float"),
         pytest.param({"retention_days": [8]}, id="retention-not-object"),
@@ -234,6 +235,7 @@ async def test_boundary_config_values_are_accepted(client: httpx.AsyncClient) ->
         {"shards": 1},
         {"grace_seconds": 0},
         {"grace_seconds": 31_536_000},
+        {"retention_days": {"daily": 0, "weekly": 3650}},  # 0: leaves Redis once archived
         {"windows": ["monthly", "weekly", "daily", "all-time"]},
     ):
         response = await put_board(client, new_board_id(), body)

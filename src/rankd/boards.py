@@ -146,12 +146,12 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
             k not in DEFAULT_RETENTION
             or not isinstance(v, int)
             or isinstance(v, bool)
-            or not 1 <= v <= MAX_RETENTION_DAYS
+            or not 0 <= v <= MAX_RETENTION_DAYS
             for k, v in retention.items()
         ):
             raise InvalidRequest(
                 "retention_days must map daily/weekly/monthly to whole days "
-                f"in 1..{MAX_RETENTION_DAYS}"
+                f"in 0..{MAX_RETENTION_DAYS} (0: a period leaves Redis once archived)"
             )
         values["retention_days"] = {**values["retention_days"], **retention}
     if "segments" in body:

@@ -1,4 +1,4 @@
-"""The ``rankd`` command: serve, rebuild, replay."""
+"""The ``rankd`` command: serve, rebuild, freeze, replay."""
 
 from __future__ import annotations
 
@@ -214,6 +214,41 @@ def rebuild(
         )
         for note in report.skipped:
             typer.echo(f"skipped {note}")
+
+    _run_with_runtime(data_dir, job)
+
+
+@app.command()
+def freeze(
+    board: Annotated[str | None, typer.Option(help="only this board's periods")] = None,
+    wait: Annotated[
+        float, typer.Option(help="seconds to wait for a running pass elsewhere to finish", min=0)
+    ] = 60.0,
+    data_dir: DataDir = None,
+) -> None:
+    """Run one pass of the season job now: freeze closed periods into the archive and let
+    archived ones leave Redis (`rankd serve` runs it every RANKD_SEASON_JOB_INTERVAL_S)."""
+
+    async def job(runtime: Any) -> None:
+        with _progress("freeze") as progress:
+            task = progress.add_task("freeze", total=None, rate="")
+            report = await runtime.seasons.run_pass(
+                progress=_rate_updater(progress, task),
+                boards=None if board is None else [board],
+                wait_for_lease_s=wait,
+            )
+        if not report.lease:
+            typer.echo(f"another instance is running a season pass (waited {wait:g}s); retry")
+            raise typer.Exit(1)
+        typer.echo(
+            f"froze {report.frozen} periods, {report.entries} entries archived in "
+            f"{report.freeze_seconds:.2f}s ({report.entries_per_s:,.0f} entries/s); "
+            f"{report.archived} left Redis, {report.thawed} reopened, "
+            f"{report.waiting} waiting for the log"
+            + (f"; {report.failed} failed (see the log)" if report.failed else "")
+        )
+        if report.failed:
+            raise typer.Exit(1)
 
     _run_with_runtime(data_dir, job)
 

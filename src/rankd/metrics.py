@@ -31,3 +31,16 @@ CONSUMER_OLDEST_UNACKED = Gauge(
     "rankd_consumer_oldest_unacked_seconds", "Age of the oldest log message not yet applied."
 )
 REBUILDS = Counter("rankd_rebuilds_total", "Board periods rebuilt into Redis from PostgreSQL.")
+SEASON_PERIODS_FROZEN = Counter(
+    "rankd_season_periods_frozen_total", "Closed periods frozen into the archive."
+)
+SEASON_ENTRIES_ARCHIVED = Counter(
+    "rankd_season_entries_archived_total", "Entries written into the archive by freezes."
+)
+SEASON_PERIODS_ARCHIVED = Counter(
+    "rankd_season_periods_archived_total", "Archived periods whose keys left Redis."
+)
+SEASON_LAST_PASS = Gauge(
+    "rankd_season_last_pass_timestamp_seconds",
+    "When this instance last completed a season job pass (unix time).",
+)

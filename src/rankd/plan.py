@@ -91,7 +91,8 @@ def recently_counted(board: BoardConfig, counted_ms: int, now_ms: int) -> bool:
 
 
 def expires_at_ms(board: BoardConfig, period: Period) -> int | None:
-    """When a period's keys leave Redis (None: never)."""
+    """When a period's keys leave Redis (None: never), by the board's current config: the
+    season job removes them then, once the period is archived."""
     if period.window == ALL_TIME:
         return None
     retention_ms = board.retention_days.get(period.window, 0) * DAY_MS
@@ -146,8 +147,9 @@ def _target(board: BoardConfig, run: Run, window: str, now_ms: int) -> Target:
     expires = expires_at_ms(board, period)
     if expires is not None and now_ms >= expires:
         return Target(window, period, run, "expired", operation, composite)
+    # no TTL on the keys (expire_at_s stays 0): the season job archives the period, then
+    # removes them (services/seasons.py), so a retention change still applies
     target = Target(window, period, run, "apply", operation, composite)
-    target.expire_at_s = 0 if expires is None else expires // 1000
     if composite is None:
         target.time_key = codec.time_key(offset)
         if window == ALL_TIME:

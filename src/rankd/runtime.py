@@ -10,15 +10,17 @@ from typing import Any
 
 from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
-from rankd.services.consumer import DURABLE, LogConsumer
+from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.names import NameCache
 from rankd.services.players import Players
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
+from rankd.services.seasons import SeasonJob
 from rankd.services.submit import Submitter
 from rankd.settings import Settings
+from rankd.stores.archive import ArchiveStore
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
 from rankd.stores.runlog import Durable, JetStreamLog, RunLog
@@ -40,6 +42,7 @@ class Runtime:
     auth: Authenticator
     applier: Applier
     rebuilder: Rebuilder
+    seasons: SeasonJob
     consumer: LogConsumer | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -80,6 +83,11 @@ class Runtime:
         committer = GroupCommitter(
             log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
         )
+        rebuilder = Rebuilder(store, pg, boards)
+
+        async def log_applied_through() -> int | None:
+            return await applied_through(log)
+
         return cls(
             settings=s,
             store=store,
@@ -89,14 +97,31 @@ class Runtime:
             names=names,
             players=players,
             submitter=Submitter(store, pg, committer, players),
-            reader=Reader(store, names, s.top_cache_s, s.top_cache_bytes),
+            reader=Reader(
+                store,
+                names,
+                s.top_cache_s,
+                s.top_cache_bytes,
+                archive=ArchiveStore(pg),
+                archive_state_s=s.archive_state_cache_s,
+                archive_state_bytes=s.archive_state_cache_bytes,
+            ),
             auth=Authenticator(s.admin_keys, s.server_keys),
             applier=Applier(boards, store, pg),
-            rebuilder=Rebuilder(store, pg, boards),
+            rebuilder=rebuilder,
+            seasons=SeasonJob(
+                store,
+                pg,
+                boards,
+                rebuilder,
+                log_applied_through,
+                settle_ms=int(s.season_settle_s * 1000),
+            ),
         )
 
     async def open(self, *, background: bool = True) -> None:
-        """Connect; with ``background``, restore Redis if it changed and start the consumer."""
+        """Connect; with ``background``, restore Redis if it changed and start the consumer,
+        the Redis watch and the season job."""
         await asyncio.gather(self.pg.open(), self.log.open(), self.store.open())
         if not background:
             return
@@ -107,6 +132,9 @@ class Runtime:
         self.consumer = self.log_consumer()
         await self.consumer.start()
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
+        if self.settings.season_job_interval_s > 0:
+            job = self.seasons.run_forever(self.settings.season_job_interval_s)
+            self._tasks.append(asyncio.create_task(job, name="season-job"))
 
     def log_consumer(self) -> LogConsumer:
         s = self.settings

@@ -88,6 +88,16 @@ class Settings(BaseSettings):
     # Runs may end at most this far in the future (clock skew between game servers and us).
     max_future_skew_s: int = 300
 
+    # The season job (services/seasons.py): how often each instance tries a pass (one
+    # instance at a time runs it; 0 turns it off in this process), and how long after a
+    # period's grace it waits before freezing it (a run received just before the grace
+    # ended may still be on its way through the log).
+    season_job_interval_s: float = Field(30.0, ge=0)
+    season_settle_s: float = Field(15.0, ge=0)
+    # How long a process trusts what it read about a closed period's archive state.
+    archive_state_cache_s: float = 5.0
+    archive_state_cache_bytes: int = 1 << 20
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:

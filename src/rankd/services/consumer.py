@@ -71,6 +71,25 @@ class Lag:
         return found
 
 
+async def applied_through(log: RunLog) -> int | None:
+    """When (receipt time, ms) the oldest logged run not yet applied by the shared consumer
+    was received; None when every logged run has been applied.
+
+    Every run received before that time is in Redis and PostgreSQL. The season job freezes
+    a period only once this is past the period's grace, so no accepted run misses its
+    archive. Reads the ack floor, which is conservative: runs acked out of order count as
+    waiting until everything before them is acked. Raises LogUnavailable when the log
+    cannot tell (the job then freezes nothing).
+    """
+    lag = await log.lag(DURABLE)
+    if not lag.pending and not lag.ack_pending:
+        return None
+    if lag.oldest_unacked is None:
+        return 0
+    _, runs = decode_message(lag.oldest_unacked)
+    return min((r.received_at_ms for r in runs), default=0)
+
+
 class LogConsumer:
     def __init__(
         self,

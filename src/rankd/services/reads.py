@@ -1,20 +1,27 @@
-"""The read path: top, player, around, friends, rank-of and periods, all from Redis.
+"""The read path: top, player, around, friends, rank-of and periods, from Redis or the
+archive.
 
 Every read is one Redis round trip (a pipeline or a read-only script), plus a cached name
 lookup. Ranks are unique: by composite (score, then earlier achiever at the board's tie
 resolution), then by player id in descending byte order, which is how Redis orders equal
 scores in a reversed range.
+
+A closed period is read from Redis while it is there and from the archive (PostgreSQL, see
+stores/archive.py and services/seasons.py) once it has left: ``from_archive`` decides, and
+both give the same answers. Open periods never consult the archive.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rankd.boards import BoardConfig
-from rankd.errors import InvalidRequest, PlayerNotRanked, ScoreOutOfRange
+from rankd.errors import InvalidRequest, PlayerNotRanked, ScoreOutOfRange, Unavailable
 from rankd.formats import SEGMENT_VALUE_PATTERN, format_time, is_segment_value
-from rankd.periods import Period, PeriodError, PeriodRef, parse_period, period_at
+from rankd.periods import ALL_TIME, Period, PeriodError, PeriodRef, parse_period, period_at
 from rankd.results import (
     Around,
     Entry,
@@ -27,12 +34,29 @@ from rankd.results import (
     Top,
 )
 from rankd.services.names import NameCache
+from rankd.stores.archive import ArchivedRow, ArchiveState, ArchiveStore
 from rankd.stores.redis_store import RedisStore
 from rankd.ttlcache import TTLCache
 
 # Estimated bytes a cached top list holds: the dicts and strings of each entry.
 _TOP_BYTES = 400
 _ENTRY_BYTES = 450
+_STATE_BYTES = 300  # a cached archive state: its key tuple and the small state object
+_PERIOD_STATE_BYTES = 120  # one period's state in a cached /periods listing
+# A read that finds a closed period's key gone re-reads its archive state if what this
+# process knows is older than this: a just-archived period turns to the archive within
+# a second, and reads of closed periods that never had data cost PostgreSQL one query per
+# period and second, however many arrive.
+_RECHECK_S = 1.0
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _percentile(rank: int, total: int) -> float:
+    """Share of entries ranked at or below ``rank``, 0..100."""
+    return round(100.0 * (total - rank + 1) / total, 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +117,27 @@ class Reader:
         names: NameCache,
         top_cache_s: float = 0.0,
         top_cache_bytes: int = 16 << 20,
+        *,
+        archive: ArchiveStore | None = None,
+        archive_state_s: float = 5.0,
+        archive_state_bytes: int = 1 << 20,
+        clock: Callable[[], int] = _wall_clock_ms,
     ) -> None:
         self.store = store
         self.names = names
+        self.archive = archive
+        self.clock = clock
+        # Whether a closed period is frozen or has left Redis. Only moves forward (a raised
+        # grace reopens a period, which reads decide without this), and a read that finds
+        # the Redis key gone asks again (see _RECHECK_S), so a stale answer costs little.
+        self._states: TTLCache[PeriodRef, ArchiveState | None] = TTLCache(
+            archive_state_s, archive_state_bytes, lambda *_: _STATE_BYTES
+        )
+        self._listed: TTLCache[tuple[str, str], dict[str, ArchiveState]] = TTLCache(
+            archive_state_s,
+            archive_state_bytes,
+            lambda _, states: _STATE_BYTES + _PERIOD_STATE_BYTES * len(states),
+        )
         # Top lists are the same for every reader: each process renders one at most once per
         # top_cache_s (default 0.2 s, well inside the design's 2 s read staleness budget).
         self._tops: TTLCache[tuple[str, str, str, str, int, int], Top] = TTLCache(
@@ -103,6 +145,43 @@ class Reader:
             top_cache_bytes,
             lambda _, body: _TOP_BYTES + _ENTRY_BYTES * len(body["entries"]),
         )
+
+    # Redis or archive
+
+    def _closed(self, scope: Scope) -> bool:
+        """Past its grace by the board's current config: only such periods are archived."""
+        period = scope.period
+        grace_ms = scope.board.grace_seconds * 1000
+        return period.window != ALL_TIME and period.status(self.clock(), grace_ms) == "closed"
+
+    async def _archive_state(self, ref: PeriodRef, *, recheck: bool) -> ArchiveState | None:
+        assert self.archive is not None
+        hit = self._states.get(ref)
+        if hit is not None and (not recheck or hit.age_s < _RECHECK_S):
+            return hit.value
+        state = await self.archive.state(ref)
+        self._states.put(ref, state)
+        return state
+
+    async def from_archive(self, scope: Scope, *, key_missing: bool = False) -> bool:
+        """Whether a read of ``scope`` is served from the archive instead of Redis.
+
+        A closed period is, once it has left Redis (``archived``), or once it is frozen and
+        its Redis key turns out to be gone (``key_missing``: the read raced the job's
+        UNLINK, or Redis lost the key). Open periods never ask PostgreSQL.
+        """
+        if self.archive is None or not self._closed(scope):
+            return False
+        state = await self._archive_state(scope.ref, recheck=key_missing)
+        return state is not None and (state.archived or key_missing)
+
+    async def _gone_to_archive(self, scope: Scope) -> bool:
+        """After a Redis read found nothing: whether the key is gone to the archive."""
+        if self.archive is None or not self._closed(scope):
+            return False
+        if await self.store.period_exists(scope.ref):
+            return False
+        return await self.from_archive(scope, key_missing=True)
 
     def _entries(
         self, scope: Scope, rows: list[tuple[str, int, int, int]], names: dict[str, str | None]
@@ -130,7 +209,11 @@ class Reader:
         hit = self._tops.get(cache_key)
         if hit is not None:
             return hit.value
+        if await self.from_archive(scope):
+            return self._cached(cache_key, await self._archived_top(scope, n, offset))
         found, total = await self.store.top(scope.ref, offset, n)
+        if total == 0 and await self.from_archive(scope, key_missing=True):
+            return self._cached(cache_key, await self._archived_top(scope, n, offset))
         rows = [(pid, c, at, offset + i + 1) for i, (pid, c, at) in enumerate(found)]
         names = await self.names.lookup(pid for pid, _, _ in found)
         body: Top = {
@@ -144,7 +227,11 @@ class Reader:
         return body
 
     async def player(self, scope: Scope, player_id: str) -> PlayerStanding:
+        if await self.from_archive(scope):
+            return await self._archived_player(scope, player_id)
         held, total, name = await self.store.entry(scope.ref, player_id)
+        if total == 0 and await self.from_archive(scope, key_missing=True):
+            return await self._archived_player(scope, player_id)
         if held is None:
             raise scope.not_ranked(player_id)
         composite, rank0, achieved_ms = held
@@ -157,11 +244,15 @@ class Reader:
             "period": scope.period.id,
             **entry,
             "total": total,
-            "percentile": round(100.0 * (total - rank + 1) / total, 4),
+            "percentile": _percentile(rank, total),
         }
 
     async def around(self, scope: Scope, player_id: str, span: int) -> Around:
+        if await self.from_archive(scope):
+            return await self._archived_around(scope, player_id, span)
         found = await self.store.around(scope.ref, player_id, span)
+        if found is None and await self._gone_to_archive(scope):
+            return await self._archived_around(scope, player_id, span)
         if found is None:
             raise scope.not_ranked(player_id)
         first0, total, slice_ = found
@@ -177,7 +268,11 @@ class Reader:
 
     async def friends(self, scope: Scope, player_id: str, friend_ids: list[str]) -> Friends:
         ids = list(dict.fromkeys([player_id, *friend_ids]))
+        if await self.from_archive(scope):
+            return await self._archived_friends(scope, ids)
         standings, raw_names = await self.store.group(scope.ref, ids)
+        if all(held is None for held in standings) and await self._gone_to_archive(scope):
+            return await self._archived_friends(scope, ids)
         present = [
             (pid, held[0], held[2], held[1] + 1)
             for pid, held in zip(ids, standings, strict=True)
@@ -203,7 +298,14 @@ class Reader:
                 f"score {score} is above this board's max_score {board.max_score}"
             )
         floor = board.codecs[scope.window].score_floor(score)
-        above, total = await self.store.count_from(scope.ref, floor)
+        if await self.from_archive(scope):
+            assert self.archive is not None
+            above, total = await self.archive.count_from(scope.ref, floor)
+        else:
+            above, total = await self.store.count_from(scope.ref, floor)
+            if total == 0 and await self.from_archive(scope, key_missing=True):
+                assert self.archive is not None
+                above, total = await self.archive.count_from(scope.ref, floor)
         return {
             "board_id": board.board_id,
             "window": scope.window,
@@ -214,9 +316,20 @@ class Reader:
         }
 
     async def periods(self, board: BoardConfig, window: str) -> Periods:
-        now_ms = int(time.time() * 1000)
+        now_ms = self.clock()
         ids = set(await self.store.period_ids(board.board_id, window))
         ids.add(period_at(window, now_ms).id)
+        states: dict[str, ArchiveState] = {}
+        if self.archive is not None and window != ALL_TIME:
+            listed = self._listed.get((board.board_id, window))
+            if listed is not None:
+                states = listed.value
+            else:
+                # PostgreSQL down: list what Redis knows, open or closed
+                with contextlib.suppress(Unavailable):
+                    states = await self.archive.states(board.board_id, window)
+                    self._listed.put((board.board_id, window), states)
+        ids.update(states)
         periods = sorted((parse_period(window, pid) for pid in ids), key=lambda p: -p.start_ms)
         grace_ms = board.grace_seconds * 1000
         infos: list[PeriodInfo] = [
@@ -228,4 +341,81 @@ class Reader:
             }
             for p in periods
         ]
+        for info in infos:
+            state = states.get(info["period"])
+            if info["status"] == "closed" and state is not None and state.archived:
+                info["status"] = "archived"
         return {"board_id": board.board_id, "window": window, "periods": infos}
+
+    # archived periods: the same answers, from PostgreSQL
+
+    def _cached(self, cache_key: tuple[str, str, str, str, int, int], body: Top) -> Top:
+        self._tops.put(cache_key, body)
+        return body
+
+    @staticmethod
+    def _archived_entries(rows: list[ArchivedRow]) -> list[Entry]:
+        return [
+            {
+                "rank": rank,
+                "player_id": pid,
+                "score": score,
+                "achieved_at": format_time(achieved_ms),
+                "name": name,
+            }
+            for rank, pid, score, achieved_ms, name in rows
+        ]
+
+    async def _archived_top(self, scope: Scope, n: int, offset: int) -> Top:
+        assert self.archive is not None
+        rows, total = await self.archive.top(scope.ref, offset, n)
+        return {
+            "board_id": scope.board.board_id,
+            "window": scope.window,
+            "period": scope.period.id,
+            "total": total,
+            "entries": self._archived_entries(rows),
+        }
+
+    async def _archived_player(self, scope: Scope, player_id: str) -> PlayerStanding:
+        assert self.archive is not None
+        row, total = await self.archive.entry(scope.ref, player_id)
+        if row is None:
+            raise scope.not_ranked(player_id)
+        [entry] = self._archived_entries([row])
+        return {
+            "board_id": scope.board.board_id,
+            "window": scope.window,
+            "period": scope.period.id,
+            **entry,
+            "total": total,
+            "percentile": _percentile(entry["rank"], total),
+        }
+
+    async def _archived_around(self, scope: Scope, player_id: str, span: int) -> Around:
+        assert self.archive is not None
+        found = await self.archive.around(scope.ref, player_id, span)
+        if found is None:
+            raise scope.not_ranked(player_id)
+        rows, total = found
+        return {
+            "board_id": scope.board.board_id,
+            "window": scope.window,
+            "period": scope.period.id,
+            "total": total,
+            "entries": self._archived_entries(rows),
+        }
+
+    async def _archived_friends(self, scope: Scope, ids: list[str]) -> Friends:
+        assert self.archive is not None
+        rows = await self.archive.group(scope.ref, ids)
+        entries: list[FriendEntry] = [
+            {**entry, "position": position}
+            for position, entry in enumerate(self._archived_entries(rows), start=1)
+        ]
+        return {
+            "board_id": scope.board.board_id,
+            "window": scope.window,
+            "period": scope.period.id,
+            "entries": entries,
+        }

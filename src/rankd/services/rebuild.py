@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rankd import metrics
+from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
 from rankd.periods import ALL_TIME, PeriodRef, parse_period
-from rankd.plan import expires_at_ms, sum_horizon_ms
+from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
 from rankd.services.registry import BoardRegistry
-from rankd.stores import standings
+from rankd.stores import archive, standings
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis_store import RedisStore
 
@@ -63,11 +64,13 @@ class Rebuilder:
         progress: Progress | None = None,
         *,
         when: Literal["always", "redis_changed", "missing"] = "always",
+        fresh_config: BoardConfig | None = None,
     ) -> RebuildReport | None:
         """Restore the selected periods (default: all). Returns None if nothing was needed.
 
         ``redis_changed``: only if Redis is not the process the boards were verified on.
-        ``missing``: only periods whose board key is gone.
+        ``missing``: only periods whose board key is gone. ``fresh_config``: the board's
+        config as the caller just read it (else the registry's, which may be seconds old).
         """
         started = time.perf_counter()
         report = RebuildReport()
@@ -79,27 +82,35 @@ class Rebuilder:
                 return None  # another instance rebuilt while we waited for the lock
             now_ms = int(time.time() * 1000)
             selected = await standings.periods(conn, board, window, period)
+            archived = await archive.archived_refs(conn, board, window, period)
             for ref, start_ms in selected:
                 board_id, win, pid, _ = ref
                 try:
-                    config = await self.boards.get(board_id)
+                    if fresh_config is not None and fresh_config.board_id == board_id:
+                        config = fresh_config
+                    else:
+                        config = await self.boards.get(board_id)
                 except BoardNotFound:
                     report.skipped.append(f"{board_id}: no such board")
                     continue
                 expires = expires_at_ms(config, parse_period(win, pid))
-                if expires is not None and now_ms >= expires:
-                    continue  # past its Redis retention: served from PostgreSQL
+                if ref in archived or (expires is not None and now_ms >= expires):
+                    # archived, or about to be (past its retention): served from the archive;
+                    # the season job freezes a period not frozen yet from player_best
+                    continue
                 if when == "missing" and await self.store.period_exists(ref):
                     continue
                 since = None
                 if config.policy == "sum":
-                    since = now_ms - sum_horizon_ms(config) if win == ALL_TIME else 0
+                    since = counted_ids_kept_since(config, now_ms) if win == ALL_TIME else 0
                 report.members += await self.store.load_period(
                     ref,
                     _entry_pages(conn, ref),
-                    None if since is None else _counted_run_pages(conn, ref, since),
+                    None
+                    if since is None
+                    else _counted_run_pages(conn, ref, since, sum_horizon_ms(config)),
                     _time_groups(conn, ref),
-                    expires,
+                    None,  # no TTL: the season job removes the keys (services/seasons.py)
                     start_ms,
                     progress,
                 )
@@ -130,10 +141,10 @@ def _entry_pages(conn: Conn, ref: PeriodRef) -> Callable[[], AsyncIterator[tuple
 
 
 def _counted_run_pages(
-    conn: Conn, ref: PeriodRef, since: int
+    conn: Conn, ref: PeriodRef, since: int, horizon: int
 ) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
     return lambda: standings.pages(
-        conn, standings.SUM_RUN_PAGE_SQL, ref, ("", ""), {"since": since}
+        conn, standings.SUM_RUN_PAGE_SQL, ref, ("", ""), {"since": since, "horizon": horizon}
     )
 
 

@@ -93,6 +93,7 @@ class PostgresStore:
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 5.0
     ) -> None:
+        self.url = url
         self.pool = AsyncConnectionPool(
             url,
             min_size=min_size,
@@ -130,6 +131,44 @@ class PostgresStore:
         async with self.connection() as conn, conn.transaction():
             await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
             yield conn
+
+    @contextlib.asynccontextmanager
+    async def lease(self, key: int, *, wait_s: float = 0.0) -> AsyncIterator[Conn | None]:
+        """Hold the session advisory lock ``key`` on a connection of its own, or yield None
+        if another session holds it (after waiting up to ``wait_s``).
+
+        The lock lives exactly as long as that connection: closed here, or dropped by
+        PostgreSQL when its holder dies (TCP keepalives notice a vanished host), and the
+        next instance to ask takes over. Work done on the yielded connection can only
+        commit while the lease is held.
+        """
+        with _reachable():
+            conn = await AsyncConnection.connect(
+                self.url,
+                autocommit=True,
+                connect_timeout=5,
+                keepalives=1,
+                keepalives_idle=10,
+                keepalives_interval=5,
+                keepalives_count=3,
+            )
+        try:
+            with _reachable():
+                if wait_s > 0:
+                    await conn.execute(f"SET lock_timeout = {int(wait_s * 1000)}")
+                    try:
+                        await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+                        held = True
+                    except psycopg.errors.LockNotAvailable:
+                        held = False
+                    await conn.execute("RESET lock_timeout")
+                else:
+                    cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
+                    row = await cur.fetchone()
+                    held = bool(row and row[0])
+            yield conn if held else None
+        finally:
+            await conn.close()  # ends the session, which releases the lock
 
     # boards
 

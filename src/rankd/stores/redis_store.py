@@ -299,6 +299,57 @@ class RedisStore:
         with _reachable():
             return bool(await self.redis.exists(keys.period_keys(*ref).public))
 
+    # the season job: a closed period read out in pages, then its keys removed
+
+    async def period_pages(
+        self, ref: PeriodRef, size: int = 10_000
+    ) -> AsyncIterator[tuple[list[str], list[int], list[str | None], list[int]]]:
+        """A period's whole standings, best first, ``size`` entries at a time, as columns:
+        player ids, composites, names and exact achieved times (0: not recorded). Bounded
+        replies however large the period, never one huge ZRANGE."""
+        key = keys.period_keys(*ref).public
+        first = 0
+        while True:
+            with _reachable():
+                # without redis-py's withscores option its reply callback leaves the reply
+                # as it came: the per-pair conversion it does otherwise was most of the cost
+                raw: Any = await self.redis.execute_command(  # type: ignore[no-untyped-call]
+                    "ZREVRANGE", key, first, first + size - 1, "WITHSCORES"
+                )
+                if not raw:
+                    return
+                if isinstance(raw[0], list):  # RESP3: [[member, score], ...]
+                    members = [m for m, _ in raw]
+                    composites = [int(s) for _, s in raw]
+                else:  # RESP2: member, score, member, score, ...
+                    members = raw[0::2]
+                    composites = [int(float(s)) for s in raw[1::2]]
+                players = [m.decode() for m in members]
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.hmget(keys.NAMES, members)
+                for player in players:
+                    pipe.hget(keys.times(key, player), player)
+                names, *times = await pipe.execute()
+            yield players, composites, [_name(n) for n in names], [int(t or 0) for t in times]
+            if len(members) < size:
+                return
+            first += size
+
+    async def unlink_period(self, ref: PeriodRef) -> int:
+        """Remove a period's keys; UNLINK frees their memory off Redis's main thread, so a
+        large board leaving never blocks other commands."""
+        pk = keys.period_keys(*ref)
+        # the exact-times hashes too: every bucket, in a few commands (absent ones cost
+        # Redis a lookup each), as the members are not known here
+        buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
+        with _reachable():
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.unlink(pk.public, pk.runs)
+            for i in range(0, len(buckets), 8192):
+                pipe.unlink(*buckets[i : i + 8192])
+            removed = await pipe.execute()
+        return int(removed[0])
+
     # player names: a copy of PostgreSQL's players table
 
     async def names(self, player_ids: Sequence[str]) -> list[str | None]:

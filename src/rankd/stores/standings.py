@@ -332,13 +332,16 @@ def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where
 ENTRY_PAGE_SQL = _page_sql(
     "player_best", "composite::text", "player_id", ("composite", "player_id"), ""
 )
-# A sum period's counted runs that ended since a time: "<player>|<run_id>" -> ended_ms.
+# A sum period's counted run ids as Redis keeps them, "<player>|<run_id>" -> ended_ms, or
+# for a late run (counted more than a horizon after it ended) when it was counted; since a
+# time.
+_SEEN_AT = "(CASE WHEN ended_ms < counted_ms - %(horizon)s THEN counted_ms ELSE ended_ms END)"
 SUM_RUN_PAGE_SQL = _page_sql(
     "sum_runs",
-    "ended_ms::text",
+    f"{_SEEN_AT}::text",
     "player_id || '|' || run_id",
     ("player_id", "run_id"),
-    "AND ended_ms >= %(since)s",
+    f"AND {_SEEN_AT} >= %(since)s",
 )
 
 
