@@ -38,7 +38,7 @@ BOARD = "bench-rebuild"
 CHUNK = 1000
 TARGET_MEMBERS_PER_S = 500_000
 TARGET_RATIO = 0.8
-TARGET_BYTES_PER_MEMBER = 125
+TARGET_BYTES_PER_MEMBER = 150  # including each entry's exact achieved time
 
 
 def fill(pg_url: str, n: int) -> None:
@@ -47,9 +47,10 @@ def fill(pg_url: str, n: int) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DELETE FROM player_best WHERE board_id = %s", (BOARD,))
         conn.execute(
-            "INSERT INTO player_best"
-            " (board_id, win, period, player_id, composite, score, achieved_ms, run_id)"
-            " SELECT %s, 'all-time', 'all-time', 'p' || i, (s::bigint << 23) | t, s, 0, 'r' || i"
+            "INSERT INTO player_best (board_id, win, period, player_id, composite, score,"
+            " achieved_ms, run_id, time_bucket)"
+            " SELECT %s, 'all-time', 'all-time', 'p' || i, (s::bigint << 23) | t, s,"
+            "  1793730127123 + i, 'r' || i, rankd_time_bucket('p' || i)"
             " FROM (SELECT i, (random() * 1e9)::bigint AS s, (random() * 8388607)::bigint AS t"
             "       FROM generate_series(1, %s) AS i) g",
             (BOARD, n),
