@@ -890,3 +890,22 @@ async def test_concurrent_runs_on_best_board_keep_the_max(
     for window in ("all-time", "daily"):
         [entry] = (await top(client, board_id, window=window))["entries"]
         assert entry["score"] == 93
+
+
+async def test_a_resend_without_ended_at_keeps_its_first_receipt_time(
+    client: httpx.AsyncClient, make_board
+) -> None:
+    """ended_at defaults to the time the service first received the run: a resend (within
+    RANKD_FIRST_RECEIPT_KEEP_S) reports the same entry in every window."""
+    board_id = await make_board(windows=["all-time", "daily"], max_score=1000)
+    body = {"run_id": "no-end", "player_id": "p1", "score": 5}
+    first = (await post_run(client, board_id, body)).json()["standings"]
+    await asyncio.sleep(0.05)
+    again = (await post_run(client, board_id, body)).json()["standings"]
+    assert [s["achieved_at"] for s in again] == [s["achieved_at"] for s in first]
+    assert [(s["improved"], s["is_best"]) for s in again] == [(False, True), (False, True)]
+    # another run is another first receipt
+    other = (
+        await post_run(client, board_id, {**body, "run_id": "no-end-2", "player_id": "p2"})
+    ).json()
+    assert other["standings"][1]["achieved_at"] != first[1]["achieved_at"]

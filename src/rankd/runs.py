@@ -28,6 +28,8 @@ class Run:
     ended_at_ms: int
     received_at_ms: int  # decides open/closed periods, so a replay decides the same way
     segments: Segments = ()
+    # False when the client sent no ended_at (it defaults to the first receipt; not logged)
+    ended_given: bool = True
 
 
 def encode_message(board_id: str, runs: list[Run]) -> bytes:

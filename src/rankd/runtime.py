@@ -96,7 +96,7 @@ class Runtime:
             boards=boards,
             names=names,
             players=players,
-            submitter=Submitter(store, pg, committer, players),
+            submitter=Submitter(store, pg, committer, players, s.first_receipt_keep_s),
             reader=Reader(
                 store,
                 names,

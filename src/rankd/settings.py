@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     # verified on (a restart triggers a rebuild from PostgreSQL).
     redis_watch_interval_s: float = 1.0
 
+    # A run resent without ended_at within this long keeps its first receipt's time (0: off)
+    first_receipt_keep_s: float = Field(120.0, ge=0)
+
     # Runs may end at most this far in the future (clock skew between game servers and us).
     max_future_skew_s: int = 300
 

@@ -36,7 +36,8 @@ def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -
         raise ScoreOutOfRange(
             f"score {score} is above this board's max_run_score of {board.max_run_score}"
         )
-    if payload.get("ended_at") is None:
+    ended_given = payload.get("ended_at") is not None
+    if not ended_given:
         ended = now_ms
     else:
         ended = parse_time(payload["ended_at"], "ended_at")
@@ -46,7 +47,7 @@ def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -
             raise InvalidRequest(
                 f"ended_at is more than {max_skew_ms // 1000} s in the future; check the clock"
             )
-    run = Run(run_id, pid, score, ended, now_ms)
+    run = Run(run_id, pid, score, ended, now_ms, ended_given=ended_given)
     if payload.get("segments") is not None:
         given = check_segments(payload["segments"], "segments", board.segments)
         # the board's order; the profile fills the dimensions the run leaves out (submit.py)

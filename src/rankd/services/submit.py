@@ -27,18 +27,25 @@ from rankd.stores.redis_store import RedisStore
 
 class Submitter:
     def __init__(
-        self, store: RedisStore, pg: PostgresStore, log: GroupCommitter, players: Players
+        self,
+        store: RedisStore,
+        pg: PostgresStore,
+        log: GroupCommitter,
+        players: Players,
+        first_receipt_keep_s: float = 120.0,
     ) -> None:
         self.store = store
         self.pg = pg
         self.log = log
         self.players = players
+        self.first_receipt_keep_ms = int(first_receipt_keep_s * 1000)
 
     async def submit(self, board: BoardConfig, runs: Sequence[Run]) -> list[list[Standing]]:
         """Make ``runs`` durable, apply them, and return each run's standings."""
         if not runs:
             return []
         await self.players.fill_segments(board, runs)  # before logging: replays agree
+        await self._first_receipts(board, runs)
         await self.log.append(board.board_id, runs)
         try:
             return await self.apply(board, runs)
@@ -47,6 +54,21 @@ class Submitter:
             raise Unavailable(
                 "the run was logged but the boards are unreachable; retrying is safe"
             ) from exc
+
+    async def _first_receipts(self, board: BoardConfig, runs: Sequence[Run]) -> None:
+        """A run sent without ended_at ends when it was first received: a resend (within
+        ``first_receipt_keep_s``, like the log's own duplicate window) keeps that time, so
+        every window reports the same entry whichever sending is applied."""
+        defaulted = [r for r in runs if not r.ended_given]
+        if not defaulted or self.first_receipt_keep_ms <= 0:
+            return
+        firsts = await self.store.first_receipts(
+            board.board_id,
+            [(r.player_id, r.run_id, r.ended_at_ms) for r in defaulted],
+            self.first_receipt_keep_ms,
+        )
+        for run, first in zip(defaulted, firsts, strict=True):
+            run.ended_at_ms = first
 
     async def apply(
         self, board: BoardConfig, runs: Sequence[Run], now_ms: int | None = None

@@ -78,6 +78,11 @@ def times(key: str, member: str) -> str:
     return f"{key}:at:{time_bucket(member)}"
 
 
+def first_receipt(board: str, player_id: str, run_id: str) -> str:
+    """When a run sent without ended_at was first received (ms), kept briefly."""
+    return f"rk:{{{board}}}:receipt:{player_id}|{run_id}"
+
+
 def staging(key: str) -> str:
     """Where a rebuild loads a key before renaming it into place (same hash tag)."""
     return f"{key}:rebuild"

@@ -215,6 +215,20 @@ class RedisStore:
                 commands.append(("ZADD", (index, "NX", t.period.start_ms, t.period.id)))
         return commands, memos
 
+    async def first_receipts(
+        self, board_id: str, runs: Sequence[tuple[str, str, int]], keep_ms: int
+    ) -> list[int]:
+        """For (player, run id, receipt ms) of runs sent without ended_at: the receipt time
+        of each one's first sending within ``keep_ms`` (this one's, if it is the first)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for player_id, run_id, received_ms in runs:
+            key = keys.first_receipt(board_id, player_id, run_id)
+            pipe.set(key, received_ms, nx=True, px=keep_ms)
+            pipe.get(key)
+        with _reachable():
+            replies = await pipe.execute()
+        return [int(replies[2 * i + 1]) for i in range(len(runs))]
+
     def forget_indexed(self) -> None:
         """After a rebuild the periods index must be written again."""
         self._indexed.clear()
