@@ -62,6 +62,7 @@ bench-quick: bench-deps
 	$(BIN)/python -m bench.rank_growth --quick
 	$(BIN)/python -m bench.rebuild_rate --sizes 100000
 	$(BIN)/python -m bench.freeze_rate --quick
+	$(BIN)/python -m bench.segments --quick
 	$(BIN)/python -m bench.report
 
 clean:

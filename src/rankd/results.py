@@ -32,41 +32,34 @@ class FriendEntry(Entry):
     position: int
 
 
-class Top(TypedDict):
+class Head(TypedDict):
+    """Which standings a read answers about."""
+
     board_id: str
     window: str
     period: str
+
+
+class Top(Head):
     total: int
     entries: list[Entry]
 
 
-class PlayerStanding(Entry):
-    board_id: str
-    window: str
-    period: str
+class PlayerStanding(Entry, Head):
     total: int
     percentile: float
 
 
-class Around(TypedDict):
-    board_id: str
-    window: str
-    period: str
+class Around(Head):
     total: int
     entries: list[Entry]
 
 
-class Friends(TypedDict):
-    board_id: str
-    window: str
-    period: str
+class Friends(Head):
     entries: list[FriendEntry]
 
 
-class RankOf(TypedDict):
-    board_id: str
-    window: str
-    period: str
+class RankOf(Head):
     score: int
     rank: int
     total: int

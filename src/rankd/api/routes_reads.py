@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -30,17 +30,36 @@ ViewerQ = Annotated[
 MAX_FRIENDS = 1000
 
 
+class Where:
+    """The query parameters every read takes: which standings (window, period, segment)."""
+
+    def __init__(
+        self, window: WindowQ = None, period: PeriodQ = None, segment: SegmentQ = None
+    ) -> None:
+        self.window, self.period, self.segment = window, period, segment
+        self.viewer: str | None = None
+
+
+class WhereFor(Where):
+    """The reads about players also take a viewer (a player's own view)."""
+
+    def __init__(
+        self,
+        window: WindowQ = None,
+        period: PeriodQ = None,
+        segment: SegmentQ = None,
+        viewer: ViewerQ = None,
+    ) -> None:
+        super().__init__(window, period, segment)
+        self.viewer = viewer
+
+
 async def _open(
-    request: Request,
-    board_id: str,
-    window: str | None,
-    period: str | None,
-    segment: str | None = None,
-    viewer: str | None = None,
-    player_id: str | None = None,
+    request: Request, board_id: str, where: Where, player_id: str | None = None
 ) -> tuple[Runtime, Scope]:
     """What every read starts with: its ids checked, its board and period resolved."""
     rt = runtime(request)
+    viewer = where.viewer
     if viewer is not None:
         # A player's own view may show what the public may not; only game servers ask for it.
         rt.auth.require(request, "server")
@@ -50,21 +69,18 @@ async def _open(
     if player_id is not None:
         check_player_id(player_id)
     board = await rt.boards.get(board_id)
-    return rt, resolve_scope(board, window, period, segment)
+    return rt, resolve_scope(board, where.window, where.period, where.segment)
 
 
 @router.get("/v1/boards/{board_id}/top", response_model=schemas.TopOut, responses=schemas.ERRORS)
 async def top(
     board_id: str,
     request: Request,
+    where: Annotated[WhereFor, Depends()],
     n: Annotated[int, Query(ge=1, le=1000)] = 10,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
-    window: WindowQ = None,
-    period: PeriodQ = None,
-    segment: SegmentQ = None,
-    viewer: ViewerQ = None,
 ) -> Response:
-    rt, scope = await _open(request, board_id, window, period, segment, viewer)
+    rt, scope = await _open(request, board_id, where)
     return reply(await rt.reader.top(scope, n, offset))
 
 
@@ -77,13 +93,10 @@ async def player(
     board_id: str,
     player_id: str,
     request: Request,
+    where: Annotated[WhereFor, Depends()],
     accuracy: Literal["exact", "approx"] = "exact",
-    window: WindowQ = None,
-    period: PeriodQ = None,
-    segment: SegmentQ = None,
-    viewer: ViewerQ = None,
 ) -> Response:
-    rt, scope = await _open(request, board_id, window, period, segment, viewer, player_id)
+    rt, scope = await _open(request, board_id, where, player_id)
     if accuracy == "approx":
         # Approximate ranks come with sharded boards, which are not built yet.
         raise InvalidRequest("accuracy=approx is not available yet (boards are not sharded)")
@@ -99,13 +112,10 @@ async def around(
     board_id: str,
     player_id: str,
     request: Request,
+    where: Annotated[WhereFor, Depends()],
     range: Annotated[int, Query(ge=0, le=100)] = 5,
-    window: WindowQ = None,
-    period: PeriodQ = None,
-    segment: SegmentQ = None,
-    viewer: ViewerQ = None,
 ) -> Response:
-    rt, scope = await _open(request, board_id, window, period, segment, viewer, player_id)
+    rt, scope = await _open(request, board_id, where, player_id)
     return reply(await rt.reader.around(scope, player_id, range))
 
 
@@ -118,18 +128,15 @@ async def friends(
     board_id: str,
     player_id: str,
     request: Request,
+    where: Annotated[WhereFor, Depends()],
     ids: Annotated[str, Query(description="comma-separated player ids, up to 1000")] = "",
-    window: WindowQ = None,
-    period: PeriodQ = None,
-    segment: SegmentQ = None,
-    viewer: ViewerQ = None,
 ) -> Response:
     friend_ids = [i for i in ids.split(",") if i] if ids else []
     if len(friend_ids) > MAX_FRIENDS:
         raise InvalidRequest(f"ids holds {len(friend_ids)} ids; at most {MAX_FRIENDS}")
     for fid in friend_ids:
         check_player_id(fid, "ids")
-    rt, scope = await _open(request, board_id, window, period, segment, viewer, player_id)
+    rt, scope = await _open(request, board_id, where, player_id)
     return reply(await rt.reader.friends(scope, player_id, friend_ids))
 
 
@@ -139,12 +146,10 @@ async def friends(
 async def rank_of(
     board_id: str,
     request: Request,
+    where: Annotated[Where, Depends()],
     score: Annotated[int, Query(ge=0)],
-    window: WindowQ = None,
-    period: PeriodQ = None,
-    segment: SegmentQ = None,
 ) -> Response:
-    rt, scope = await _open(request, board_id, window, period, segment)
+    rt, scope = await _open(request, board_id, where)
     return reply(await rt.reader.rank_of(scope, score))
 
 
@@ -154,5 +159,5 @@ async def rank_of(
 async def periods(
     board_id: str, request: Request, window: WindowQ = None, segment: SegmentQ = None
 ) -> Response:
-    rt, scope = await _open(request, board_id, window, None, segment)
+    rt, scope = await _open(request, board_id, Where(window, None, segment))
     return reply(await rt.reader.periods(scope.board, scope.window))

@@ -7,13 +7,7 @@
 -- gives {false, false, false} (nil bulk replies), a time not recorded 0. One script call
 -- costs the client one command instead of one ZREVRANK per friend.
 
--- The exact-times hash of a member: <key>:at:<h>, h = its bytes as a big-endian number
--- mod 65521 (stores/redis_keys.py time_bucket computes the same).
-local function at_key(key, member)
-  local h = 0
-  for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end
-  return key .. ':at:' .. h
-end
+-- at_key, rank_in, with_times: see lib.lua, loaded before this.
 
 local out = {}
 for i = 1, #ARGV do

@@ -19,13 +19,7 @@
 -- same slot): small hashes that Redis keeps as compact listpacks.
 -- Works on Redis 6.2 (ZREVRANK WITHSCORE is 7.2+, so the score is read with ZSCORE).
 
--- The exact-times hash of a member: <key>:at:<h>, h = its bytes as a big-endian number
--- mod 65521 (stores/redis_keys.py time_bucket computes the same).
-local function at_key(key, member)
-  local h = 0
-  for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end
-  return key .. ':at:' .. h
-end
+-- at_key, rank_in, with_times: see lib.lua, loaded before this.
 
 local at = at_key(KEYS[1], ARGV[2])
 local changed = redis.call('ZADD', KEYS[1], 'GT', 'CH', ARGV[1], ARGV[2])
@@ -37,13 +31,7 @@ if ARGV[3] ~= '0' then
   redis.call('EXPIREAT', at, ARGV[3])
 end
 local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
-local rank
-if KEYS[1] == KEYS[2] then
-  rank = redis.call('ZREVRANK', KEYS[1], ARGV[2]) + 1
-else
-  -- composed view: everyone public strictly above this entry, plus one
-  rank = redis.call('ZCOUNT', KEYS[2], '(' .. stored, '+inf') + 1
-end
+local rank = rank_in(KEYS[1], KEYS[2], ARGV[2], stored)
 local mine = (tonumber(stored) == tonumber(ARGV[1])) and 1 or 0
 local achieved = tonumber(redis.call('HGET', at, ARGV[2]) or '0')
 return {changed, rank, tonumber(stored), mine, achieved}

@@ -10,13 +10,7 @@
 -- submit_best.lua does for one. A batch of runs costs the client one command per period
 -- instead of one per run.
 
--- The exact-times hash of a member: <key>:at:<h>, h = its bytes as a big-endian number
--- mod 65521 (stores/redis_keys.py time_bucket computes the same).
-local function at_key(key, member)
-  local h = 0
-  for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end
-  return key .. ':at:' .. h
-end
+-- at_key, rank_in, with_times: see lib.lua, loaded before this.
 
 local out = {}
 for i = 2, #ARGV, 3 do
@@ -30,12 +24,7 @@ for i = 2, #ARGV, 3 do
     redis.call('EXPIREAT', at, ARGV[1])
   end
   local stored = redis.call('ZSCORE', KEYS[1], member)
-  local rank
-  if KEYS[1] == KEYS[2] then
-    rank = redis.call('ZREVRANK', KEYS[1], member) + 1
-  else
-    rank = redis.call('ZCOUNT', KEYS[2], '(' .. stored, '+inf') + 1
-  end
+  local rank = rank_in(KEYS[1], KEYS[2], member, stored)
   out[#out + 1] = changed
   out[#out + 1] = rank
   out[#out + 1] = tonumber(stored)

@@ -28,13 +28,7 @@
 -- The total's time is the latest counted run's time, so any order of the same runs gives
 -- the same composite. All arithmetic stays below 2^53, where Lua's doubles are exact.
 
--- The exact-times hash of a member: <key>:at:<h>, h = its bytes as a big-endian number
--- mod 65521 (stores/redis_keys.py time_bucket computes the same).
-local function at_key(key, member)
-  local h = 0
-  for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end
-  return key .. ':at:' .. h
-end
+-- at_key, rank_in, with_times: see lib.lua, loaded before this.
 
 local at = at_key(KEYS[1], ARGV[2])
 local counted = 0
@@ -91,10 +85,5 @@ local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
 if not stored then
   return {0, 0, 0, 0, 0}
 end
-local rank
-if KEYS[1] == KEYS[2] then
-  rank = redis.call('ZREVRANK', KEYS[1], ARGV[2]) + 1
-else
-  rank = redis.call('ZCOUNT', KEYS[2], '(' .. stored, '+inf') + 1
-end
+local rank = rank_in(KEYS[1], KEYS[2], ARGV[2], stored)
 return {changed, rank, tonumber(stored), counted, tonumber(redis.call('HGET', at, ARGV[2]) or '0')}

@@ -7,19 +7,7 @@
 -- Returns {total, slice}: slice is a flat member, score, exact time (ms, 0: not recorded)
 -- list, best first.
 
--- The exact-times hash of a member: <key>:at:<h>, h = its bytes as a big-endian number
--- mod 65521 (stores/redis_keys.py time_bucket computes the same).
-local function at_key(key, member)
-  local h = 0
-  for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end
-  return key .. ':at:' .. h
-end
+-- at_key, rank_in, with_times: see lib.lua, loaded before this.
 
 local slice = redis.call('ZREVRANGE', KEYS[1], ARGV[1], ARGV[2], 'WITHSCORES')
-local out = {}
-for i = 1, #slice, 2 do
-  out[#out + 1] = slice[i]
-  out[#out + 1] = slice[i + 1]
-  out[#out + 1] = tonumber(redis.call('HGET', at_key(KEYS[1], slice[i]), slice[i]) or '0')
-end
-return {redis.call('ZCARD', KEYS[1]), out}
+return {redis.call('ZCARD', KEYS[1]), with_times(KEYS[1], slice)}

@@ -27,6 +27,7 @@ from rankd.results import (
     Entry,
     FriendEntry,
     Friends,
+    Head,
     PeriodInfo,
     Periods,
     PlayerStanding,
@@ -71,6 +72,10 @@ class Scope:
     @property
     def ref(self) -> PeriodRef:
         return PeriodRef(self.board.board_id, self.window, self.period.id, self.segment)
+
+    @property
+    def head(self) -> Head:
+        return {"board_id": self.board.board_id, "window": self.window, "period": self.period.id}
 
     def not_ranked(self, player_id: str) -> PlayerNotRanked:
         return PlayerNotRanked(
@@ -217,9 +222,7 @@ class Reader:
         rows = [(pid, c, at, offset + i + 1) for i, (pid, c, at) in enumerate(found)]
         names = await self.names.lookup(pid for pid, _, _ in found)
         body: Top = {
-            "board_id": scope.board.board_id,
-            "window": scope.window,
-            "period": scope.period.id,
+            **scope.head,
             "total": total,
             "entries": self._entries(scope, rows, names),
         }
@@ -239,9 +242,7 @@ class Reader:
         names = self.names.absorb([player_id], [name])
         [entry] = self._entries(scope, [(player_id, composite, achieved_ms, rank)], names)
         return {
-            "board_id": scope.board.board_id,
-            "window": scope.window,
-            "period": scope.period.id,
+            **scope.head,
             **entry,
             "total": total,
             "percentile": _percentile(rank, total),
@@ -259,9 +260,7 @@ class Reader:
         rows = [(pid, c, at, first0 + i + 1) for i, (pid, c, at) in enumerate(slice_)]
         names = await self.names.lookup(pid for pid, _, _ in slice_)
         return {
-            "board_id": scope.board.board_id,
-            "window": scope.window,
-            "period": scope.period.id,
+            **scope.head,
             "total": total,
             "entries": self._entries(scope, rows, names),
         }
@@ -285,9 +284,7 @@ class Reader:
             for position, entry in enumerate(self._entries(scope, present, names), start=1)
         ]
         return {
-            "board_id": scope.board.board_id,
-            "window": scope.window,
-            "period": scope.period.id,
+            **scope.head,
             "entries": entries,
         }
 
@@ -370,9 +367,7 @@ class Reader:
         assert self.archive is not None
         rows, total = await self.archive.top(scope.ref, offset, n)
         return {
-            "board_id": scope.board.board_id,
-            "window": scope.window,
-            "period": scope.period.id,
+            **scope.head,
             "total": total,
             "entries": self._archived_entries(rows),
         }
@@ -384,9 +379,7 @@ class Reader:
             raise scope.not_ranked(player_id)
         [entry] = self._archived_entries([row])
         return {
-            "board_id": scope.board.board_id,
-            "window": scope.window,
-            "period": scope.period.id,
+            **scope.head,
             **entry,
             "total": total,
             "percentile": _percentile(entry["rank"], total),
@@ -399,9 +392,7 @@ class Reader:
             raise scope.not_ranked(player_id)
         rows, total = found
         return {
-            "board_id": scope.board.board_id,
-            "window": scope.window,
-            "period": scope.period.id,
+            **scope.head,
             "total": total,
             "entries": self._archived_entries(rows),
         }
@@ -414,8 +405,6 @@ class Reader:
             for position, entry in enumerate(self._archived_entries(rows), start=1)
         ]
         return {
-            "board_id": scope.board.board_id,
-            "window": scope.window,
-            "period": scope.period.id,
+            **scope.head,
             "entries": entries,
         }

@@ -12,11 +12,11 @@ segment standings freeze the same way once a ``PeriodRef`` names its segment.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rankd.aio import read_ahead
 from rankd.periods import ALL_TIME, PeriodRef
 from rankd.stores.postgres import Conn, PostgresStore
 
@@ -236,29 +236,10 @@ async def archived_refs(
     return {PeriodRef(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()}
 
 
-async def _read_ahead(
-    pages: AsyncIterator[list[FrozenEntry]],
-) -> AsyncIterator[list[FrozenEntry]]:
-    """``pages``, read up to PAGES_AHEAD ahead by a task, so the source works while the
-    COPY does."""
-    queue: asyncio.Queue[list[FrozenEntry] | None] = asyncio.Queue(maxsize=PAGES_AHEAD)
-
-    async def produce() -> None:
-        try:
-            async for page in pages:
-                await queue.put(page)
-        finally:
-            await queue.put(None)
-
-    producer = asyncio.create_task(produce())
-    try:
-        while (page := await queue.get()) is not None:
-            yield page
-    finally:
-        if not producer.done():
-            producer.cancel()
-        await asyncio.gather(producer, return_exceptions=True)
-    producer.result()  # a failed read must not commit a partial archive
+def _read_ahead(pages: AsyncIterator[list[FrozenEntry]]) -> AsyncIterator[list[FrozenEntry]]:
+    """``pages``, read ahead so the source works while the COPY does; a failed read raises
+    at the end, so a partial archive is never committed."""
+    return read_ahead(pages, PAGES_AHEAD)
 
 
 async def freeze(

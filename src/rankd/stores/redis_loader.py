@@ -9,11 +9,12 @@ PostgreSQL while Redis takes this one, so both work in parallel.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from redis.asyncio import Redis
+
+from rankd.aio import read_ahead
 
 FLUSH_EVERY = 1  # ZADDs (one per page of 20,000 members) per pipeline round trip
 PAGES_AHEAD = 4  # pages fetched from PostgreSQL ahead of Redis (about 1 MB each)
@@ -46,26 +47,11 @@ class Loader:
         pages: AsyncIterator[tuple[int, bytes]],
         progress: Progress | None,
     ) -> int:
-        """Load ``pages`` into ``key`` (emptied first); returns the members loaded."""
-        queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize=PAGES_AHEAD)
-
-        async def produce() -> None:
-            try:
-                async for page in pages:
-                    await queue.put(page)
-            finally:
-                await queue.put(None)
-
+        """Load ``pages`` into ``key`` (emptied first); returns the members loaded. A failed
+        read raises here, so a half-loaded board is never renamed into place."""
         async with cls(redis, key, progress) as loader:
-            producer = asyncio.create_task(produce())
-            try:
-                while (page := await queue.get()) is not None:
-                    await loader.add_page(*page)
-            finally:
-                if not producer.done():
-                    producer.cancel()
-                await asyncio.gather(producer, return_exceptions=True)
-            producer.result()  # a failed read must not RENAME a half-loaded board
+            async for page in read_ahead(pages, PAGES_AHEAD):
+                await loader.add_page(*page)
         return loader.loaded
 
     @classmethod

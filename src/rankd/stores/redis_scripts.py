@@ -29,8 +29,14 @@ class Script:
 
     @classmethod
     def load(cls, name: str) -> Script:
-        source = resources.files("rankd.lua").joinpath(f"{name}.lua").read_text("utf-8")
+        """A script's file, after lib.lua (helpers shared by every script: Redis has no
+        way to share code between scripts other than sending it with each)."""
+        source = _read("lib") + "\n" + _read(name)
         return cls(name, source, hashlib.sha1(source.encode()).hexdigest())
+
+
+def _read(name: str) -> str:
+    return resources.files("rankd.lua").joinpath(f"{name}.lua").read_text("utf-8")
 
 
 SUBMIT_BEST = Script.load("submit_best")

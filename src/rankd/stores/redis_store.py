@@ -385,7 +385,7 @@ class RedisStore:
         with _reachable():
             await self.redis.hset(keys.PROFILE_SEGMENTS, player_id, orjson.dumps(segments))
 
-    async def restore_profile_segments(self, chunks: AsyncIterator[dict[str, bytes]]) -> int:
+    async def restore_profile_segments(self, chunks: AsyncIterator[dict[str, str]]) -> int:
         """Replace the profile-segments hash with ``chunks`` (staged, then renamed)."""
         return await self._restore_hash(keys.PROFILE_SEGMENTS, chunks)
 

@@ -404,21 +404,26 @@ async def pages(
         cursor = (row[2], row[3])
 
 
-async def name_chunks(
+async def _player_chunks(
+    conn: AsyncConnection[Any], sql: str, size: int
+) -> AsyncIterator[dict[str, str]]:
+    """player_id -> value of ``sql``'s rows, a chunk at a time (a server-side cursor: needs
+    a transaction)."""
+    async with conn.cursor(name="rankd_players") as cur:
+        await cur.execute(sql.encode())
+        while rows := await cur.fetchmany(size):
+            yield dict(rows)
+
+
+def name_chunks(conn: AsyncConnection[Any], size: int = 10_000) -> AsyncIterator[dict[str, str]]:
+    """Every player's display name."""
+    return _player_chunks(conn, "SELECT player_id, name FROM players WHERE name IS NOT NULL", size)
+
+
+def profile_segment_chunks(
     conn: AsyncConnection[Any], size: int = 10_000
 ) -> AsyncIterator[dict[str, str]]:
-    """Every player's display name, a chunk at a time (server-side cursor; needs a transaction)."""
-    async with conn.cursor(name="rankd_names") as cur:
-        await cur.execute("SELECT player_id, name FROM players WHERE name IS NOT NULL")
-        while rows := await cur.fetchmany(size):
-            yield {player_id: name for player_id, name in rows}
-
-
-async def profile_segment_chunks(
-    conn: AsyncConnection[Any], size: int = 10_000
-) -> AsyncIterator[dict[str, bytes]]:
-    """Every player's profile segments as JSON, a chunk at a time (needs a transaction)."""
-    async with conn.cursor(name="rankd_profile_segments") as cur:
-        await cur.execute("SELECT player_id, segments::text FROM players WHERE segments <> '{}'")
-        while rows := await cur.fetchmany(size):
-            yield {player_id: segments.encode() for player_id, segments in rows}
+    """Every player's profile segments, as JSON text."""
+    return _player_chunks(
+        conn, "SELECT player_id, segments::text FROM players WHERE segments <> '{}'", size
+    )
