@@ -354,7 +354,7 @@ class _WindowTemplate:
     prefix: bytes  # EVALSHA sha 2 key key
     time_key: int  # the low bits of the composite for a run ending now
     time_bits: int
-    expire: bytes  # the last argument, RESP-encoded
+    tail: bytes  # the last arguments (expiry, exact end time), RESP-encoded
 
 
 def _templates(board: BoardConfig, now_ms: int) -> list[_WindowTemplate]:
@@ -365,14 +365,13 @@ def _templates(board: BoardConfig, now_ms: int) -> list[_WindowTemplate]:
         call = script_call(board, target)
         assert target.applies and call[0] is SUBMIT_BEST, target
         _, keys, args = call
-        composite, _, expire = args
+        composite, _, expire, ended = args
         codec = board.codecs[target.window]
         assert codec.order == "desc" and codec.score_key(0) == 0
-        prefix = b"*8\r\n$7\r\nEVALSHA\r\n$40\r\n%b\r\n$1\r\n2\r\n" % sha
+        prefix = b"*9\r\n$7\r\nEVALSHA\r\n$40\r\n%b\r\n$1\r\n2\r\n" % sha
         prefix += _bulk(keys[0].encode()) + _bulk(keys[1].encode())
-        out.append(
-            _WindowTemplate(prefix, int(composite), codec.time_bits, _bulk(str(expire).encode()))
-        )
+        tail = _bulk(str(expire).encode()) + _bulk(str(ended).encode())
+        out.append(_WindowTemplate(prefix, int(composite), codec.time_bits, tail))
     return out
 
 
@@ -386,7 +385,7 @@ def _pipeline(board: BoardConfig, rand: random.Random, runs: int) -> bytes:
             parts.append(t.prefix)
             parts.append(_bulk(b"%d" % (score << t.time_bits | t.time_key)))
             parts.append(player)
-            parts.append(t.expire)
+            parts.append(t.tail)
     return b"".join(parts)
 
 
