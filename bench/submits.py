@@ -419,7 +419,7 @@ async def script_baseline(redis_url: str, seconds: float) -> dict[str, Any]:
                     parser.feed(data)
                     while (reply := parser.gets()) is not False:
                         got += 1
-                        if not (isinstance(reply, list) and len(reply) == 4):
+                        if not (isinstance(reply, list) and len(reply) == 5):
                             raise RuntimeError(f"submit_best answered {reply!r}")
                 if measuring:
                     done += depth
