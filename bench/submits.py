@@ -438,9 +438,9 @@ async def script_baseline(redis_url: str, seconds: float) -> dict[str, Any]:
     redis = Redis.from_url(redis_url)
     try:  # the calls landed: every window's key holds players
         members = {
-            t.window: await redis.zcard(t.call[1][0])
+            t.window: await redis.zcard(script_call(board, t)[1][0])
             for t in plan(board, Run("t", "p0", 0, *(2 * [int(time.time() * 1000)])))
-            if t.call is not None
+            if t.applies
         }
     finally:
         await redis.aclose()
