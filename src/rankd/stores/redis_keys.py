@@ -78,9 +78,10 @@ def times(key: str, member: str) -> str:
     return f"{key}:at:{time_bucket(member)}"
 
 
-def first_receipt(board: str, player_id: str, run_id: str) -> str:
-    """When a run sent without ended_at was first received (ms), kept briefly."""
-    return f"rk:{{{board}}}:receipt:{player_id}|{run_id}"
+def first_receipts(board: str) -> str:
+    """When runs sent without ended_at were first received: "<player>|<run_id>" -> ms,
+    kept for a short window."""
+    return f"rk:{{{board}}}:receipts"
 
 
 def staging(key: str) -> str:

@@ -44,8 +44,9 @@ SUBMIT_BEST_MANY = Script.load("submit_best_many")
 SUBMIT_SUM = Script.load("submit_sum")
 AROUND = Script.load("around")
 TOP = Script.load("top")
+FIRST_RECEIPTS = Script.load("first_receipts")
 FRIENDS = Script.load("friends")
-ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, AROUND, TOP, FRIENDS)
+ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, AROUND, TOP, FRIENDS, FIRST_RECEIPTS)
 
 
 async def load_all(redis: Redis) -> None:

@@ -24,6 +24,7 @@ from rankd.stores import redis_keys as keys
 from rankd.stores.redis_loader import Loader, Progress
 from rankd.stores.redis_scripts import (
     AROUND,
+    FIRST_RECEIPTS,
     FRIENDS,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -220,14 +221,13 @@ class RedisStore:
     ) -> list[int]:
         """For (player, run id, receipt ms) of runs sent without ended_at: the receipt time
         of each one's first sending within ``keep_ms`` (this one's, if it is the first)."""
-        pipe = self.redis.pipeline(transaction=False)
-        for player_id, run_id, received_ms in runs:
-            key = keys.first_receipt(board_id, player_id, run_id)
-            pipe.set(key, received_ms, nx=True, px=keep_ms)
-            pipe.get(key)
+        now = runs[0][2]  # one receipt time for a request's runs
+        args: list[str | int] = [now, now - keep_ms]
+        args += [f"{player_id}|{run_id}" for player_id, run_id, _ in runs]
+        call: Call = (FIRST_RECEIPTS, (keys.first_receipts(board_id),), args)
         with _reachable():
-            replies = await pipe.execute()
-        return [int(replies[2 * i + 1]) for i in range(len(runs))]
+            [firsts] = await run_pipeline(self.redis, [call])
+        return [int(t) for t in firsts]
 
     def forget_indexed(self) -> None:
         """After a rebuild the periods index must be written again."""

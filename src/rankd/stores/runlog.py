@@ -275,10 +275,17 @@ class JetStreamLog:
     async def lag(self, durable: str) -> LogLag:
         js = self._js()
         try:
-            info = await js.consumer_info(self.stream, durable)
-            pending = int(info.num_pending or 0)
-            ack_pending = int(info.num_ack_pending or 0)
-            floor = int(info.ack_floor.stream_seq if info.ack_floor else 0)
+            try:
+                info = await js.consumer_info(self.stream, durable)
+            except NotFoundError:
+                # never created: nothing consumed yet, so every message in the stream waits
+                state = (await js.stream_info(self.stream)).state
+                pending, ack_pending = int(state.messages or 0), 0
+                floor = max(0, int(state.first_seq or 1) - 1)
+            else:
+                pending = int(info.num_pending or 0)
+                ack_pending = int(info.num_ack_pending or 0)
+                floor = int(info.ack_floor.stream_seq if info.ack_floor else 0)
             oldest: bytes | None = None
             if pending or ack_pending:
                 with contextlib.suppress(NotFoundError):  # removed from the stream since
