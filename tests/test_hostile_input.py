@@ -349,21 +349,7 @@ async def test_period_lookalike_is_400_not_read_as_the_real_period(
 # --- valid board ids with dots work end to end --------------------------------------------
 
 
-EMPTY_SUBJECT_TOKEN = pytest.mark.xfail(
-    strict=True, reason="the log subject runs.<board_id> has an empty token: no stream takes it"
-)
-
-
-@pytest.mark.parametrize(
-    "shape",
-    [
-        pytest.param("{}..b", marks=[EMPTY_SUBJECT_TOKEN]),
-        pytest.param("{}.", marks=[EMPTY_SUBJECT_TOKEN]),
-        "{}.a.b",
-        "{}-_.x",
-        "{}.-._",
-    ],
-)
+@pytest.mark.parametrize("shape", ["{}..b", "{}.", "{}.a.b", "{}-_.x", "{}.-._"])
 async def test_board_id_with_dots_works_end_to_end(
     client: httpx.AsyncClient, urls: Urls, shape: str
 ) -> None:
