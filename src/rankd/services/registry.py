@@ -7,7 +7,6 @@ from typing import Any
 
 from rankd.boards import BoardConfig, apply_changes, changed_immutable
 from rankd.errors import BoardImmutableField, BoardNotFound, Unavailable
-from rankd.formats import BOARD_ID_PATTERN, check_board_id, is_board_id
 from rankd.periods import WINDOWS
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
@@ -48,9 +47,6 @@ class BoardRegistry:
 
     async def get(self, board_id: str) -> BoardConfig:
         """The board's config; BoardNotFound if there is no such board."""
-        if not is_board_id(board_id):
-            # No such board can exist; PostgreSQL need not be asked (nor can it hold a NUL).
-            raise BoardNotFound(f"board {board_id!r} does not exist: ids match {BOARD_ID_PATTERN}")
         hit = self._cache.get(board_id, stale_ok=True)
         if hit is not None:
             if hit.age_s >= self._cache.ttl_s and board_id not in self._refreshing:
@@ -99,7 +95,6 @@ class BoardRegistry:
 
     async def put(self, board_id: str, body: Any) -> tuple[BoardConfig, bool]:
         """Create or update; omitted fields keep their values. Returns (config, created)."""
-        check_board_id(board_id)
         current = await self.pg.get_board(board_id)
         new = apply_changes(board_id, current, body)
         if current is not None:
