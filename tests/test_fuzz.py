@@ -11,10 +11,11 @@ contract's error shape. Response bodies are not yet checked against the OpenAPI 
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -78,8 +79,7 @@ class Fuzz:
         return st.one_of(variants)
 
 
-@pytest.fixture(scope="module")
-def fuzz(urls: Urls) -> Iterator[Fuzz]:
+def start(urls: Urls) -> Fuzz:
     """The app in schemathesis's own ASGI client (its lifespan runs in that client's event
     loop thread), with two boards that hold ranked players."""
     app = create_app(make_settings(urls))
@@ -87,22 +87,30 @@ def fuzz(urls: Urls) -> Iterator[Fuzz]:
     tag = uuid.uuid4().hex[:8]
     boards = [f"fuzz-{tag}", f"fuzz.{tag}.asc"]
     players = ["p1", "p2"]
+    with asgi.get_client(app) as http:
+        configs = [
+            {"windows": ["all-time", "daily", "weekly", "monthly"]},
+            {"windows": ["weekly", "all-time"], "order": "asc", "policy": "sum"},
+        ]
+        for board, config in zip(boards, configs, strict=True):
+            response = http.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)
+            assert response.status_code == 201, response.text
+            for i, player in enumerate(players):
+                run = {"run_id": f"seed-{i}", "player_id": player, "score": 10 + i}
+                response = http.post(f"/v1/boards/{board}/runs", json=run, headers=SERVER_H)
+                assert response.status_code == 200, response.text
+    return Fuzz(schema, boards, players)
+
+
+@pytest.fixture(scope="module")
+async def fuzz(urls: Urls) -> AsyncIterator[Fuzz]:
+    # Schemathesis blocks its caller, so it runs in a worker thread: the session's event loop
+    # must keep running, or the session app's log consumer could stop inside a transaction
+    # that holds the apply lock, which this app's start-up rebuild check waits for forever.
     try:
-        with asgi.get_client(app) as http:
-            configs = [
-                {"windows": ["all-time", "daily", "weekly", "monthly"]},
-                {"windows": ["weekly", "all-time"], "order": "asc", "policy": "sum"},
-            ]
-            for board, config in zip(boards, configs, strict=True):
-                response = http.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)
-                assert response.status_code == 201, response.text
-                for i, player in enumerate(players):
-                    run = {"run_id": f"seed-{i}", "player_id": player, "score": 10 + i}
-                    response = http.post(f"/v1/boards/{board}/runs", json=run, headers=SERVER_H)
-                    assert response.status_code == 200, response.text
-        yield Fuzz(schema, boards, players)
+        yield await asyncio.to_thread(start, urls)
     finally:
-        asgi.shutdown_lifespans()
+        await asyncio.to_thread(asgi.shutdown_lifespans)
 
 
 def error_shape_problem(response: Any) -> str | None:
@@ -167,10 +175,8 @@ def fuzz_operation(
     return sent, None
 
 
-@pytest.mark.parametrize("role", list(ROLES))
-def test_fuzz_every_operation(fuzz: Fuzz, role: str, capsys: pytest.CaptureFixture[str]) -> None:
-    headers = ROLES[role]
-    started = time.perf_counter()
+def fuzz_role(fuzz: Fuzz, headers: dict[str, str]) -> tuple[int, int, list[str]]:
+    """Every operation, both modes: (cases sent, operations, problems)."""
     sent = 0
     problems: list[str] = []
     operations = [result.ok() for result in fuzz.schema.get_all_operations()]
@@ -181,9 +187,18 @@ def test_fuzz_every_operation(fuzz: Fuzz, role: str, capsys: pytest.CaptureFixtu
             sent += count
             if problem:
                 problems.append(f"[{mode.value}] {problem}")
+    return sent, len(operations), problems
+
+
+@pytest.mark.parametrize("role", list(ROLES))
+async def test_fuzz_every_operation(
+    fuzz: Fuzz, role: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started = time.perf_counter()
+    sent, operations, problems = await asyncio.to_thread(fuzz_role, fuzz, ROLES[role])
     with capsys.disabled():
         print(
-            f"\nfuzz, {role}: {sent} cases over {len(operations)} operations"
+            f"\nfuzz, {role}: {sent} cases over {operations} operations"
             f" in {time.perf_counter() - started:.1f} s"
         )
     assert not problems, "\n".join(problems)
