@@ -60,6 +60,7 @@ CONTRACT_OPERATIONS = {
     "GET /healthz",
     "GET /readyz",
 }
+OWN_PREFIX = "fz-"
 SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 
 
@@ -72,7 +73,10 @@ class Fuzz:
     def strategy(self, operation: Any, mode: GenerationMode) -> st.SearchStrategy[Any]:
         """Cases with generated path ids, and cases naming a real board (and player)."""
         names = {p.name for p in operation.path_parameters}
-        variants = [operation.as_strategy(mode)]
+        generated = operation.as_strategy(mode)
+        if operation.method.upper() == "PUT":
+            generated = generated.map(own_ids)
+        variants = [generated]
         for board in self.boards if "board_id" in names else []:
             fixed = {"board_id": board}
             variants.append(operation.as_strategy(mode, path_parameters=fixed))
@@ -84,6 +88,15 @@ class Fuzz:
                 query = {"window": "weekly"}
                 variants.append(operation.as_strategy(mode, path_parameters=fixed, query=query))
         return st.one_of(variants)
+
+
+def own_ids(case: Any) -> Any:
+    """A PUT's generated ids get a prefix of their own: the boards it creates and the names it
+    sets must not be other tests' (names are global: player "0" is in other tests' boards)."""
+    for name, value in case.path_parameters.items():
+        if isinstance(value, str):
+            case.path_parameters[name] = f"{OWN_PREFIX}{value}"
+    return case
 
 
 def start(urls: Urls) -> Fuzz:
