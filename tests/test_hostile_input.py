@@ -83,7 +83,7 @@ def bad_for(valid: Callable[[object], bool]) -> list[str]:
 
 NUL_REACHES_POSTGRES = pytest.mark.xfail(
     strict=True,
-    reason="fixed on main in parallel: a board id with NUL reaches PostgreSQL, 400 not 404",
+    reason="fixed on main in parallel (9bc4826): a NUL board id reaches PostgreSQL: 400",
 )
 
 
@@ -363,7 +363,22 @@ async def test_period_lookalike_is_400_not_read_as_the_real_period(
 # --- valid board ids with dots work end to end --------------------------------------------
 
 
-@pytest.mark.parametrize("shape", ["{}..b", "{}.", "{}.a.b", "{}-_.x", "{}.-._"])
+EMPTY_SUBJECT_TOKEN = pytest.mark.xfail(
+    strict=True,
+    reason="fixed on main in parallel (322afca): the log subject has an empty token",
+)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        pytest.param("{}..b", marks=[EMPTY_SUBJECT_TOKEN]),
+        pytest.param("{}.", marks=[EMPTY_SUBJECT_TOKEN]),
+        "{}.a.b",
+        "{}-_.x",
+        "{}.-._",
+    ],
+)
 async def test_board_id_with_dots_works_end_to_end(
     client: httpx.AsyncClient, urls: Urls, shape: str
 ) -> None:

@@ -19,14 +19,6 @@ from nats.js.errors import NotFoundError
 from rankd.errors import Unavailable
 
 
-def subject_token(board_id: str) -> str:
-    """A board id as one subject token. Board ids may hold dots (``x..b``, ``x.``), which
-    NATS reads as token separators, and a subject with an empty token reaches no stream.
-    ``~`` is in no board id, so the mapping is one to one; the consumers read the board
-    from the payload, not the subject."""
-    return board_id.replace(".", "~")
-
-
 class RunLog(Protocol):
     async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int:
         """Append one message; return its sequence once durable. Raises Unavailable."""
@@ -83,7 +75,7 @@ class JetStreamLog:
             raise Unavailable("the run log is unreachable; nothing was accepted, retry")
         try:
             ack = await self.js.publish(
-                f"{self.subject_prefix}.{subject_token(board_id)}",
+                f"{self.subject_prefix}.{board_id}",
                 payload,
                 timeout=self.timeout_s,
                 headers={"Nats-Msg-Id": msg_id},
