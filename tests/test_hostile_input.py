@@ -74,25 +74,14 @@ BAD_PERIODS: dict[str, list[str]] = {
     "all-time": ["2026-11-03", "alltime", "all_time", "ALL-TIME"],
 }
 # Outside the calendar: fixed on main in parallel (the period range).
-OUT_OF_RANGE = {("daily", "9999-12-31"), ("weekly", "9999-W52")}
-PERIOD_STRICTNESS = "periods.py matches with \\d and $: a final newline and non-ASCII digits pass"
 
 
 def bad_for(valid: Callable[[object], bool]) -> list[str]:
     return [v for v in HOSTILE if not valid(v)]
 
 
-NUL_REACHES_POSTGRES = pytest.mark.xfail(
-    strict=True,
-    reason="fixed on main in parallel (9bc4826): a NUL board id reaches PostgreSQL: 400",
-)
-
-
 def bad_board_ids() -> list[Any]:
-    return [
-        pytest.param(v, marks=[NUL_REACHES_POSTGRES] if "\x00" in v else [])
-        for v in bad_for(is_board_id)
-    ]
+    return list(bad_for(is_board_id))
 
 
 def label(value: str) -> str:
@@ -331,10 +320,7 @@ def period_cases() -> list[Any]:
         for value in ["", *HOSTILE]:
             cases.append((window, value))
         for value in BAD_PERIODS[window]:
-            marks = []
-            if (window, value) in OUT_OF_RANGE:
-                marks = [pytest.mark.xfail(strict=True, reason="fixed on main in parallel")]
-            cases.append(pytest.param(window, value, marks=marks))
+            cases.append(pytest.param(window, value))
     return cases
 
 
@@ -351,13 +337,10 @@ async def test_bad_period_is_400_on_every_read(
 def lookalike_periods() -> list[Any]:
     ids = {"daily": "2026-11-03", "weekly": "2026-W45", "monthly": "2026-11"}
     arabic = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
-    mark = pytest.mark.xfail(
-        strict=True, reason=f"periods.py, changed on main in parallel: {PERIOD_STRICTNESS}"
-    )
     cases: list[Any] = []
     for window, pid in ids.items():
-        cases.append(pytest.param(window, f"{pid}\n", marks=[mark]))
-        cases.append(pytest.param(window, pid.translate(arabic), marks=[mark]))
+        cases.append(pytest.param(window, f"{pid}\n"))
+        cases.append(pytest.param(window, pid.translate(arabic)))
         cases.append(pytest.param(window, f" {pid}"))
         cases.append(pytest.param(window, f"{pid}\x00"))
     return cases
@@ -377,17 +360,11 @@ async def test_period_lookalike_is_400_not_read_as_the_real_period(
 # --- valid board ids with dots work end to end --------------------------------------------
 
 
-EMPTY_SUBJECT_TOKEN = pytest.mark.xfail(
-    strict=True,
-    reason="fixed on main in parallel (322afca): the log subject has an empty token",
-)
-
-
 @pytest.mark.parametrize(
     "shape",
     [
-        pytest.param("{}..b", marks=[EMPTY_SUBJECT_TOKEN]),
-        pytest.param("{}.", marks=[EMPTY_SUBJECT_TOKEN]),
+        "{}..b",
+        "{}.",
         "{}.a.b",
         "{}-_.x",
         "{}.-._",
@@ -445,7 +422,6 @@ async def test_board_id_with_dots_works_end_to_end(
 
 # --- bodies on every route that takes one: JSON only, uncompressed, each key once ---------
 
-BODY_STRICTNESS = pytest.mark.xfail(strict=True, reason="fixed on main in parallel")
 # route -> (method, role, a valid body, the same body with a key repeated)
 BODY_ROUTES: dict[str, tuple[str, dict[str, str], bytes, bytes]] = {
     "put-board": (
@@ -479,7 +455,6 @@ BODY_CASES_STRICT: dict[str, tuple[str | None, str | None, bool, int, str]] = {
 
 @pytest.mark.parametrize("case", list(BODY_CASES_STRICT))
 @pytest.mark.parametrize("route", list(BODY_ROUTES))
-@BODY_STRICTNESS
 async def test_body_that_is_not_plain_json_is_refused_on_every_route(
     client: httpx.AsyncClient, jetstream: Any, urls: Urls, empty_board: str, route: str, case: str
 ) -> None:
@@ -518,7 +493,6 @@ async def test_body_that_is_not_plain_json_is_refused_on_every_route(
 
 # --- segments: the segment= query, run and profile segments, board dimensions ------------
 
-SEGMENTS_ON_MAIN = pytest.mark.xfail(strict=True, reason="segments are built on main (cbe4b06)")
 SEGMENT_VALUE = re.compile(r"[A-Za-z0-9_-]{1,32}")  # CONTRACT.md: values
 SEGMENT_DIMENSION = re.compile(r"[a-z][a-z0-9_]{0,31}")  # CONTRACT.md: dimension names
 BAD_SEGMENT_VALUES = ["", "a" * 33, *(v for v in HOSTILE if not SEGMENT_VALUE.fullmatch(v))]
@@ -553,7 +527,6 @@ async def segment_board(client: httpx.AsyncClient) -> str:
     return board_id
 
 
-@SEGMENTS_ON_MAIN
 async def test_a_valid_segment_reads_and_hostile_segments_are_400_on_every_read(
     client: httpx.AsyncClient,
 ) -> None:
@@ -567,7 +540,6 @@ async def test_a_valid_segment_reads_and_hostile_segments_are_400_on_every_read(
             assert_400_naming(response, "segment")
 
 
-@SEGMENTS_ON_MAIN
 async def test_hostile_segments_in_a_run_are_rejected_and_change_nothing(
     client: httpx.AsyncClient, jetstream: Any, urls: Urls
 ) -> None:
@@ -600,7 +572,6 @@ async def test_hostile_segments_in_a_run_are_rejected_and_change_nothing(
     assert [e["player_id"] for e in top["entries"]] == ["p1"]
 
 
-@SEGMENTS_ON_MAIN
 async def test_hostile_profile_segments_are_400_and_change_nothing(
     client: httpx.AsyncClient,
 ) -> None:
