@@ -75,8 +75,8 @@ def test_sum_boards_add_with_a_time_key_and_trim_only_all_time() -> None:
         assert t.operation == "sum" and t.composite is None and t.applies
         offset = now - HOUR_MS - t.period.start_ms
         assert t.time_key == b.codecs[t.window].time_key(offset)
-    # counted ids are kept three horizons (see plan.counted_ids_kept_since)
-    assert targets["all-time"].trim_before_ms == now - 3 * sum_horizon_ms(b)
+    # counted ids are kept four horizons (see plan.counted_ids_kept_since)
+    assert targets["all-time"].trim_before_ms == now - 4 * sum_horizon_ms(b)
     assert targets["daily"].trim_before_ms == 0
 
 

@@ -573,19 +573,21 @@ async def test_an_injected_clock_freezes_across_day_week_month_and_year(
         top = await reader.top(Scope(board, window, parse_period(window, period)), 100, 0)
         return sorted(e["player_id"] for e in top["entries"])
 
-    assert (await season.run_pass(boards=[board_id])).frozen == 0  # inside grace of 12-31
+    assert (
+        await season.run_pass(boards=[board_id], wait_for_lease_s=10)
+    ).frozen == 0  # inside grace of 12-31
     assert (await statuses("daily"))["2026-12-31"] == "open"
     now[0] = at("2027-01-01T01:00:00")  # grace over, still settling
-    assert (await season.run_pass(boards=[board_id])).frozen == 0
+    assert (await season.run_pass(boards=[board_id], wait_for_lease_s=10)).frozen == 0
     assert (await statuses("daily"))["2026-12-31"] == "closed"
     now[0] = at("2027-01-01T01:00:15")
-    assert (await season.run_pass(boards=[board_id])).frozen == 2
+    assert (await season.run_pass(boards=[board_id], wait_for_lease_s=10)).frozen == 2
     assert await frozen() == {("daily", "2026-12-31", False), ("monthly", "2026-12", False)}
     assert await players("daily", "2026-12-31") == ["last-ms-of-2026", "late-in-grace"]
     assert await players("monthly", "2026-12") == ["last-ms-of-2026", "late-in-grace"]
 
     now[0] = at("2027-01-02T01:00:15")  # a day of retention later: 2026-12-31 leaves Redis
-    report = await season.run_pass(boards=[board_id])
+    report = await season.run_pass(boards=[board_id], wait_for_lease_s=10)
     assert (report.frozen, report.archived) == (1, 2)
     assert await frozen() == {
         ("daily", "2026-12-31", True),
@@ -603,10 +605,10 @@ async def test_an_injected_clock_freezes_across_day_week_month_and_year(
     assert await players("daily", "2026-12-31") == ["last-ms-of-2026", "late-in-grace"]
 
     now[0] = at("2027-01-04T01:00:14.999")  # W53 closed, settling
-    await season.run_pass(boards=[board_id])
+    await season.run_pass(boards=[board_id], wait_for_lease_s=10)
     assert ("weekly", "2026-W53", False) not in await frozen()
     now[0] = at("2027-01-04T01:00:15")
-    await season.run_pass(boards=[board_id])
+    await season.run_pass(boards=[board_id], wait_for_lease_s=10)
     assert ("weekly", "2026-W53", False) in await frozen()
     assert await players("weekly", "2026-W53") == sorted(
         [

@@ -73,15 +73,16 @@ def sum_horizon_ms(board: BoardConfig) -> int:
     """How far back a run may end and still be counted on a ``sum`` board's all-time total
     by Redis alone; an older one is ``late`` and PostgreSQL decides whether it is new.
 
-    Counted run ids stay in Redis for three horizons (by ended_at, or by when a late run was
-    counted), which bounds their memory and covers every run Redis decided on.
+    Counted run ids stay in Redis for four horizons (by ended_at, or by when a late run was
+    counted), which bounds their memory and covers every run Redis decided on, with a
+    horizon to spare for clocks that differ.
     """
     return max(board.grace_seconds * 1000, DAY_MS)
 
 
 def counted_ids_kept_since(board: BoardConfig, now_ms: int) -> int:
     """Counted run ids scored before this leave a sum board's all-time set."""
-    return now_ms - 3 * sum_horizon_ms(board)
+    return now_ms - 4 * sum_horizon_ms(board)
 
 
 def recently_counted(board: BoardConfig, counted_ms: int, now_ms: int) -> bool:

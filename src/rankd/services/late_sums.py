@@ -35,8 +35,9 @@ async def settle(
     PostgreSQL writes join the caller's transaction (which holds the apply lock)."""
     if not targets:
         return {}
+    targets = sorted(targets, key=lambda t: (t.window, t.period.id, t.segment, t.run.player_id))
     if conn is None:
-        async with pg.apply_lock(exclusive=False) as own:
+        async with pg.apply_lock(exclusive=False, lock_timeout_s=2.0) as own:
             decided = await _count(own, board, targets)
     else:
         decided = await _count(conn, board, targets)

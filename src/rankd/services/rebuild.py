@@ -81,6 +81,11 @@ class Rebuilder:
             if when == "redis_changed" and await self.store.is_verified():
                 return None  # another instance rebuilt while we waited for the lock
             now_ms = int(time.time() * 1000)
+            whole = board is None and window is None and period is None
+            if whole and (when != "missing" or not await self.store.has_names()):
+                # first: submits resolve profile segments from this copy before logging
+                await self.store.restore_names(standings.name_chunks(conn))
+                await self.store.restore_profile_segments(standings.profile_segment_chunks(conn))
             selected = await standings.periods(conn, board, window, period)
             archived = await archive.archived_refs(conn, board, window, period)
             for ref, start_ms in selected:
@@ -116,14 +121,8 @@ class Rebuilder:
                 )
                 report.periods += 1
                 metrics.REBUILDS.inc()
-            if board is None and window is None and period is None:
-                if when != "missing" or not await self.store.has_names():
-                    await self.store.restore_names(standings.name_chunks(conn))
-                    await self.store.restore_profile_segments(
-                        standings.profile_segment_chunks(conn)
-                    )
-                if when != "missing":
-                    await self.store.mark_verified(run_id)
+            if whole and when != "missing":
+                await self.store.mark_verified(run_id)
         self.store.forget_indexed()
         report.seconds = time.perf_counter() - started
         log.info(

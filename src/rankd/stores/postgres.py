@@ -124,11 +124,16 @@ class PostgresStore:
                 yield conn
 
     @contextlib.asynccontextmanager
-    async def apply_lock(self, *, exclusive: bool) -> AsyncIterator[Conn]:
+    async def apply_lock(
+        self, *, exclusive: bool, lock_timeout_s: float | None = None
+    ) -> AsyncIterator[Conn]:
         """A transaction holding the apply lock: shared by consumer batches, exclusive for a
-        rebuild (see APPLY_LOCK)."""
+        rebuild (see APPLY_LOCK). With ``lock_timeout_s`` (a request waiting on it), a lock
+        not had by then is Unavailable rather than a wait for a whole rebuild."""
         lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         async with self.connection() as conn, conn.transaction():
+            if lock_timeout_s is not None:
+                await conn.execute(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
             await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
             yield conn
 

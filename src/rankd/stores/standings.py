@@ -168,12 +168,13 @@ async def count_once(
     """Count ``run`` into a sum entry unless it was counted before (in the caller's
     transaction). Returns (counted now, when it was first counted).
 
-    The submit path and the log consumer may settle the same run at once: a lock on the
-    run (until the transaction ends) makes the second wait and then see the first's row,
-    instead of both blocking on the row and the entry in opposite orders."""
+    The submit path and the log consumer may settle the same player's runs at once: a lock
+    on the player's entry (until the transaction ends), taken before its row, makes the
+    second wait and then see the first's rows. Callers settle in key order, as the
+    consumer's batch writes are, so no two transactions wait on each other."""
     await conn.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-        ("|".join((*key, run.player_id, run.run_id)),),
+        ("|".join((*key, run.player_id)),),
     )
     cur = await conn.execute(
         "INSERT INTO sum_runs"
