@@ -13,10 +13,13 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from fastapi import FastAPI
+from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
 from rankd.api.app import create_app
@@ -128,3 +131,22 @@ async def make_board(client: httpx.AsyncClient):  # type: ignore[no-untyped-def]
         return board_id
 
     return make
+
+
+@pytest.fixture(scope="module")
+async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
+    """A plain PostgreSQL connection (autocommit) for tests that read the durable copy."""
+    async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture(scope="module")
+async def bare_runtime(urls: Urls) -> AsyncIterator[Runtime]:
+    """A second instance without consumer or watchdog (its own pools and lease
+    connections), like the one `rankd replay`, `rebuild` and `freeze` open."""
+    rt = Runtime.build(make_settings(urls))
+    await rt.open(background=False)
+    try:
+        yield rt
+    finally:
+        await rt.close()

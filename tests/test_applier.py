@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import httpx
 import orjson
-import psycopg
-import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
@@ -24,7 +21,6 @@ from rankd.runs import Run, decode_message, encode_message
 from rankd.runtime import Runtime
 from rankd.stores import redis_keys as keys
 from rankd.stores.runlog import LogMessage
-from tests.conftest import Urls
 from tests.durable_helpers import (
     pg_best,
     pg_composites,
@@ -40,12 +36,6 @@ from tests.durable_helpers import (
 from tests.wire import ago, ms, now_ms
 
 ALL_WINDOWS = ["all-time", "daily", "weekly", "monthly"]
-
-
-@pytest.fixture(scope="module")
-async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
-    async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
-        yield conn
 
 
 def fake_seq() -> int:

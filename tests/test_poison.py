@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,15 +36,8 @@ from rankd.stores.postgres import _reachable as pg_reachable
 from rankd.stores.redis_store import RedisStore
 from rankd.stores.redis_store import _reachable as redis_reachable
 from rankd.stores.runlog import LogMessage
-from tests.conftest import Urls
 from tests.durable_helpers import pg_best, wait_consumer_idle, wait_until
 from tests.wire import ms, now_ms
-
-
-@pytest.fixture(scope="module")
-async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
-    async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
-        yield conn
 
 
 async def parked_rows(pg: AsyncConnection[Any], seqs: list[int]) -> dict[int, tuple[str, bytes]]:

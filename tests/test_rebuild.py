@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-import psycopg
-import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
@@ -21,7 +19,7 @@ from rankd.periods import ALL_TIME, parse_period
 from rankd.runtime import Runtime
 from rankd.services.rebuild import Rebuilder
 from rankd.stores import redis_keys as keys
-from tests.conftest import SERVER_H, Urls
+from tests.conftest import SERVER_H
 from tests.durable_helpers import (
     all_reads,
     delete_board_keys,
@@ -40,12 +38,6 @@ from tests.wire import ago, iso, ms
 
 ALL_WINDOWS = ["all-time", "daily", "weekly", "monthly"]
 TEN_DAYS_S = 10 * 86_400
-
-
-@pytest.fixture(scope="module")
-async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
-    async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
-        yield conn
 
 
 async def populate(client: httpx.AsyncClient, board_id: str, runs: int = 36) -> None:

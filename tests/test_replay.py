@@ -12,11 +12,9 @@ import random
 import re
 import sys
 import tempfile
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
@@ -26,7 +24,7 @@ from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
 from rankd.services.replay import replay, replay_parked
 from rankd.stores.runlog import LogMessage
-from tests.conftest import ADMIN_H, Urls, make_settings, new_board_id
+from tests.conftest import ADMIN_H, Urls, new_board_id
 from tests.durable_helpers import (
     all_reads,
     delete_board_keys,
@@ -44,21 +42,10 @@ SUM_WINDOWS = ["all-time", "daily", "weekly"]
 TEN_DAYS_S = 10 * 86_400
 
 
-@pytest.fixture(scope="module")
-async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
-    async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
-        yield conn
-
-
-@pytest.fixture(scope="module")
-async def own(urls: Urls) -> AsyncIterator[Runtime]:
+@pytest.fixture
+def own(bare_runtime: Runtime) -> Runtime:
     """A Runtime without consumer or watchdog, like the one `rankd replay` opens."""
-    rt = Runtime.build(make_settings(urls))
-    await rt.open(background=False)
-    try:
-        yield rt
-    finally:
-        await rt.close()
+    return bare_runtime
 
 
 async def replay_from(rt: Runtime, first: int) -> Any:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from psycopg import AsyncConnection
 
@@ -19,16 +18,9 @@ from rankd.periods import ALL_TIME
 from rankd.services.applier import Outcome
 from rankd.services.log_loop import apply_log
 from rankd.stores.runlog import LogMessage, subject_token
-from tests.conftest import ADMIN_H, Urls
+from tests.conftest import ADMIN_H
 from tests.durable_helpers import pg_best, submit, wait_until
 from tests.wire import ago
-
-
-@pytest.fixture(scope="module")
-async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
-    async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
-        yield conn
-
 
 # ``.`` separates tokens in a NATS subject: these would make empty or extra tokens if the
 # board id went into the subject as is (``runs.a..b``, ``runs.x.``).

@@ -43,21 +43,10 @@ LONG_GRACE_S = 45 * 86_400  # long enough to submit into last month's periods
 DAY = timedelta(days=1)
 
 
-@pytest.fixture(scope="module")
-async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
-    async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
-        yield conn
-
-
-@pytest.fixture(scope="module")
-async def other(urls: Urls) -> AsyncIterator[Runtime]:
+@pytest.fixture
+def other(bare_runtime: Runtime) -> Runtime:
     """A second instance (its own pools and lease connections), as `rankd freeze` opens one."""
-    rt = Runtime.build(make_settings(urls))
-    await rt.open(background=False)
-    try:
-        yield rt
-    finally:
-        await rt.close()
+    return bare_runtime
 
 
 def job(rt: Runtime, cls: type[SeasonJob] = SeasonJob, **overrides: Any) -> SeasonJob:

@@ -4,11 +4,9 @@ durable copy, rebuild and replay keep segments."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
@@ -17,17 +15,11 @@ from rankd.boards import BoardConfig
 from rankd.plan import plan
 from rankd.runs import Run, decode_message, encode_message
 from rankd.runtime import Runtime
-from tests.conftest import ADMIN_H, SERVER_H, Urls
+from tests.conftest import ADMIN_H, SERVER_H
 from tests.durable_helpers import wait_consumer_idle
 from tests.wire import assert_error
 
 WINDOWS = ["all-time", "daily", "weekly", "monthly"]
-
-
-@pytest.fixture(scope="module")
-async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
-    async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
-        yield conn
 
 
 async def post(client: httpx.AsyncClient, board: str, body: dict[str, Any]) -> httpx.Response:
