@@ -19,7 +19,8 @@ periods) and compared with the model; standings only closed runs went to must be
 The model is written out plainly here and shares no code with the service beyond
 ``rankd.periods.period_at`` (which period a time falls in) and the board's reported
 ``tie_resolution_ms``. Set ``RANKD_ORACLE_SEED`` to replay another data set; a failing test
-prints the seed and clock it ran with.
+prints the seed and clock it ran with. Discrepancies found with it are pinned down at the
+end of the file, each in its smallest form, as strict xfail tests.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ import httpx
 import pytest
 
 from rankd.periods import period_at
+from rankd.runtime import Runtime
 from tests.conftest import ADMIN_H, SERVER_H, new_board_id
+from tests.durable_helpers import wait_consumer_idle
 
 SEED = int(os.environ.get("RANKD_ORACLE_SEED", "20261103"))
 WINDOWS = ["all-time", "daily", "weekly", "monthly"]
@@ -532,7 +535,8 @@ async def send_batches(
             if response.status_code != 503:
                 break
             # the runs are logged and retrying is safe (the contract's word); a batch of late
-            # runs on a sum board can deadlock with the log consumer in PostgreSQL
+            # runs on a sum board can deadlock with the log consumer: see
+            # test_a_batch_resending_late_runs_in_another_order_is_accepted below
             board.retried += 1
         assert response.status_code == 200, response.text
         results = response.json()["results"]
@@ -705,7 +709,7 @@ async def test_sequential_submits_answer_what_the_model_says(
     set_aside = 0
     for run, expected, got in board.checked:
         if got != expected and len(got) == len(expected):
-            # the one known over-report of a late run set aside, the rest
+            # the one known over-report of a late run (xfail tests below) set aside, the rest
             # of the answer must still be the model's
             known = [over_reported(board, run, e, g) for e, g in zip(expected, got, strict=True)]
             got = [e if k else g for e, g, k in zip(expected, got, known, strict=True)]
@@ -715,10 +719,11 @@ async def test_sequential_submits_answer_what_the_model_says(
 
 
 def over_reported(board: Board, run: RunIn, expected: dict[str, Any], got: dict[str, Any]) -> bool:
-    """The service's known over-report: on a sum board a late run in the all-time window is
-    answered ``improved: true`` whenever this submission counted it (or a copy received in
-    the same millisecond did), even when the entry did not change (a total at max_score, the
-    run older than the total's latest) or another copy in the same batch changed it."""
+    """The service's known over-report (see the xfail tests at the end): on a sum board a
+    late run in the all-time window is answered ``improved: true`` whenever this submission
+    counted it (or a copy received in the same millisecond did), even when the entry did not
+    change (a total at max_score, the run older than the total's latest) or another copy in
+    the same batch changed it."""
     return (
         board.policy == "sum"
         and run.run_id in board.late
@@ -774,7 +779,7 @@ async def test_each_run_changes_each_entry_at_most_once(
         sends[run.run_id] += 1
         for s in standings:
             if board.policy == "sum" and run.run_id in board.late and s["window"] == "all-time":
-                continue  # known to be over-reported: see over_reported
+                continue  # known to be over-reported: see over_reported and the xfail tests
             if s["improved"]:
                 improved[(run.run_id, (s["window"], s["period"], s["segment"]))] += 1
     twice = {key: n for key, n in improved.items() if n > 1}
@@ -1069,3 +1074,97 @@ async def test_many_concurrent_submits_are_all_accepted(client: httpx.AsyncClien
     top = await read(client, f"/v1/boards/{board_id}/top", n=1000)
     assert top["total"] == 200
     assert [e["score"] for e in top["entries"]] == list(range(199, -1, -1))
+
+
+# Discrepancies the segmented boards' late runs brought up, each on its own, smallest form.
+
+
+async def sum_board(client: httpx.AsyncClient, **config: Any) -> str:
+    board_id = new_board_id("late-sum")
+    body = {"windows": ["all-time"], "policy": "sum", **config}
+    response = await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
+    assert response.status_code == 201, response.text
+    return board_id
+
+
+async def batch(client: httpx.AsyncClient, board_id: str, runs: list[dict[str, Any]]) -> Any:
+    response = await client.post(
+        f"/v1/boards/{board_id}/runs:batch", json={"runs": runs}, headers=SERVER_H
+    )
+    assert response.status_code == 200, response.text
+    return [r["standings"][0] for r in response.json()["results"]]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="late_sums.settle reports a late run as changing the entry whenever the PostgreSQL "
+    "row that counted it has this submission's received_at_ms, so every copy of the run in "
+    "one batch (one receipt time), or sent concurrently within the same millisecond, is "
+    "answered improved: true although only the first changed the total",
+)
+async def test_a_late_run_twice_in_one_batch_changes_the_entry_once(
+    client: httpx.AsyncClient,
+) -> None:
+    now = int(time.time() * 1000)
+    for ended_ms in (now - HOUR_MS, now - 3 * DAY_MS):  # within the horizon, then late
+        board_id = await sum_board(client)
+        run = {"run_id": "r1", "player_id": "p", "score": 5, "ended_at": iso(ended_ms)}
+        first, second = await batch(client, board_id, [run, run])
+        assert (first["score"], second["score"]) == (5, 5)  # counted once
+        assert (first["improved"], second["improved"]) == (True, False), ended_ms
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="late_sums.settle forces improved: true for a late run this submission counted "
+    "(score > 0) without looking at whether the entry changed: a total already at max_score "
+    "that the run, older than its latest run, leaves as it was is answered improved: true",
+)
+async def test_a_late_run_that_leaves_a_saturated_total_as_it_was_changes_nothing(
+    client: httpx.AsyncClient,
+) -> None:
+    now = int(time.time() * 1000)
+    for ended_ms in (now - 12 * HOUR_MS, now - 3 * DAY_MS):  # within the horizon, then late
+        board_id = await sum_board(client, max_score=10)
+        full = {"run_id": "full", "player_id": "p", "score": 10, "ended_at": iso(now - 60_000)}
+        [at_max] = await batch(client, board_id, [full])
+        older = {"run_id": "older", "player_id": "p", "score": 5, "ended_at": iso(ended_ms)}
+        [after] = await batch(client, board_id, [older])
+        assert (after["score"], after["achieved_at"]) == (10, at_max["achieved_at"])
+        assert after["is_best"]
+        assert not after["improved"], ended_ms
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="the submit path and the log consumer each settle a message's late runs in one "
+    "PostgreSQL transaction, taking a lock per run (standings.count_once) in the message's "
+    "order: a batch that resends late runs in another order than the message the consumer "
+    "is applying deadlocks with it, and when the submit is the victim it is answered "
+    "503 unavailable although the runs are valid and logged",
+)
+async def test_a_batch_resending_late_runs_in_another_order_is_accepted(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    board_id = await sum_board(client)
+    await wait_consumer_idle(client, runtime, within_s=60)  # it takes each message as it comes
+    ended_at = iso(int(time.time() * 1000) - 3 * DAY_MS)
+
+    def late(run_id: str, player_id: str) -> dict[str, Any]:
+        return {"run_id": run_id, "player_id": player_id, "score": 1, "ended_at": ended_at}
+
+    for attempt in range(5):
+        x, y = late(f"x{attempt}", "px"), late(f"y{attempt}", "py")
+        # the consumer takes x's lock, then spends a while on the others before y's ...
+        others = [late(f"o{attempt}.{i}", f"o{i}") for i in range(100)]
+        await batch(client, board_id, [x, *others, y])
+        # ... while this batch, received meanwhile, takes y's and waits for x's
+        response = await client.post(
+            f"/v1/boards/{board_id}/runs:batch", json={"runs": [y, x]}, headers=SERVER_H
+        )
+        assert response.status_code == 200, (attempt, response.text)
+    top = await read(client, f"/v1/boards/{board_id}/top", n=1000)
+    assert {e["player_id"]: e["score"] for e in top["entries"]}["px"] == 5
