@@ -43,11 +43,18 @@ async def settle(
         decided = await _count(conn, board, targets)
     send: list[Target] = []
     replies: dict[int, Reply] = {}
-    ours: set[int] = set()
-    for target, (new, counted_ms) in zip(targets, decided, strict=True):
-        if new or counted_ms == target.run.received_at_ms:
-            # this submission's count, whichever path (submit or consumer) made it first
-            ours.add(id(target))
+    # improved, where Redis's own answer may not tell: the log consumer counted this very
+    # submission first (same receipt time), so Redis saw the change there; the consumer
+    # applies the log in order, so its PostgreSQL view of whether it changed the entry is
+    # right. Only the first copy of a run in one batch claims it.
+    consumer_first: dict[int, bool] = {}
+    claimed: set[tuple[str, str, str, str, str]] = set()
+    for target, (new, counted_ms, changed) in zip(targets, decided, strict=True):
+        run = target.run
+        copy = (target.window, target.period.id, target.segment, run.player_id, run.run_id)
+        if not new and counted_ms == run.received_at_ms and copy not in claimed:
+            consumer_first[id(target)] = changed
+        claimed.add(copy)
         if new or recently_counted(board, counted_ms, now_ms):
             target.counted_ms = counted_ms or now_ms
             send.append(target)
@@ -55,10 +62,10 @@ async def settle(
         sent = await store.apply(board, [[t] for t in send])
         for target, [reply] in zip(send, sent, strict=True):
             if reply is not None:
-                changed, rank, stored, counted, achieved = reply
-                if id(target) in ours and target.run.score > 0:
-                    changed = 1  # counted by this submission, even if Redis took it first
-                replies[id(target)] = (changed, rank, stored, counted, achieved)
+                improved, rank, stored, counted, achieved = reply
+                if id(target) in consumer_first:
+                    improved = int(consumer_first[id(target)])
+                replies[id(target)] = (improved, rank, stored, counted, achieved)
     for target in targets:
         if id(target) not in replies:
             # counted long ago: Redis holds the total already; report the entry as it is
@@ -72,7 +79,7 @@ async def settle(
 
 async def _count(
     conn: Conn, board: BoardConfig, targets: Sequence[Target]
-) -> list[tuple[bool, int]]:
+) -> list[tuple[bool, int, bool]]:
     decided = []
     for t in targets:
         key = PeriodRef(board.board_id, t.window, t.period.id, t.segment)

@@ -164,9 +164,10 @@ async def _write_sums(
 
 async def count_once(
     conn: AsyncConnection[Any], key: PeriodKey, board: BoardConfig, run: SumRun
-) -> tuple[bool, int]:
+) -> tuple[bool, int, bool]:
     """Count ``run`` into a sum entry unless it was counted before (in the caller's
-    transaction). Returns (counted now, when it was first counted).
+    transaction). Returns (counted now, when it was first counted, whether that count
+    changed the entry).
 
     The submit path and the log consumer may settle the same player's runs at once: a lock
     on the player's entry (until the transaction ends), taken before its row, makes the
@@ -182,21 +183,34 @@ async def count_once(
         " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
         (*key, run.run_id, run.player_id, run.score, run.ended_ms, run.counted_ms),
     )
+    entry = (
+        "SELECT composite FROM player_best WHERE board_id = %s AND win = %s AND period = %s"
+        " AND segment = %s AND player_id = %s"
+    )
+    where_run = (
+        " WHERE board_id = %s AND win = %s AND period = %s AND segment = %s"
+        " AND player_id = %s AND run_id = %s"
+    )
     if await cur.fetchone() is not None:
+        before = await (await conn.execute(entry, (*key, run.player_id))).fetchone()
         await _add_totals(conn, key, board, {run.player_id: [run.score, run.ended_ms]})
+        after = await (await conn.execute(entry, (*key, run.player_id))).fetchone()
+        changed = before != after
+        if not changed:
+            await conn.execute(
+                "UPDATE sum_runs SET changed = false" + where_run, (*key, run.player_id, run.run_id)
+            )
         await conn.execute(
             "INSERT INTO periods_seen (board_id, win, period, segment, start_ms)"
             " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
             (*key, parse_period(key[1], key[2]).start_ms),
         )
-        return True, run.counted_ms
+        return True, run.counted_ms, changed
     cur = await conn.execute(
-        "SELECT counted_ms FROM sum_runs WHERE board_id = %s AND win = %s AND period = %s"
-        " AND segment = %s AND player_id = %s AND run_id = %s",
-        (*key, run.player_id, run.run_id),
+        "SELECT counted_ms, changed FROM sum_runs" + where_run, (*key, run.player_id, run.run_id)
     )
     row = await cur.fetchone()
-    return False, int(row[0]) if row else 0
+    return False, int(row[0]) if row else 0, bool(row[1]) if row else False
 
 
 async def _add_totals(
