@@ -31,3 +31,25 @@ async def read_ahead(source: AsyncIterator[T], depth: int) -> AsyncIterator[T]:
             producer.cancel()
         await asyncio.gather(producer, return_exceptions=True)
     producer.result()
+
+
+async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
+    """Sleep ``seconds`` unless ``stop`` is set first; True when stopping. Background loops
+    check this instead of relying on cancellation alone, since a driver may swallow a
+    cancel that lands mid-command."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def stop_tasks(tasks: list[asyncio.Task[None]], timeout_s: float) -> list[str]:
+    """Cancel ``tasks`` and wait at most ``timeout_s`` for them; the names of those still
+    running (so shutdown is bounded even when a task ignores its cancel)."""
+    for task in tasks:
+        task.cancel()
+    if not tasks:
+        return []
+    _done, pending = await asyncio.wait(tasks, timeout=timeout_s)
+    return sorted(task.get_name() for task in pending)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankd.aio import stop_tasks, wait_or_stop
 from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
@@ -27,6 +28,8 @@ from rankd.stores.runlog import Durable, JetStreamLog, RunLog
 
 log = logging.getLogger("rankd")
 
+CLOSE_TIMEOUT_S = 5.0
+
 
 @dataclass
 class Runtime:
@@ -45,6 +48,7 @@ class Runtime:
     seasons: SeasonJob
     consumer: LogConsumer | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -129,11 +133,12 @@ class Runtime:
         # deleted by hand) while PostgreSQL still holds its entries.
         if await self.rebuilder.rebuild(when="redis_changed") is None:
             await self.rebuilder.rebuild(when="missing")
+        self._stopping.clear()
         self.consumer = self.log_consumer()
         await self.consumer.start()
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
         if self.settings.season_job_interval_s > 0:
-            job = self.seasons.run_forever(self.settings.season_job_interval_s)
+            job = self.seasons.run_forever(self.settings.season_job_interval_s, self._stopping)
             self._tasks.append(asyncio.create_task(job, name="season-job"))
 
     def log_consumer(self) -> LogConsumer:
@@ -155,8 +160,7 @@ class Runtime:
 
     async def _watch_redis(self) -> None:
         """Rebuild from PostgreSQL whenever Redis comes back as a different process."""
-        while True:
-            await asyncio.sleep(self.settings.redis_watch_interval_s)
+        while not await wait_or_stop(self._stopping, self.settings.redis_watch_interval_s):
             try:
                 await self.rebuilder.rebuild(when="redis_changed")
             except asyncio.CancelledError:
@@ -165,13 +169,23 @@ class Runtime:
                 log.warning("redis watch: %r", exc)
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        """Stop the background work, then the connections; bounded, so a task stuck in a
+        driver call cannot hold up a shutdown."""
+        self._stopping.set()
+        stuck = await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
+        self._tasks.clear()
         if self.consumer is not None:
-            await self.consumer.stop()
-        await asyncio.gather(
-            self.log.close(), self.pg.close(), self.store.close(), return_exceptions=True
+            stuck += await self.consumer.stop(CLOSE_TIMEOUT_S)
+        if stuck:
+            log.warning(
+                "shutdown: %s did not stop within %.0f s", ", ".join(stuck), CLOSE_TIMEOUT_S
+            )
+        await asyncio.wait(
+            [
+                asyncio.ensure_future(c)
+                for c in (self.log.close(), self.pg.close(), self.store.close())
+            ],
+            timeout=CLOSE_TIMEOUT_S,
         )
 
     async def readiness(self) -> dict[str, str]:

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from rankd import metrics
+from rankd.aio import stop_tasks
 from rankd.formats import format_time
 from rankd.runs import decode_message
 from rankd.services.applier import Applier, Outcome
@@ -117,13 +118,13 @@ class LogConsumer:
             asyncio.create_task(self._watch_lag(), name="log-consumer-lag"),
         ]
 
-    async def stop(self) -> None:
+    async def stop(self, timeout_s: float = 5.0) -> list[str]:
+        """Stop the consumer's tasks, waiting at most ``timeout_s``; the names of any that
+        did not stop."""
         self._stopping.set()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        stuck = await stop_tasks(self._tasks, timeout_s)
+        self._tasks.clear()
+        return stuck
 
     async def _run(self) -> None:
         retry_s = 0.5

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rankd import metrics
+from rankd.aio import wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.codec import Codec
 from rankd.periods import ALL_TIME, SPAN_MS, Period, PeriodRef, parse_period
@@ -156,10 +157,9 @@ class SeasonJob:
         self.clock = clock
         self.page_size = page_size
 
-    async def run_forever(self, interval_s: float) -> None:
-        """A pass every ``interval_s``, for as long as the process serves."""
-        while True:
-            await asyncio.sleep(interval_s)
+    async def run_forever(self, interval_s: float, stop: asyncio.Event) -> None:
+        """A pass every ``interval_s`` until ``stop`` is set."""
+        while not await wait_or_stop(stop, interval_s):
             try:
                 report = await self.run_pass()
             except asyncio.CancelledError:

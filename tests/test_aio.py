@@ -1,0 +1,43 @@
+"""Bounded shutdown helpers: a task that swallows its cancel cannot hold up a close."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from rankd.aio import stop_tasks, wait_or_stop
+
+
+async def test_stop_tasks_returns_the_names_of_tasks_that_ignore_their_cancel() -> None:
+    release = asyncio.Event()
+
+    async def stubborn() -> None:
+        while not release.is_set():
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                continue  # as a driver that swallows a cancel mid-command would
+
+    async def polite() -> None:
+        await asyncio.sleep(10)
+
+    tasks = [
+        asyncio.create_task(stubborn(), name="stubborn"),
+        asyncio.create_task(polite(), name="polite"),
+    ]
+    await asyncio.sleep(0)
+    started = time.monotonic()
+    stuck = await stop_tasks(tasks, timeout_s=0.2)
+    assert stuck == ["stubborn"]
+    assert time.monotonic() - started < 5
+    assert tasks[1].cancelled()
+    release.set()
+    tasks[0].cancel()
+    await asyncio.gather(tasks[0], return_exceptions=True)
+
+
+async def test_wait_or_stop_wakes_on_stop_and_times_out_otherwise() -> None:
+    stop = asyncio.Event()
+    assert await wait_or_stop(stop, 0.01) is False
+    asyncio.get_running_loop().call_later(0.01, stop.set)
+    assert await wait_or_stop(stop, 30) is True
