@@ -401,7 +401,7 @@ async def test_rejected_invalid_put_changes_nothing(client: httpx.AsyncClient, m
 
 @pytest.mark.parametrize(
     ("change", "field"),
-    [({"shards": 2}, "shards"), ({"shards": 1024}, "shards"), ({"hold_top": 5}, "hold_top")],
+    [({"shards": 2}, "shards"), ({"shards": 1024}, "shards")],
 )
 async def test_features_not_built_yet_are_refused_not_ignored(
     client: httpx.AsyncClient, make_board, change: dict[str, Any], field: str
@@ -413,6 +413,16 @@ async def test_features_not_built_yet_are_refused_not_ignored(
     assert await get_board(client, board_id) == before
     error = assert_error(await put_board(client, new_board_id(), change), 400, "invalid_request")
     assert "not available yet" in error["message"]
+
+
+async def test_hold_top_is_for_best_boards(client: httpx.AsyncClient, make_board) -> None:
+    board_id = await make_board(windows=["daily"], policy="sum")
+    before = await get_board(client, board_id)
+    error = assert_error(await put_board(client, board_id, {"hold_top": 5}), 400, "invalid_request")
+    assert "hold_top" in error["message"] and "best" in error["message"]
+    assert await get_board(client, board_id) == before
+    best = await make_board(windows=["daily"], hold_top=5)
+    assert (await get_board(client, best))["hold_top"] == 5
 
 
 # --- auth ------------------------------------------------------------------------------

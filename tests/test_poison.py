@@ -152,8 +152,8 @@ async def test_a_transient_failure_parks_nothing_and_the_batch_applies_later(
     dead_pg.pool.timeout = 0.5
     await dead_pg.pool.open(wait=False)
     try:
-        no_redis = Applier(rt.boards, dead_redis, rt.pg)
-        no_postgres = Applier(rt.boards, rt.store, dead_pg)
+        no_redis = Applier(rt.boards, dead_redis, rt.pg, rt.moderation)
+        no_postgres = Applier(rt.boards, rt.store, dead_pg, rt.moderation)
         for applier in (no_redis, no_postgres):
             started = time.monotonic()
             with pytest.raises(Exception) as caught:

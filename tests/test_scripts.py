@@ -74,7 +74,7 @@ async def drop(redis: Redis, *pks: PeriodKeys) -> None:
 def best_call(
     pk: PeriodKeys, composite: int, member: str, expire: str = "0", ended_ms: int = 1_000
 ) -> Call:
-    return (SUBMIT_BEST, (pk.public, pk.public), (composite, member, expire, ended_ms))
+    return (SUBMIT_BEST, (pk.public, pk.public, pk.shadow), (composite, member, expire, ended_ms))
 
 
 def sum_call(
@@ -90,7 +90,7 @@ def sum_call(
 ) -> Call:
     return (
         SUBMIT_SUM,
-        (pk.public, pk.public, pk.runs),
+        (pk.public, pk.public, pk.shadow, pk.runs),
         (
             run_id,
             member,

@@ -40,6 +40,10 @@ class PlayerNotRanked(RankdError):
     code = "player_not_ranked"
 
 
+class HoldNotFound(RankdError):
+    code = "hold_not_found"
+
+
 class BoardImmutableField(RankdError):
     code = "board_immutable_field"
 

@@ -23,6 +23,9 @@ from rankd.runs import Run
 
 Disposition = Literal["apply", "late", "closed", "expired"]
 Operation = Literal["best", "sum"]
+# Where a target's entry is written: the public board, the banned players' :shadow key, or
+# the :pending key of runs held for review (see services/moderation.py).
+Side = Literal["public", "shadow", "pending"]
 
 
 @dataclass(slots=True)  # not frozen: frozen dataclasses construct several times slower
@@ -53,6 +56,7 @@ class Target:
     trim_before_ms: int = 0
     # a late run's id in Redis is scored by when PostgreSQL first counted it (0: not late)
     counted_ms: int = 0
+    side: Side = "public"
 
     @property
     def applies(self) -> bool:
@@ -124,6 +128,7 @@ def plan(board: BoardConfig, run: Run, now_ms: int | None = None) -> list[Target
                     window_target.time_key,
                     window_target.expire_at_s,
                     window_target.trim_before_ms,
+                    side=window_target.side,
                 )
                 targets.append(copy)
     return targets
@@ -151,6 +156,8 @@ def _target(board: BoardConfig, run: Run, window: str, now_ms: int) -> Target:
     # no TTL on the keys (expire_at_s stays 0): the season job archives the period, then
     # removes them (services/seasons.py), so a retention change still applies
     target = Target(window, period, run, "apply", operation, composite)
+    if window in run.held:
+        target.side = "pending"
     if composite is None:
         target.time_key = codec.time_key(offset)
         if window == ALL_TIME:
@@ -179,7 +186,8 @@ def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standin
         "window": target.window,
         "period": target.period.id,
         "segment": segment,
-        "status": "ranked",
+        # a banned player's answer says "ranked" (their own-view rank) like anyone's
+        "status": "held" if target.side == "pending" else "ranked",
         "rank": int(rank),
         "score": score,
         "achieved_at": format_time(achieved_ms),

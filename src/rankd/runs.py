@@ -14,6 +14,8 @@ from typing import Any
 import orjson
 
 # 2: runs carry their segments ({"country": "FR"}); 1 (before segments) still decodes.
+# A run held for review carries a 7th field, the windows it is held in (version 2 readers
+# before holds refuse it, which parks it rather than publishing it unreviewed).
 LOG_FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 
@@ -30,6 +32,9 @@ class Run:
     segments: Segments = ()
     # False when the client sent no ended_at (it defaults to the first receipt; not logged)
     ended_given: bool = True
+    # windows in which the run is held for review (decided before logging, so the consumer
+    # and a replay hold it in the same windows)
+    held: tuple[str, ...] = ()
 
 
 def encode_message(board_id: str, runs: list[Run]) -> bytes:
@@ -39,6 +44,7 @@ def encode_message(board_id: str, runs: list[Run]) -> bytes:
             "board": board_id,
             "runs": [
                 [r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms, dict(r.segments)]
+                + ([list(r.held)] if r.held else [])
                 for r in runs
             ],
         }
@@ -52,8 +58,12 @@ def _run(fields: list[Any]) -> Run:
         if not isinstance(segments, dict):
             raise TypeError("segments must be an object")
         run.segments = tuple((str(d), str(v)) for d, v in segments.items())
-    elif len(fields) != 5:
-        raise TypeError(f"a run has 5 or 6 fields, not {len(fields)}")
+    if len(fields) > 6:
+        if not isinstance(fields[6], list):
+            raise TypeError("held windows must be a list")
+        run.held = tuple(str(w) for w in fields[6])
+    if len(fields) not in (5, 6, 7):
+        raise TypeError(f"a run has 5 to 7 fields, not {len(fields)}")
     return run
 
 

@@ -13,6 +13,7 @@ from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.group_commit import GroupCommitter
+from rankd.services.moderation import Moderation
 from rankd.services.names import NameCache
 from rankd.services.players import Players
 from rankd.services.reads import Reader
@@ -46,6 +47,7 @@ class Runtime:
     applier: Applier
     rebuilder: Rebuilder
     seasons: SeasonJob
+    moderation: Moderation
     consumer: LogConsumer | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -88,6 +90,7 @@ class Runtime:
             log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
         )
         rebuilder = Rebuilder(store, pg, boards)
+        moderation = Moderation(store, pg, boards, settle_s=s.ban_settle_s)
 
         async def log_applied_through() -> int | None:
             return await applied_through(log)
@@ -100,7 +103,7 @@ class Runtime:
             boards=boards,
             names=names,
             players=players,
-            submitter=Submitter(store, pg, committer, players, s.first_receipt_keep_s),
+            submitter=Submitter(store, pg, committer, players, moderation, s.first_receipt_keep_s),
             reader=Reader(
                 store,
                 names,
@@ -111,7 +114,8 @@ class Runtime:
                 archive_state_bytes=s.archive_state_cache_bytes,
             ),
             auth=Authenticator(s.admin_keys, s.server_keys),
-            applier=Applier(boards, store, pg),
+            applier=Applier(boards, store, pg, moderation),
+            moderation=moderation,
             rebuilder=rebuilder,
             seasons=SeasonJob(
                 store,
@@ -127,6 +131,7 @@ class Runtime:
         """Connect; with ``background``, restore Redis if it changed and start the consumer,
         the Redis watch and the season job."""
         await asyncio.gather(self.pg.open(), self.log.open(), self.store.open())
+        await self.moderation.bans.refresh()  # before the first run is routed
         if not background:
             return
         # A restarted Redis is rebuilt whole; otherwise any period whose key has gone (e.g.
@@ -137,6 +142,8 @@ class Runtime:
         self.consumer = self.log_consumer()
         await self.consumer.start()
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
+        bans = self.moderation.bans.run_forever(self.settings.ban_refresh_s, self._stopping)
+        self._tasks.append(asyncio.create_task(bans, name="ban-refresh"))
         if self.settings.season_job_interval_s > 0:
             job = self.seasons.run_forever(self.settings.season_job_interval_s, self._stopping)
             self._tasks.append(asyncio.create_task(job, name="season-job"))

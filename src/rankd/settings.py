@@ -84,6 +84,10 @@ class Settings(BaseSettings):
     # How often each instance checks that Redis is still the process the boards were
     # verified on (a restart triggers a rebuild from PostgreSQL).
     redis_watch_interval_s: float = 1.0
+    # how often each instance asks PostgreSQL for bans made elsewhere, and when a ban's
+    # second sweep runs (after every instance has surely refreshed; well inside 1 s)
+    ban_refresh_s: float = Field(0.2, gt=0)
+    ban_settle_s: float = Field(0.6, ge=0)
 
     # A run resent without ended_at within this long keeps its first receipt's time (0: off)
     first_receipt_keep_s: float = Field(120.0, ge=0)

@@ -25,6 +25,7 @@ STATUS: dict[type[errors.RankdError], int] = {
     errors.Forbidden: 403,
     errors.BoardNotFound: 404,
     errors.PlayerNotRanked: 404,
+    errors.HoldNotFound: 404,
     errors.BoardImmutableField: 409,
     errors.BodyTooLarge: 413,
     errors.UnsupportedMediaType: 415,

@@ -2,7 +2,20 @@
 --
 -- rank_in(key, public, member, stored): the 1-based rank of ``member`` (composite
 -- ``stored``, written to ``key``) in the player's own view of the ``public`` board: its
--- rank there, or, written to a side key, everyone public strictly above it plus one.
+-- rank there, or, written to a side key (:shadow, :pending), the rank it would take if
+-- published: everyone public strictly above it, and those equal to it whose id sorts after
+-- it (a reversed range orders equal scores by member, descending), plus one.
+--
+-- side_field(key, public, member): the field of ``member``'s exact time in its at_key hash
+-- for an entry written to ``key``: the member itself on the public board, member .. '~s'
+-- on :shadow and member .. '~p' on :pending ('~' is in no player id). One hash family per
+-- period, whatever the side, so removing a period removes every side's times.
+--
+-- absorb(dst, src, public, member, sum): move ``member``'s entry from ``src`` into ``dst``
+-- (two sides of one period) and its exact time with it. A ``best`` entry (sum == nil) keeps
+-- the better composite; on a ``sum`` board (sum = {mult, max_score, desc}) the totals add
+-- up, at the later time: a player's runs are counted once in the period's :runs set,
+-- whichever side took them. Returns 1 if there was an entry to move.
 --
 -- with_times(key, slice): a ZREVRANGE ... WITHSCORES slice as a flat member, score, exact
 -- time (ms, 0: not recorded) list.
@@ -20,7 +33,53 @@ local function rank_in(key, public, member, stored)
   if key == public then
     return redis.call('ZREVRANK', key, member) + 1
   end
-  return redis.call('ZCOUNT', public, '(' .. stored, '+inf') + 1
+  local rank = redis.call('ZCOUNT', public, '(' .. stored, '+inf') + 1
+  for _, other in ipairs(redis.call('ZRANGEBYSCORE', public, stored, stored)) do
+    if other > member then rank = rank + 1 end
+  end
+  return rank
+end
+
+local function side_field(key, public, member)
+  if key == public then return member end
+  if string.sub(key, -8) == ':pending' then return member .. '~p' end
+  return member .. '~s'
+end
+
+local function absorb(dst, src, public, member, sum)
+  local moved = redis.call('ZSCORE', src, member)
+  if not moved then return 0 end
+  local at = at_key(public, member)
+  local from_field = side_field(src, public, member)
+  local to_field = side_field(dst, public, member)
+  local moved_at = tonumber(redis.call('HGET', at, from_field) or '0')
+  local held = redis.call('ZSCORE', dst, member)
+  if sum == nil then
+    if (not held) or tonumber(moved) > tonumber(held) then
+      redis.call('ZADD', dst, moved, member)
+      redis.call('HSET', at, to_field, moved_at)
+    end
+  elseif not held then
+    redis.call('ZADD', dst, moved, member)
+    redis.call('HSET', at, to_field, moved_at)
+  else
+    local mult, max_score, desc = sum[1], sum[2], sum[3]
+    local a, b = tonumber(moved), tonumber(held)
+    local ka, kb = math.floor(a / mult), math.floor(b / mult)
+    local ta, tb = a - ka * mult, b - kb * mult
+    local total_a, total_b = ka, kb
+    if not desc then total_a, total_b = max_score - ka, max_score - kb end
+    local total = math.min(total_a + total_b, max_score)
+    local key = total
+    if not desc then key = max_score - total end
+    -- a smaller time part is a later time: the total was reached at the later one
+    redis.call('ZADD', dst, string.format('%.0f', key * mult + math.min(ta, tb)), member)
+    local held_at = tonumber(redis.call('HGET', at, to_field) or '0')
+    redis.call('HSET', at, to_field, math.max(moved_at, held_at))
+  end
+  redis.call('ZREM', src, member)
+  redis.call('HDEL', at, from_field)
+  return 1
 end
 
 local function with_times(key, slice)

@@ -2,6 +2,7 @@
 --
 -- KEYS[1] = the key the entries are written to (public board or a side key)
 -- KEYS[2] = the public board the ranks are read from (equal to KEYS[1] for most players)
+-- KEYS[3] = the side the entries must leave, if there (see submit_best.lua)
 -- ARGV[1] = unix seconds at which the written key expires, or "0" for never
 -- ARGV[2], ARGV[3], ARGV[4], ... = composite, member, exact end time (ms) triples,
 --           applied in order
@@ -15,10 +16,12 @@
 local out = {}
 for i = 2, #ARGV, 3 do
   local member = ARGV[i + 1]
-  local at = at_key(KEYS[1], member)
+  if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], member, nil) end
+  local at = at_key(KEYS[2], member)
+  local field = side_field(KEYS[1], KEYS[2], member)
   local changed = redis.call('ZADD', KEYS[1], 'GT', 'CH', ARGV[i], member)
   if changed == 1 then
-    redis.call('HSET', at, member, ARGV[i + 2])
+    redis.call('HSET', at, field, ARGV[i + 2])
   end
   if ARGV[1] ~= '0' then
     redis.call('EXPIREAT', at, ARGV[1])
@@ -29,7 +32,7 @@ for i = 2, #ARGV, 3 do
   out[#out + 1] = rank
   out[#out + 1] = tonumber(stored)
   out[#out + 1] = (tonumber(stored) == tonumber(ARGV[i])) and 1 or 0
-  out[#out + 1] = tonumber(redis.call('HGET', at, member) or '0')
+  out[#out + 1] = tonumber(redis.call('HGET', at, field) or '0')
 end
 if ARGV[1] ~= '0' then
   redis.call('EXPIREAT', KEYS[1], ARGV[1])

@@ -3,7 +3,9 @@
 --
 -- KEYS[1] = the key the entry is written to (public board or a side key)
 -- KEYS[2] = the public board the rank is read from (equal to KEYS[1] for most players)
--- KEYS[3] = the period's counted runs (sorted set: "<player>|<run_id>" -> ended_at ms), same
+-- KEYS[3] = the side the player's entry must leave, if it is there (see submit_best.lua);
+--           KEYS[1] itself for none
+-- KEYS[4] = the period's counted runs (sorted set: "<player>|<run_id>" -> ended_at ms), same
 --           hash tag; keyed by player too, so another player's reuse of a run id cannot
 --           suppress or borrow a count
 -- ARGV[1] = run id
@@ -13,28 +15,33 @@
 -- ARGV[5] = 2^time_bits (the multiplier that puts the score part above the time part)
 -- ARGV[6] = max_score (a total saturates here)
 -- ARGV[7] = "desc" or "asc"
--- ARGV[8] = the run's ended_at in ms (score of its id in KEYS[3])
+-- ARGV[8] = the run's ended_at in ms (score of its id in KEYS[4])
 -- ARGV[9] = forget counted ids that ended before this ms ("0": keep them while the key lives);
 --           the service refuses runs this old, so forgetting them cannot double count
 -- ARGV[10] = unix seconds at which the written keys expire, or "0" for never
 -- ARGV[11] = "0", or for a late run (older than the horizon, that PostgreSQL has counted):
---            when it was first counted (ms), its id's score in KEYS[3]; it is then counted
+--            when it was first counted (ms), its id's score in KEYS[4]; it is then counted
 --            unless its id is there already, whatever ARGV[9] says
 --
 -- Returns {changed, rank, stored, counted, achieved}: counted is 1 if the run is counted in
 -- the total, by this call or an earlier one (a resend of a counted run answers 1, changed
 -- 0); achieved is the exact end time (ms) of the latest counted run (0: not recorded), kept
--- in <KEYS[1]>:at:<bucket> beside the entry (see submit_best.lua).
+-- in <KEYS[2]>:at:<bucket> beside the entry (see submit_best.lua).
 -- The total's time is the latest counted run's time, so any order of the same runs gives
 -- the same composite. All arithmetic stays below 2^53, where Lua's doubles are exact.
 
 -- at_key, rank_in, with_times: see lib.lua, loaded before this.
 
-local at = at_key(KEYS[1], ARGV[2])
+local desc = ARGV[7] == 'desc'
+if KEYS[3] ~= KEYS[1] then
+  absorb(KEYS[1], KEYS[3], KEYS[2], ARGV[2], {tonumber(ARGV[5]), tonumber(ARGV[6]), desc})
+end
+local at = at_key(KEYS[2], ARGV[2])
+local field = side_field(KEYS[1], KEYS[2], ARGV[2])
 local counted = 0
 local changed = 0
 if ARGV[9] ~= '0' then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[9])
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[9])
 end
 local late = ARGV[11] ~= '0'
 local fresh = late or tonumber(ARGV[8]) >= tonumber(ARGV[9])
@@ -42,13 +49,12 @@ local added = 0
 if fresh then
   local seen_at = ARGV[8]
   if late then seen_at = ARGV[11] end
-  added = redis.call('ZADD', KEYS[3], 'NX', seen_at, ARGV[2] .. '|' .. ARGV[1])
+  added = redis.call('ZADD', KEYS[4], 'NX', seen_at, ARGV[2] .. '|' .. ARGV[1])
   counted = 1
 end
 if added == 1 then
   local mult = tonumber(ARGV[5])
   local max_score = tonumber(ARGV[6])
-  local desc = ARGV[7] == 'desc'
   local total = 0
   local tpart = tonumber(ARGV[4])
   local old = redis.call('ZSCORE', KEYS[1], ARGV[2])
@@ -69,13 +75,13 @@ if added == 1 then
     -- %.0f keeps every digit; Lua's default number formatting would round past 14 digits
     redis.call('ZADD', KEYS[1], string.format('%.0f', composite), ARGV[2])
   end
-  local latest = tonumber(redis.call('HGET', at, ARGV[2]) or '0')
+  local latest = tonumber(redis.call('HGET', at, field) or '0')
   if tonumber(ARGV[8]) > latest then
-    redis.call('HSET', at, ARGV[2], ARGV[8])
+    redis.call('HSET', at, field, ARGV[8])
   end
 end
 if ARGV[10] ~= '0' then
-  redis.call('EXPIREAT', KEYS[3], ARGV[10])
+  redis.call('EXPIREAT', KEYS[4], ARGV[10])
   redis.call('EXPIREAT', at, ARGV[10])
   if redis.call('EXISTS', KEYS[1]) == 1 then
     redis.call('EXPIREAT', KEYS[1], ARGV[10])
@@ -86,4 +92,4 @@ if not stored then
   return {0, 0, 0, 0, 0}
 end
 local rank = rank_in(KEYS[1], KEYS[2], ARGV[2], stored)
-return {changed, rank, tonumber(stored), counted, tonumber(redis.call('HGET', at, ARGV[2]) or '0')}
+return {changed, rank, tonumber(stored), counted, tonumber(redis.call('HGET', at, field) or '0')}

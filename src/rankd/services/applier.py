@@ -28,6 +28,7 @@ from rankd.periods import PeriodRef
 from rankd.plan import Target, plan
 from rankd.runs import decode_message
 from rankd.services import late_sums
+from rankd.services.moderation import Moderation
 from rankd.services.registry import BoardRegistry
 from rankd.stores import standings
 from rankd.stores.postgres import PostgresStore
@@ -73,8 +74,8 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
     """Add what the durable copy must hold for ``targets`` (closed ones hold nothing; late
     ones were counted by late_sums.settle)."""
     for t in targets:
-        if t.disposition in ("closed", "late"):
-            continue
+        if t.disposition in ("closed", "late") or t.side == "pending":
+            continue  # a held run enters the durable copy when approved
         key = PeriodRef(board_id, t.window, t.period.id, t.segment)
         r = t.run
         if t.composite is not None:
@@ -86,10 +87,13 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
 
 
 class Applier:
-    def __init__(self, boards: BoardRegistry, store: RedisStore, pg: PostgresStore) -> None:
+    def __init__(
+        self, boards: BoardRegistry, store: RedisStore, pg: PostgresStore, moderation: Moderation
+    ) -> None:
         self.boards = boards
         self.store = store
         self.pg = pg
+        self.moderation = moderation
 
     async def _plan(
         self, messages: list[LogMessage], now_ms: int, outcome: Outcome
@@ -175,6 +179,8 @@ class Applier:
         async with self.pg.apply_lock(exclusive=False) as conn:
             for board_id, board_plans in plans.items():
                 config = configs[board_id]
+                self.moderation.route(board_plans)
+                await self.moderation.follow_decisions(config, board_plans)
                 await self.store.apply(config, board_plans)
                 targets = [t for p in board_plans for t in p]
                 late = [t for t in targets if t.disposition == "late"]

@@ -30,6 +30,7 @@ from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
 from rankd.services.registry import BoardRegistry
 from rankd.stores import archive, standings
+from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis_store import RedisStore
 
@@ -118,6 +119,9 @@ class Rebuilder:
                     None,  # no TTL: the season job removes the keys (services/seasons.py)
                     start_ms,
                     progress,
+                    # banned players to :shadow, held runs to :pending, as PostgreSQL says
+                    shadowed=await moderation_db.banned_in(conn, ref),
+                    held=await moderation_db.held_in(conn, ref),
                 )
                 report.periods += 1
                 metrics.REBUILDS.inc()

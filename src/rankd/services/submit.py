@@ -20,6 +20,7 @@ from rankd.results import Standing
 from rankd.runs import Run
 from rankd.services import late_sums
 from rankd.services.group_commit import GroupCommitter
+from rankd.services.moderation import Moderation
 from rankd.services.players import Players
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
@@ -32,12 +33,14 @@ class Submitter:
         pg: PostgresStore,
         log: GroupCommitter,
         players: Players,
+        moderation: Moderation,
         first_receipt_keep_s: float = 120.0,
     ) -> None:
         self.store = store
         self.pg = pg
         self.log = log
         self.players = players
+        self.moderation = moderation
         self.first_receipt_keep_ms = int(first_receipt_keep_s * 1000)
 
     async def submit(self, board: BoardConfig, runs: Sequence[Run]) -> list[list[Standing]]:
@@ -46,9 +49,10 @@ class Submitter:
             return []
         await self.players.fill_segments(board, runs)  # before logging: replays agree
         await self._first_receipts(board, runs)
+        await self.moderation.decide_holds(board, runs)  # the log carries the decision
         await self.log.append(board.board_id, runs)
         try:
-            return await self.apply(board, runs)
+            return await self.apply(board, runs, record_holds=True)
         except Unavailable as exc:
             # The runs are in the log; a retry is harmless and the log consumer heals Redis.
             raise Unavailable(
@@ -71,11 +75,19 @@ class Submitter:
             run.ended_at_ms = first
 
     async def apply(
-        self, board: BoardConfig, runs: Sequence[Run], now_ms: int | None = None
+        self,
+        board: BoardConfig,
+        runs: Sequence[Run],
+        now_ms: int | None = None,
+        *,
+        record_holds: bool = False,
     ) -> list[list[Standing]]:
         """Apply already-logged runs to Redis (idempotent) and return their standings."""
         plans = [plan(board, run, now_ms) for run in runs]
+        self.moderation.route(plans)
         replies = await self.store.apply(board, plans)
+        if record_holds:
+            await self.moderation.record_holds(board, plans)
         late = [t for p in plans for t in p if t.disposition == "late"]
         if late:  # a sum board's all-time window, for runs older than Redis remembers
             at = now_ms if now_ms is not None else runs[0].received_at_ms

@@ -314,7 +314,8 @@ async def player_best_pages(
     """A period's durable copy in Redis's order (composite descending, then player id
     descending byte by byte, as a reversed ZRANGE orders equal scores), a page at a time,
     as columns: player ids, composites, names and exact achieved times. For a period whose
-    Redis key is gone."""
+    Redis key is gone. Public entries only: banned players' entries stay out, as they stay
+    out of the public key a freeze from Redis reads."""
     async with (
         pg.connection() as conn,
         conn.transaction(),
@@ -325,6 +326,8 @@ async def player_best_pages(
             " LEFT JOIN players pl ON pl.player_id = pb.player_id"
             " WHERE pb.board_id = %(b)s AND pb.win = %(w)s AND pb.period = %(p)s"
             "  AND pb.segment = %(s)s"
+            "  AND NOT EXISTS (SELECT 1 FROM bans WHERE bans.player_id = pb.player_id"
+            "   AND bans.banned)"
             ' ORDER BY pb.composite DESC, pb.player_id COLLATE "C" DESC',
             {"b": ref.board, "w": ref.window, "p": ref.period, "s": ref.segment},
         )

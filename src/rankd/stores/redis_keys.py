@@ -2,9 +2,9 @@
 
 A period of a board is one sorted set, ``lb:{<board>:<window>:<period>}``; a segment's
 standings in it, ``lb:{<board>/<dimension>=<value>:<window>:<period>}``. Its side keys
-(today ``:runs``, a ``sum`` board's counted run ids; the design adds ``:shadow``,
-``:pending`` and ``:hist``) share the hash tag, so a script touching them stays on one node,
-also on Redis Cluster. Only the Redis store (stores/redis_store.py) uses these names.
+(``:runs``, a ``sum`` board's counted run ids; ``:shadow``, banned players' entries;
+``:pending``, runs held for review) share the hash tag, so a script touching them stays on
+one node, also on Redis Cluster. Only the Redis store (stores/redis_store.py) uses these names.
 
 The season lives in the key name: a new period is a new key, nothing is ever reset.
 """
@@ -38,6 +38,18 @@ class PeriodKeys:
     @property
     def runs(self) -> str:
         return f"lb:{{{self.tag}}}:runs"
+
+    @cached_property
+    def shadow(self) -> str:
+        return f"lb:{{{self.tag}}}:shadow"
+
+    @cached_property
+    def pending(self) -> str:
+        return f"lb:{{{self.tag}}}:pending"
+
+    def side(self, side: str) -> str:
+        """The key of one side: ``public``, ``shadow`` or ``pending``."""
+        return self.public if side == "public" else f"lb:{{{self.tag}}}:{side}"
 
 
 @lru_cache(maxsize=16_384)

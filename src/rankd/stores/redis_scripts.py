@@ -46,7 +46,19 @@ AROUND = Script.load("around")
 TOP = Script.load("top")
 FIRST_RECEIPTS = Script.load("first_receipts")
 FRIENDS = Script.load("friends")
-ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, AROUND, TOP, FRIENDS, FIRST_RECEIPTS)
+MOVE_ENTRIES = Script.load("move_entries")
+OWN_ENTRY = Script.load("own_entry")
+ALL_SCRIPTS = (
+    SUBMIT_BEST,
+    SUBMIT_BEST_MANY,
+    SUBMIT_SUM,
+    AROUND,
+    TOP,
+    FRIENDS,
+    FIRST_RECEIPTS,
+    MOVE_ENTRIES,
+    OWN_ENTRY,
+)
 
 
 async def load_all(redis: Redis) -> None:

@@ -26,6 +26,8 @@ from rankd.stores.redis_scripts import (
     AROUND,
     FIRST_RECEIPTS,
     FRIENDS,
+    MOVE_ENTRIES,
+    OWN_ENTRY,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
@@ -71,6 +73,28 @@ def _rows(flat: Sequence[Any]) -> Rows:
     ]
 
 
+# A player's own view of a period: (side: "public", "shadow" or "pending"; composite; rank
+# 1-based among the public entries; exact achieved ms or 0), or None: no entry anywhere.
+Own = tuple[str, int, int, int] | None
+_SIDES = ("public", "shadow", "pending")
+
+
+def _side_keys(pk: keys.PeriodKeys, side: str) -> tuple[str, str, str]:
+    """A submit script's keys: where the entry is written, the public board the rank is read
+    from, and the side the entry must leave if it is there (a ban or unban the writer did not
+    know of yet; itself for none)."""
+    if side == "public":
+        return pk.public, pk.public, pk.shadow
+    if side == "shadow":
+        return pk.shadow, pk.public, pk.public
+    return pk.pending, pk.public, pk.pending
+
+
+def sum_args(board: BoardConfig, window: str) -> tuple[int, int, str]:
+    """What a script needs to add up a sum board's totals: 2^time_bits, max_score, order."""
+    return 1 << board.codecs[window].time_bits, board.max_score, board.order
+
+
 def script_call(board: BoardConfig, target: Target) -> Call:
     """The script call that applies one planned target."""
     pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment)
@@ -79,12 +103,12 @@ def script_call(board: BoardConfig, target: Target) -> Call:
         assert target.composite is not None
         return (
             SUBMIT_BEST,
-            (pk.public, pk.public),
+            _side_keys(pk, target.side),
             (target.composite, run.player_id, target.expire_at_s, run.ended_at_ms),
         )
     return (
         SUBMIT_SUM,
-        (pk.public, pk.public, pk.runs),
+        (*_side_keys(pk, target.side), pk.runs),
         (
             run.run_id,
             run.player_id,
@@ -288,6 +312,99 @@ class RedisStore:
         ]
         return standings, [_name(n) for n in names]
 
+    async def standing_checks(
+        self, checks: Sequence[tuple[PeriodRef, str, int]]
+    ) -> list[tuple[int, int | None]]:
+        """For (period, player, composite): how many public entries are strictly above the
+        composite, and the player's public composite (None: no entry). One round trip."""
+        with _reachable():
+            pipe = self.redis.pipeline(transaction=False)
+            for ref, player_id, composite in checks:
+                key = keys.period_keys(*ref).public
+                pipe.zcount(key, f"({composite}", "+inf")
+                pipe.zscore(key, player_id)
+            raw = await pipe.execute()
+        return [
+            (int(raw[i]), None if raw[i + 1] is None else _number(raw[i + 1]))
+            for i in range(0, len(raw), 2)
+        ]
+
+    async def settle_holds(
+        self,
+        board: BoardConfig,
+        decided: Sequence[tuple[PeriodRef, Any, bool, str, Sequence[tuple[int, int]]]],
+    ) -> None:
+        """After holds were approved or rejected: (period, the hold, approved, the side it
+        is published to, the player's holds still waiting there as (composite, ms)). An
+        approved run is raised into its side like a submit; the :pending entry becomes the
+        best of the holds still waiting, or goes."""
+        calls: list[Call] = []
+        commands: list[Command] = []
+        for ref, hold, approved, side, waiting in decided:
+            pk = keys.period_keys(*ref)
+            player = hold.player_id
+            if approved:
+                calls.append(
+                    (
+                        SUBMIT_BEST,
+                        _side_keys(pk, side),
+                        (hold.composite, player, 0, hold.ended_ms),
+                    )
+                )
+            times = keys.times(pk.public, player)
+            commands.append(("ZREM", (pk.pending, player)))
+            commands.append(("HDEL", (times, f"{player}~p")))
+            if waiting:
+                composite, ended_ms = max(waiting)
+                commands.append(("ZADD", (pk.pending, composite, player)))
+                commands.append(("HSET", (times, f"{player}~p", ended_ms)))
+        with _reachable():
+            await run_pipeline(self.redis, calls, commands)
+
+    async def own(self, ref: PeriodRef, player_id: str) -> tuple[Own, int]:
+        """A player's own view of a period (see ``Own``) and the public total."""
+        pk = keys.period_keys(*ref)
+        call = (OWN_ENTRY, (pk.public, pk.shadow, pk.pending), (player_id,))
+        with _reachable():
+            [reply] = await run_pipeline(self.redis, [call])
+        if int(reply[0]) == -1:
+            return None, int(reply[1])
+        side, total, composite, rank, achieved = reply
+        return (_SIDES[int(side)], _number(composite), int(rank), int(achieved)), int(total)
+
+    async def move_entries(
+        self,
+        board: BoardConfig,
+        moves: Sequence[tuple[PeriodRef, str, str, Sequence[str]]],
+        *,
+        replace: bool = False,
+    ) -> int:
+        """Move players' entries between sides of board periods, one pipeline for all:
+        (period, from side, to side, player ids). The better entry stays (a sum board's
+        totals add up), or with ``replace`` the moved one. Repeating a move moves nothing."""
+        calls: list[Call] = []
+        for ref, source, dest, players in moves:
+            if not players:
+                continue
+            pk = keys.period_keys(*ref)
+            mode, extra = "best", ("", "", "")  # type: tuple[str, tuple[int | str, ...]]
+            if replace:
+                mode = "replace"
+            elif board.policy == "sum":
+                mode, extra = "sum", sum_args(board, ref.window)
+            calls.append(
+                (
+                    MOVE_ENTRIES,
+                    (pk.side(dest), pk.side(source), pk.public),
+                    (mode, *extra, *players),
+                )
+            )
+        if not calls:
+            return 0
+        with _reachable():
+            moved = await run_pipeline(self.redis, calls)
+        return sum(int(m) for m in moved)
+
     async def count_from(self, ref: PeriodRef, floor: int) -> tuple[int, int]:
         """(entries with a composite of at least ``floor``, total)."""
         key = keys.period_keys(*ref).public
@@ -358,7 +475,7 @@ class RedisStore:
         buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
         with _reachable():
             pipe = self.redis.pipeline(transaction=False)
-            pipe.unlink(pk.public, pk.runs)
+            pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending)
             for i in range(0, len(buckets), 8192):
                 pipe.unlink(*buckets[i : i + 8192])
             removed = await pipe.execute()
@@ -435,6 +552,9 @@ class RedisStore:
         expires_ms: int | None,
         start_ms: int,
         progress: Progress | None = None,
+        *,
+        shadowed: Sequence[str] = (),
+        held: Sequence[tuple[str, int, int]] = (),
     ) -> int:
         """Load a period's entries (and a sum board's counted runs) beside the live keys,
         then swap them in at once; returns the entries loaded. The entries' exact times go
@@ -443,6 +563,9 @@ class RedisStore:
 
         Pages are (members, ZADD arguments in RESP with chr(1) for CR LF), as
         stores/standings.py formats them in PostgreSQL; times come grouped per hash bucket.
+        ``shadowed``: banned players, whose entries go to the :shadow key instead (moved out
+        of the staged board before the swap, so no reader sees them); ``held``: the
+        :pending key's entries, (player, composite, exact ms) of runs held for review.
         """
         pk = keys.period_keys(*ref)
 
@@ -454,13 +577,24 @@ class RedisStore:
             staging = keys.staging(pk.public)
             staged = {pk.public: await Loader.run(self.redis, staging, entries(), progress)}
             await Loader.hashes(self.redis, time_groups(staged[pk.public]), expires_ms)
+            for i in range(0, len(shadowed), 1000):
+                chunk = shadowed[i : i + 1000]
+                call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
+                [moved] = await run_pipeline(self.redis, [(call[0], call[1], (*call[2], *chunk))])
+                staged[pk.public] -= int(moved)
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.delete(pk.pending)
+            for player, composite, achieved_ms in held:
+                pipe.zadd(pk.pending, {player: composite}, gt=True)
+                pipe.hset(keys.times(pk.public, player), f"{player}~p", achieved_ms)
+            await pipe.execute()
             if counted_runs is not None:
                 staged[pk.runs] = await Loader.run(
                     self.redis, keys.staging(pk.runs), counted_runs(), None
                 )
             await self._swap(staged, expires_ms)
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
-        return staged[pk.public]
+        return staged[pk.public] + len(held)
 
     async def _swap(self, staged: dict[str, int], expires_ms: int | None) -> None:
         """Put every staged key in place in one MULTI/EXEC: a sum board's total and its

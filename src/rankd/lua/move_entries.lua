@@ -1,0 +1,27 @@
+-- move_entries: move players' entries from one side of a board period to another (a ban:
+-- public to :shadow; an unban: back; a rebuild: its staged board to :shadow).
+--
+-- KEYS[1] = the side the entries go to
+-- KEYS[2] = the side they leave
+-- KEYS[3] = the period's public board (names the exact-times hashes; see lib.lua)
+-- ARGV[1] = "best" (the better entry stays), "sum" (totals add up) or "replace" (the moved
+--           entry replaces any there: the rebuild's copy is the whole truth)
+-- ARGV[2], ARGV[3], ARGV[4] = a sum board's 2^time_bits, max_score and order ("" otherwise)
+-- ARGV[5..] = player ids
+--
+-- Returns how many entries moved. Moving again moves nothing, so a sweep may be repeated.
+
+-- at_key, rank_in, side_field, absorb: see lib.lua, loaded before this.
+
+local sum = nil
+if ARGV[1] == 'sum' then
+  sum = {tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == 'desc'}
+end
+local moved = 0
+for i = 5, #ARGV do
+  if ARGV[1] == 'replace' then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+  end
+  moved = moved + absorb(KEYS[1], KEYS[2], KEYS[3], ARGV[i], sum)
+end
+return moved

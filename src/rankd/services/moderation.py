@@ -1,0 +1,289 @@
+"""Shadow bans and review holds: who must not show on the public boards, and where their
+entries go instead.
+
+Bans. PostgreSQL's ``bans`` table is the truth; every instance keeps the set of banned
+players in memory, refreshed from the rows changed since the last ban seq it saw (every
+``refresh_s``; an instance's own bans at once). A banned player's runs are written to each
+period's ``:shadow`` key instead of the public one (the submit scripts read their rank in
+the player's own view, so the answer looks like anyone's). Banning moves their entries from
+the public keys to ``:shadow`` in every period where they have one (the durable copy lists
+them) and in every board's open periods; unbanning moves them back, the better entry (or,
+on a sum board, the total of both) kept. The sweep runs again after the other instances
+have surely refreshed (``settle_s``), so a run applied by an instance that did not know yet
+is moved too; and every submit script moves the player's entry out of the side they must
+not be on, so the log consumer's second application heals any that remains.
+
+Holds. On a board with ``hold_top`` K, a run that would enter the top K of a window (and
+raise the player's public entry) is held in that window before it is logged: it carries
+the windows in the log, so the consumer and a replay hold it alike. Held targets go to the
+``:pending`` key and to the ``holds`` table instead of ``player_best``; approving publishes
+the run (a max with the public entry, in the durable copy and in Redis), rejecting drops
+it, and the row keeps the decision, so a later application of the logged run follows it.
+
+Memory: the ban set holds one entry per banned player (about 100 bytes each); it is only
+grown by admins, never by a client's requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+
+from rankd.aio import wait_or_stop
+from rankd.boards import BoardConfig
+from rankd.errors import HoldNotFound
+from rankd.periods import ALL_TIME, PeriodRef, period_at
+from rankd.plan import Target, plan
+from rankd.runs import Run
+from rankd.services.registry import BoardRegistry
+from rankd.stores import moderation as db
+from rankd.stores import standings
+from rankd.stores.postgres import PostgresStore
+from rankd.stores.redis_store import RedisStore
+from rankd.stores.standings import BestRow, StandingsBatch
+
+log = logging.getLogger("rankd.moderation")
+
+MAX_SWEEP_TASKS = 64  # pending second sweeps per process; beyond it a ban sweeps at once
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class BanList:
+    """This instance's copy of who is banned."""
+
+    def __init__(self, pg: PostgresStore) -> None:
+        self.pg = pg
+        self.banned: set[str] = set()
+        self.seq = 0
+
+    def __contains__(self, player_id: str) -> bool:
+        return player_id in self.banned
+
+    async def refresh(self) -> None:
+        for player_id, banned, seq in await db.bans_since(self.pg, self.seq):
+            if banned:
+                self.banned.add(player_id)
+            else:
+                self.banned.discard(player_id)
+            self.seq = max(self.seq, seq)
+
+    async def run_forever(self, interval_s: float, stop: asyncio.Event) -> None:
+        while not await wait_or_stop(stop, interval_s):
+            try:
+                await self.refresh()
+            except Exception as exc:  # PostgreSQL down: keep the last copy, try again
+                log.warning("ban refresh: %s: %s", type(exc).__name__, exc)
+
+
+class Moderation:
+    def __init__(
+        self,
+        store: RedisStore,
+        pg: PostgresStore,
+        boards: BoardRegistry,
+        *,
+        settle_s: float = 0.6,
+    ) -> None:
+        self.store = store
+        self.pg = pg
+        self.boards = boards
+        self.bans = BanList(pg)
+        self.settle_s = settle_s
+        self._later: set[asyncio.Task[None]] = set()
+
+    # the write path
+
+    def route(self, plans: Sequence[Sequence[Target]]) -> None:
+        """Send banned players' targets to the :shadow keys."""
+        if not self.bans.banned:
+            return
+        for targets in plans:
+            for t in targets:
+                if t.run.player_id in self.bans.banned:
+                    t.side = "shadow"
+
+    async def decide_holds(self, board: BoardConfig, runs: Sequence[Run]) -> None:
+        """Mark each run with the windows where it would enter the top ``hold_top`` and
+        raise the player's public entry (before logging: the log carries the decision)."""
+        if board.hold_top <= 0:
+            return
+        candidates: list[tuple[Run, Target]] = []
+        for run in runs:
+            if run.player_id in self.bans.banned:
+                continue  # already hidden on :shadow
+            run.held = ()
+            for t in plan(board, run):
+                if t.segment == "" and t.applies and t.composite is not None:
+                    candidates.append((run, t))
+        if not candidates:
+            return
+        checks = await self.store.standing_checks(
+            [
+                (PeriodRef(board.board_id, t.window, t.period.id), run.player_id, t.composite)
+                for run, t in candidates
+                if t.composite is not None
+            ]
+        )
+        for (run, t), (above, current) in zip(candidates, checks, strict=True):
+            assert t.composite is not None
+            if above < board.hold_top and (current is None or t.composite > current):
+                run.held = (*run.held, t.window)
+
+    async def record_holds(self, board: BoardConfig, plans: Sequence[Sequence[Target]]) -> None:
+        """Put held targets in the holds table (idempotent: a resend adds nothing)."""
+        holds = _holds(board, plans)
+        if holds:
+            async with self.pg.connection() as conn:
+                await db.add_holds(conn, holds, _now_ms())
+
+    async def follow_decisions(self, board: BoardConfig, plans: Sequence[Sequence[Target]]) -> None:
+        """For the log consumer and replays: a held target whose hold was approved since
+        is applied publicly; one rejected is not applied at all; one still waiting (or not
+        recorded yet) goes to :pending and is recorded."""
+        held = [t for p in plans for t in p if t.side == "pending"]
+        if not held:
+            return
+        async with self.pg.connection() as conn:
+            await db.add_holds(conn, _holds(board, plans), _now_ms())
+            status = await db.decisions(conn, board.board_id, [t.run.run_id for t in held])
+        for t in held:
+            decision = status.get((t.run.run_id, t.window), "pending")
+            if decision == "approved":
+                t.side = "shadow" if t.run.player_id in self.bans.banned else "public"
+            elif decision == "rejected":
+                t.disposition = "closed"
+
+    # bans
+
+    async def ban(self, player_id: str, banned: bool) -> None:
+        await db.set_banned(self.pg, player_id, banned, _now_ms())
+        await self.bans.refresh()
+        await self.sweep(player_id, banned)
+        if len(self._later) < MAX_SWEEP_TASKS:
+            task = asyncio.create_task(self._sweep_later(player_id, banned))
+            self._later.add(task)
+            task.add_done_callback(self._later.discard)
+        else:
+            await asyncio.sleep(self.settle_s)
+            await self.sweep(player_id, banned)
+
+    async def _sweep_later(self, player_id: str, banned: bool) -> None:
+        await asyncio.sleep(self.settle_s)
+        try:
+            if (player_id in self.bans.banned) == banned:  # not reversed meanwhile
+                await self.sweep(player_id, banned)
+        except Exception as exc:
+            log.warning("second sweep for %s: %s: %s", player_id, type(exc).__name__, exc)
+
+    async def sweep(self, player_id: str, banned: bool) -> int:
+        """Move the player's entries to :shadow (``banned``) or back to the public keys, in
+        every period where the durable copy has them and in every board's live periods."""
+        refs = set(await db.player_periods(self.pg, player_id))
+        [profile] = await self.store.profile_segments([player_id])
+        now = _now_ms()
+        configs = {b.board_id: b for b in await self.boards.list()}
+        for board in configs.values():
+            segments = [""] + [f"{d}:{v}" for d, v in profile.items() if d in board.segments]
+            for window in board.windows:
+                live = {period_at(window, now)}
+                if window != ALL_TIME:
+                    live.add(period_at(window, now - board.grace_seconds * 1000))
+                for period in live:
+                    for segment in segments:
+                        refs.add(PeriodRef(board.board_id, window, period.id, segment))
+        source, dest = ("public", "shadow") if banned else ("shadow", "public")
+        moved = 0
+        by_board: dict[str, list[PeriodRef]] = {}
+        for ref in refs:
+            by_board.setdefault(ref.board, []).append(ref)
+        for board_id, board_refs in by_board.items():
+            config = configs.get(board_id)
+            if config is None:
+                continue
+            moved += await self.store.move_entries(
+                config, [(ref, source, dest, [player_id]) for ref in sorted(board_refs)]
+            )
+        return moved
+
+    # holds
+
+    async def list_holds(self, board: BoardConfig, limit: int = 1000) -> list[db.Hold]:
+        return await db.list_holds(self.pg, board.board_id, limit)
+
+    async def decide(self, board: BoardConfig, run_id: str, approve: bool) -> None:
+        """Approve (publish) or reject a held run; HoldNotFound if none waits."""
+        async with self.pg.connection() as conn, conn.transaction():
+            holds = await db.decide(
+                conn, board.board_id, run_id, "approved" if approve else "rejected"
+            )
+            if not holds:
+                raise HoldNotFound(
+                    f"no run {run_id!r} is waiting for review on board {board.board_id!r}"
+                )
+            if approve:
+                batch = StandingsBatch.empty()
+                for h in holds:
+                    for segment in ("", *h.segments):
+                        key = PeriodRef(board.board_id, h.window, h.period, segment)
+                        row = BestRow(h.player_id, h.composite, h.score, h.ended_ms, h.run_id)
+                        batch.add_best(key, h.start_ms, row)
+                await standings.write(conn, batch)
+            remaining = {
+                (h.window, h.period): await db.player_holds(
+                    conn, board.board_id, h.window, h.period, h.player_id
+                )
+                for h in holds
+            }
+        side = "shadow" if holds[0].player_id in self.bans.banned else "public"
+        await self.store.settle_holds(
+            board,
+            [
+                (
+                    PeriodRef(board.board_id, h.window, h.period, segment),
+                    h,
+                    approve,
+                    side,
+                    [
+                        (r.composite, r.ended_ms)
+                        for r in remaining[(h.window, h.period)]
+                        if segment == "" or segment in r.segments
+                    ],
+                )
+                for h in holds
+                for segment in ("", *h.segments)
+            ],
+        )
+
+
+def _holds(board: BoardConfig, plans: Sequence[Sequence[Target]]) -> list[db.Hold]:
+    holds = []
+    for targets in plans:
+        segments = tuple(t.segment for t in targets if t.segment)
+        for t in targets:
+            if t.side == "pending" and t.segment == "" and t.composite is not None:
+                r = t.run
+                window_segments = tuple(
+                    s
+                    for s in segments
+                    if any(x.segment == s and x.window == t.window for x in targets)
+                )
+                holds.append(
+                    db.Hold(
+                        board.board_id,
+                        r.run_id,
+                        t.window,
+                        t.period.id,
+                        r.player_id,
+                        r.score,
+                        t.composite,
+                        r.ended_at_ms,
+                        t.period.start_ms,
+                        tuple(dict.fromkeys(window_segments)),
+                    )
+                )
+    return holds
