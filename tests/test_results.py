@@ -22,6 +22,10 @@ PAIRS = [
     (results.RankOf, schemas.RankOfOut),
     (results.PeriodInfo, schemas.PeriodOut),
     (results.Periods, schemas.PeriodsOut),
+    (results.Ban, schemas.BanOut),
+    (results.HoldInfo, schemas.HoldOut),
+    (results.Holds, schemas.HoldsOut),
+    (results.HoldDecision, schemas.HoldDecisionOut),
 ]
 
 

@@ -80,6 +80,13 @@ def check_player_id(value: object, field: str = "player_id") -> str:
     return value
 
 
+def check_run_id(value: object, field: str = "run_id") -> str:
+    if not is_run_id(value):
+        raise InvalidRequest(f"{field} must match {RUN_ID_PATTERN}")
+    assert isinstance(value, str)
+    return value
+
+
 def check_board_id(value: object) -> str:
     if not is_board_id(value):
         raise InvalidRequest(f"board_id must match {BOARD_ID_PATTERN}")

@@ -76,3 +76,28 @@ class Periods(TypedDict):
     board_id: str
     window: str
     periods: list[PeriodInfo]
+
+
+class Ban(TypedDict):
+    player_id: str
+    banned: bool
+
+
+class HoldInfo(TypedDict):
+    run_id: str
+    player_id: str
+    score: int
+    window: str
+    period: str
+    ended_at: str
+
+
+class Holds(TypedDict):
+    board_id: str
+    holds: list[HoldInfo]
+
+
+class HoldDecision(TypedDict):
+    board_id: str
+    run_id: str
+    decision: Literal["approved", "rejected"]

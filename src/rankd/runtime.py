@@ -90,10 +90,13 @@ class Runtime:
             log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
         )
         rebuilder = Rebuilder(store, pg, boards)
-        moderation = Moderation(store, pg, boards, settle_s=s.ban_settle_s)
 
         async def log_applied_through() -> int | None:
             return await applied_through(log)
+
+        moderation = Moderation(
+            store, pg, boards, settle_s=s.ban_settle_s, applied_through=log_applied_through
+        )
 
         return cls(
             settings=s,
@@ -181,6 +184,7 @@ class Runtime:
         self._stopping.set()
         stuck = await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
         self._tasks.clear()
+        stuck += await self.moderation.close()
         if self.consumer is not None:
             stuck += await self.consumer.stop(CLOSE_TIMEOUT_S)
         if stuck:

@@ -179,6 +179,31 @@ class ProfileOut(BaseModel):
     segments: dict[str, str]
 
 
+class BanOut(BaseModel):
+    player_id: str
+    banned: bool
+
+
+class HoldOut(BaseModel):
+    run_id: str
+    player_id: str
+    score: int
+    window: str
+    period: str
+    ended_at: str
+
+
+class HoldsOut(BaseModel):
+    board_id: str
+    holds: list[HoldOut]
+
+
+class HoldDecisionOut(BaseModel):
+    board_id: str
+    run_id: str
+    decision: Literal["approved", "rejected"]
+
+
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
     """An inline OpenAPI request body for endpoints that parse JSON themselves."""
     schema = model.model_json_schema()

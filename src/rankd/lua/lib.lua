@@ -41,9 +41,9 @@ local function rank_in(key, public, member, stored)
 end
 
 local function side_field(key, public, member)
-  if key == public then return member end
   if string.sub(key, -8) == ':pending' then return member .. '~p' end
-  return member .. '~s'
+  if string.sub(key, -7) == ':shadow' then return member .. '~s' end
+  return member  -- the public board, or a rebuild's staged copy of it
 end
 
 local function absorb(dst, src, public, member, sum)

@@ -9,8 +9,10 @@ the player's own view, so the answer looks like anyone's). Banning moves their e
 the public keys to ``:shadow`` in every period where they have one (the durable copy lists
 them) and in every board's open periods; unbanning moves them back, the better entry (or,
 on a sum board, the total of both) kept. The sweep runs again after the other instances
-have surely refreshed (``settle_s``), so a run applied by an instance that did not know yet
-is moved too; and every submit script moves the player's entry out of the side they must
+have surely refreshed (``settle_s``) and the log consumer has applied every run logged
+before the ban (so the durable copy names every period the player has an entry in, the
+segments a run named itself included), so a run applied by an instance that did not know
+yet is moved too; and every submit script moves the player's entry out of the side they must
 not be on, so the log consumer's second application heals any that remains.
 
 Holds. On a board with ``hold_top`` K, a run that would enter the top K of a window (and
@@ -29,9 +31,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
-from rankd.aio import wait_or_stop
+from rankd.aio import stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.errors import HoldNotFound
 from rankd.periods import ALL_TIME, PeriodRef, period_at
@@ -47,6 +49,7 @@ from rankd.stores.standings import BestRow, StandingsBatch
 log = logging.getLogger("rankd.moderation")
 
 MAX_SWEEP_TASKS = 64  # pending second sweeps per process; beyond it a ban sweeps at once
+CATCH_UP_S = 5.0  # how long a second sweep waits for the consumer to apply earlier runs
 
 
 def _now_ms() -> int:
@@ -88,12 +91,16 @@ class Moderation:
         boards: BoardRegistry,
         *,
         settle_s: float = 0.6,
+        applied_through: Callable[[], Awaitable[int | None]] | None = None,
     ) -> None:
         self.store = store
         self.pg = pg
         self.boards = boards
         self.bans = BanList(pg)
         self.settle_s = settle_s
+        # when the oldest logged run not yet applied by the consumer was received (None:
+        # all applied); see services/consumer.py
+        self.applied_through = applied_through
         self._later: set[asyncio.Task[None]] = set()
 
     # the write path
@@ -161,24 +168,46 @@ class Moderation:
     # bans
 
     async def ban(self, player_id: str, banned: bool) -> None:
-        await db.set_banned(self.pg, player_id, banned, _now_ms())
+        """Ban (or unban) a player; their entries have moved when this returns, and move
+        again once every instance and the log consumer have caught up."""
+        at_ms = _now_ms()
+        await db.set_banned(self.pg, player_id, banned, at_ms)
         await self.bans.refresh()
         await self.sweep(player_id, banned)
         if len(self._later) < MAX_SWEEP_TASKS:
-            task = asyncio.create_task(self._sweep_later(player_id, banned))
+            task = asyncio.create_task(
+                self._sweep_later(player_id, banned, at_ms), name=f"ban-sweep-{player_id}"
+            )
             self._later.add(task)
             task.add_done_callback(self._later.discard)
         else:
-            await asyncio.sleep(self.settle_s)
-            await self.sweep(player_id, banned)
+            await self._sweep_later(player_id, banned, at_ms)
 
-    async def _sweep_later(self, player_id: str, banned: bool) -> None:
+    async def close(self) -> list[str]:
+        """Stop second sweeps still waiting (a ban's own sweep has run; the consumer's
+        second applies heal what a missed one would have moved)."""
+        return await stop_tasks(list(self._later), 1.0)
+
+    async def _sweep_later(self, player_id: str, banned: bool, at_ms: int) -> None:
         await asyncio.sleep(self.settle_s)
         try:
+            await self._caught_up(at_ms)
             if (player_id in self.bans.banned) == banned:  # not reversed meanwhile
                 await self.sweep(player_id, banned)
         except Exception as exc:
             log.warning("second sweep for %s: %s: %s", player_id, type(exc).__name__, exc)
+
+    async def _caught_up(self, at_ms: int) -> None:
+        """Wait (at most CATCH_UP_S) until the consumer has applied every run received
+        before ``at_ms``."""
+        if self.applied_through is None:
+            return
+        deadline = time.monotonic() + CATCH_UP_S
+        while time.monotonic() < deadline:
+            oldest = await self.applied_through()
+            if oldest is None or oldest > at_ms:
+                return
+            await asyncio.sleep(0.05)
 
     async def sweep(self, player_id: str, banned: bool) -> int:
         """Move the player's entries to :shadow (``banned``) or back to the public keys, in

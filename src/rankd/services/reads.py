@@ -35,6 +35,7 @@ from rankd.results import (
     Top,
 )
 from rankd.services.names import NameCache
+from rankd.services.own_view import NOWHERE, OwnView
 from rankd.stores.archive import ArchivedRow, ArchiveState, ArchiveStore
 from rankd.stores.redis_store import RedisStore
 from rankd.ttlcache import TTLCache
@@ -209,7 +210,38 @@ class Reader:
             )
         return entries
 
-    async def top(self, scope: Scope, n: int, offset: int) -> Top:
+    async def own_view(self, scope: Scope, viewer: str) -> OwnView | None:
+        """The viewer's own view of ``scope`` when it differs from the public one (their
+        entry is on :shadow or :pending); None when the public view is theirs too. An
+        archived period's own view is its public standings: the frozen final results."""
+        if await self.from_archive(scope):
+            return None
+        own, total = await self.store.own(scope.ref, viewer)
+        if own is None or own[0] == "public":
+            return None
+        side, composite, rank, achieved_ms = own
+        public_index = NOWHERE
+        if side == "pending":  # a held run better than the public entry it may also have
+            held, _, _ = await self.store.entry(scope.ref, viewer)
+            if held is not None:
+                public_index = held[1]
+        return OwnView(viewer, composite, achieved_ms, rank - 1, public_index, total)
+
+    async def _viewed_rows(
+        self, scope: Scope, view: OwnView, first: int, count: int
+    ) -> tuple[list[Entry], int]:
+        """The own view's entries at indexes ``first .. first + count - 1``."""
+        start, span = view.public_span(first, count)
+        found, _ = await self.store.top(scope.ref, start, span)
+        rows = [(pid, c, at, start + i) for i, (pid, c, at) in enumerate(found)]
+        placed = view.place(rows, first, count)
+        names = await self.names.lookup(pid for pid, _, _, _ in placed)
+        return self._entries(scope, placed, names), view.total
+
+    async def top(self, scope: Scope, n: int, offset: int, viewer: str | None = None) -> Top:
+        if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
+            entries, total = await self._viewed_rows(scope, view, offset, n)
+            return {**scope.head, "total": total, "entries": entries}
         cache_key = (*scope.ref, n, offset)
         hit = self._tops.get(cache_key)
         if hit is not None:
@@ -229,7 +261,11 @@ class Reader:
         self._tops.put(cache_key, body)
         return body
 
-    async def player(self, scope: Scope, player_id: str) -> PlayerStanding:
+    async def player(
+        self, scope: Scope, player_id: str, viewer: str | None = None
+    ) -> PlayerStanding:
+        if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
+            return await self._viewed_player(scope, view, player_id)
         if await self.from_archive(scope):
             return await self._archived_player(scope, player_id)
         held, total, name = await self.store.entry(scope.ref, player_id)
@@ -248,7 +284,38 @@ class Reader:
             "percentile": _percentile(rank, total),
         }
 
-    async def around(self, scope: Scope, player_id: str, span: int) -> Around:
+    async def _viewed_player(self, scope: Scope, view: OwnView, player_id: str) -> PlayerStanding:
+        if player_id == view.viewer:
+            row = (player_id, view.composite, view.achieved_ms, view.index + 1)
+            name = (await self.names.lookup([player_id])).get(player_id)
+        else:
+            held, _, name = await self.store.entry(scope.ref, player_id)
+            if held is None:
+                raise scope.not_ranked(player_id)
+            composite, rank0, achieved_ms = held
+            row = (player_id, composite, achieved_ms, view.view_index(rank0) + 1)
+        [entry] = self._entries(scope, [row], {player_id: name})
+        return {
+            **scope.head,
+            **entry,
+            "total": view.total,
+            "percentile": _percentile(row[3], view.total),
+        }
+
+    async def around(
+        self, scope: Scope, player_id: str, span: int, viewer: str | None = None
+    ) -> Around:
+        if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
+            if player_id == viewer:
+                center = view.index
+            else:
+                held, _, _ = await self.store.entry(scope.ref, player_id)
+                if held is None:
+                    raise scope.not_ranked(player_id)
+                center = view.view_index(held[1])
+            first = max(0, center - span)
+            entries, total = await self._viewed_rows(scope, view, first, center + span - first + 1)
+            return {**scope.head, "total": total, "entries": entries}
         if await self.from_archive(scope):
             return await self._archived_around(scope, player_id, span)
         found = await self.store.around(scope.ref, player_id, span)
@@ -265,18 +332,31 @@ class Reader:
             "entries": self._entries(scope, rows, names),
         }
 
-    async def friends(self, scope: Scope, player_id: str, friend_ids: list[str]) -> Friends:
+    async def friends(
+        self, scope: Scope, player_id: str, friend_ids: list[str], viewer: str | None = None
+    ) -> Friends:
         ids = list(dict.fromkeys([player_id, *friend_ids]))
-        if await self.from_archive(scope):
+        view = None
+        if viewer is not None:
+            view = await self.own_view(scope, viewer)
+        if view is None and await self.from_archive(scope):
             return await self._archived_friends(scope, ids)
         standings, raw_names = await self.store.group(scope.ref, ids)
-        if all(held is None for held in standings) and await self._gone_to_archive(scope):
+        if (
+            view is None
+            and all(held is None for held in standings)
+            and await self._gone_to_archive(scope)
+        ):
             return await self._archived_friends(scope, ids)
         present = [
             (pid, held[0], held[2], held[1] + 1)
             for pid, held in zip(ids, standings, strict=True)
-            if held is not None
+            if held is not None and (view is None or pid != view.viewer)
         ]
+        if view is not None:
+            present = [(pid, c, at, view.view_index(r - 1) + 1) for pid, c, at, r in present]
+            if view.viewer in ids:
+                present.append((view.viewer, view.composite, view.achieved_ms, view.index + 1))
         present.sort(key=lambda row: row[3])
         names = self.names.absorb(ids, raw_names)
         entries: list[FriendEntry] = [

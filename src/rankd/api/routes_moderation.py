@@ -1,0 +1,110 @@
+"""Moderation (admin): shadow bans and the review holds of a board."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from starlette.requests import Request
+from starlette.responses import Response
+
+from rankd.api import schemas
+from rankd.api.http import reply, runtime
+from rankd.formats import check_player_id, check_run_id, format_time
+from rankd.results import Ban, HoldDecision, Holds
+
+router = APIRouter(tags=["moderation"])
+
+
+async def _ban(request: Request, player_id: str, banned: bool) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    check_player_id(player_id)
+    await rt.moderation.ban(player_id, banned)
+    body: Ban = {"player_id": player_id, "banned": banned}
+    return reply(body)
+
+
+@router.post(
+    "/v1/players/{player_id}/ban",
+    response_model=schemas.BanOut,
+    responses=schemas.ERRORS,
+    summary="Shadow-ban a player on every board (admin)",
+)
+async def ban(player_id: str, request: Request) -> Response:
+    return await _ban(request, player_id, True)
+
+
+@router.delete(
+    "/v1/players/{player_id}/ban",
+    response_model=schemas.BanOut,
+    responses=schemas.ERRORS,
+    summary="Lift a player's ban, with every run they made while banned (admin)",
+)
+async def unban(player_id: str, request: Request) -> Response:
+    return await _ban(request, player_id, False)
+
+
+@router.get(
+    "/v1/boards/{board_id}/holds",
+    response_model=schemas.HoldsOut,
+    responses=schemas.ERRORS,
+    summary="Runs held for review, oldest first (admin)",
+)
+async def holds(
+    board_id: str,
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 1000,
+) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    board = await rt.boards.get(board_id)
+    body: Holds = {
+        "board_id": board.board_id,
+        "holds": [
+            {
+                "run_id": h.run_id,
+                "player_id": h.player_id,
+                "score": h.score,
+                "window": h.window,
+                "period": h.period,
+                "ended_at": format_time(h.ended_ms),
+            }
+            for h in await rt.moderation.list_holds(board, limit)
+        ],
+    }
+    return reply(body)
+
+
+async def _decide(request: Request, board_id: str, run_id: str, approve: bool) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    check_run_id(run_id)
+    board = await rt.boards.get(board_id)
+    await rt.moderation.decide(board, run_id, approve)
+    body: HoldDecision = {
+        "board_id": board.board_id,
+        "run_id": run_id,
+        "decision": "approved" if approve else "rejected",
+    }
+    return reply(body)
+
+
+@router.post(
+    "/v1/boards/{board_id}/holds/{run_id}/approve",
+    response_model=schemas.HoldDecisionOut,
+    responses=schemas.ERRORS,
+    summary="Publish a held run (admin)",
+)
+async def approve(board_id: str, run_id: str, request: Request) -> Response:
+    return await _decide(request, board_id, run_id, True)
+
+
+@router.post(
+    "/v1/boards/{board_id}/holds/{run_id}/reject",
+    response_model=schemas.HoldDecisionOut,
+    responses=schemas.ERRORS,
+    summary="Discard a held run (admin)",
+)
+async def reject(board_id: str, run_id: str, request: Request) -> Response:
+    return await _decide(request, board_id, run_id, False)
