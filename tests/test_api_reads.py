@@ -597,16 +597,18 @@ async def test_viewer_without_server_key_is_401(
     assert_error(response, 401, "unauthorized")
 
 
-async def test_viewer_is_refused_until_own_views_exist(
+async def test_an_unhidden_viewers_own_view_is_the_public_view(
     client: httpx.AsyncClient, five: str
 ) -> None:
-    """Accepting viewer and answering the public view would be a field that does nothing."""
+    """Nobody in this board is banned or held: every own view equals the public read."""
     for path in ("top", "players/p3", "players/p3/around", "players/p3/friends"):
-        response = await client.get(
-            f"/v1/boards/{five}/{path}", params={"viewer": "p3"}, headers=SERVER_H
+        params = {"ids": "p1,p4"} if path.endswith("friends") else {}
+        public = await client.get(f"/v1/boards/{five}/{path}", params=params)
+        own = await client.get(
+            f"/v1/boards/{five}/{path}", params={**params, "viewer": "p3"}, headers=SERVER_H
         )
-        error = assert_error(response, 400, "invalid_request")
-        assert "viewer" in error["message"] and "not available yet" in error["message"]
+        assert own.status_code == 200, own.text
+        assert own.json() == public.json()
 
 
 async def test_approximate_rank_is_refused_until_sharding_exists(

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
@@ -52,7 +54,19 @@ def ranks(body: dict[str, Any]) -> list[int]:
     return [e["rank"] for e in body["entries"]]
 
 
+BANNED: set[str] = set()
+
+
+@pytest.fixture(autouse=True)
+async def unban_afterwards(client: httpx.AsyncClient) -> AsyncIterator[None]:
+    """Bans are global: lift this test's, so other tests' players are left alone."""
+    yield
+    for player in list(BANNED):
+        await ban(client, player, False)
+
+
 async def ban(client: httpx.AsyncClient, player: str, banned: bool = True) -> None:
+    (BANNED.add if banned else BANNED.discard)(player)
     method = client.post if banned else client.delete
     response = await method(f"/v1/players/{player}/ban", headers=ADMIN_H)
     assert response.status_code == 200, response.text

@@ -180,7 +180,7 @@ class Applier:
             for board_id, board_plans in plans.items():
                 config = configs[board_id]
                 self.moderation.route(board_plans)
-                await self.moderation.follow_decisions(config, board_plans)
+                await self.moderation.follow_decisions(conn, config, board_plans)
                 await self.store.apply(config, board_plans)
                 targets = [t for p in board_plans for t in p]
                 late = [t for t in targets if t.disposition == "late"]

@@ -42,7 +42,7 @@ from rankd.runs import Run
 from rankd.services.registry import BoardRegistry
 from rankd.stores import moderation as db
 from rankd.stores import standings
-from rankd.stores.postgres import PostgresStore
+from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis_store import RedisStore
 from rankd.stores.standings import BestRow, StandingsBatch
 
@@ -148,16 +148,19 @@ class Moderation:
             async with self.pg.connection() as conn:
                 await db.add_holds(conn, holds, _now_ms())
 
-    async def follow_decisions(self, board: BoardConfig, plans: Sequence[Sequence[Target]]) -> None:
-        """For the log consumer and replays: a held target whose hold was approved since
-        is applied publicly; one rejected is not applied at all; one still waiting (or not
-        recorded yet) goes to :pending and is recorded."""
+    async def follow_decisions(
+        self, conn: Conn, board: BoardConfig, plans: Sequence[Sequence[Target]]
+    ) -> None:
+        """For the log consumer and replays, inside their transaction on ``conn``: a held
+        target whose hold was approved since is applied publicly; one rejected is not
+        applied at all; one still waiting (or not recorded yet) goes to :pending and is
+        recorded. The hold rows stay locked until that transaction ends, so a decision made
+        meanwhile waits and settles :pending after this apply, never before it."""
         held = [t for p in plans for t in p if t.side == "pending"]
         if not held:
             return
-        async with self.pg.connection() as conn:
-            await db.add_holds(conn, _holds(board, plans), _now_ms())
-            status = await db.decisions(conn, board.board_id, [t.run.run_id for t in held])
+        await db.add_holds(conn, _holds(board, plans), _now_ms())
+        status = await db.decisions(conn, board.board_id, [t.run.run_id for t in held])
         for t in held:
             decision = status.get((t.run.run_id, t.window), "pending")
             if decision == "approved":

@@ -155,9 +155,10 @@ async def decisions(
     conn: Conn, board_id: str, run_ids: Sequence[str]
 ) -> dict[tuple[str, str], str]:
     """The status of each hold of ``run_ids``: (run id, window) -> 'pending', 'approved' or
-    'rejected' (absent: not recorded yet)."""
+    'rejected' (absent: not recorded yet), locked until the transaction ends."""
     cur = await conn.execute(
-        "SELECT run_id, win, status FROM holds WHERE board_id = %s AND run_id = ANY(%s)",
+        "SELECT run_id, win, status FROM holds WHERE board_id = %s AND run_id = ANY(%s)"
+        " ORDER BY run_id, win FOR SHARE",
         (board_id, list(run_ids)),
     )
     return {(r[0], r[1]): r[2] for r in await cur.fetchall()}

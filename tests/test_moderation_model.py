@@ -1,0 +1,154 @@
+"""Moderation against an in-memory model: a random mix of submits (some concurrent), bans,
+unbans, approvals and rejections on a board that holds runs entering its top 2.
+
+After every step: the public top is exactly the model's (no banned player, no run waiting
+for review), the holds listed are the model's, and every player's own view puts them at
+the rank they would have if published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import ADMIN_H, SERVER_H, new_board_id
+
+HOLD_TOP = 2
+PLAYERS = ["p0", "p1", "p2", "p3", "p4"]
+
+submit_op = st.tuples(
+    st.just("submit"),
+    st.lists(
+        st.tuples(st.sampled_from(PLAYERS), st.integers(1, 500)),
+        min_size=1,
+        max_size=3,
+        unique_by=lambda run: run[0],
+    ),
+)
+ban_op = st.tuples(st.sampled_from(["ban", "unban"]), st.sampled_from(PLAYERS))
+decide_op = st.tuples(st.sampled_from(["approve", "reject"]), st.integers(0, 10))
+operations = st.lists(st.one_of(submit_op, submit_op, ban_op, decide_op), min_size=4, max_size=18)
+
+
+@dataclass
+class Model:
+    published: dict[str, int] = field(default_factory=dict)  # best public score per player
+    waiting: dict[str, tuple[str, int]] = field(default_factory=dict)  # run id -> (player, score)
+    banned: set[str] = field(default_factory=set)
+
+    def public(self) -> list[tuple[str, int]]:
+        shown = [(p, s) for p, s in self.published.items() if p not in self.banned]
+        return sorted(shown, key=lambda e: -e[1])
+
+    def would_hold(self, player: str, score: int) -> bool:
+        if player in self.banned:
+            return False
+        above = sum(1 for p, s in self.public() if s > score)
+        return above < HOLD_TOP and score > self.published.get(player, -1)
+
+    def own(self, player: str) -> tuple[int, int] | None:
+        """(score, rank) in the player's own view; None: no entry anywhere."""
+        mine = [s for p, s in self.waiting.values() if p == player]
+        if player in self.published:
+            mine.append(self.published[player])
+        if not mine:
+            return None
+        best = max(mine)
+        return best, 1 + sum(1 for p, s in self.public() if p != player and s > best)
+
+
+async def submit(
+    client: httpx.AsyncClient, board: str, run_id: str, player: str, score: int
+) -> str:
+    body = {"run_id": run_id, "player_id": player, "score": score}
+    response = await client.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+    assert response.status_code == 200, response.text
+    [standing] = response.json()["standings"]
+    status: str = standing["status"]
+    return status
+
+
+async def check(client: httpx.AsyncClient, board: str, model: Model, players: list[str]) -> None:
+    top = (await client.get(f"/v1/boards/{board}/top", params={"n": 100})).json()
+    assert [(e["player_id"], e["score"]) for e in top["entries"]] == model.public()
+    assert top["total"] == len(model.public())
+    holds = (await client.get(f"/v1/boards/{board}/holds", headers=ADMIN_H)).json()["holds"]
+    assert {h["run_id"] for h in holds} == set(model.waiting)
+    for player in players:
+        response = await client.get(
+            f"/v1/boards/{board}/players/{player}", params={"viewer": player}, headers=SERVER_H
+        )
+        expected = model.own(player)
+        if expected is None:
+            assert response.status_code == 404, (player, response.text)
+            continue
+        assert response.status_code == 200, response.text
+        got = response.json()
+        assert (got["score"], got["rank"]) == expected, player
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=operations)
+async def test_public_reads_and_own_views_follow_the_model(
+    client: httpx.AsyncClient, ops: list[tuple[str, Any]]
+) -> None:
+    board = new_board_id("mod")
+    # bans are global: this example's players are its own
+    name = {p: f"{board}-{p}" for p in PLAYERS}
+    ops = [
+        (op, [(name[p], s) for p, s in arg] if op == "submit" else name.get(arg, arg))
+        for op, arg in ops
+    ]
+    response = await client.put(f"/v1/boards/{board}", json={"hold_top": HOLD_TOP}, headers=ADMIN_H)
+    assert response.status_code == 201
+    model = Model()
+    counter = itertools.count()
+    for op, arg in ops:
+        if op == "submit":
+            runs = [
+                (f"r{next(counter)}", player, score * 1000 + n)
+                for n, (player, score) in enumerate(arg)
+            ]
+            if len(runs) == 1:
+                [(run_id, player, score)] = runs
+                expected = "held" if model.would_hold(player, score) else "ranked"
+                statuses = [await submit(client, board, run_id, player, score)]
+                assert statuses == [expected], (run_id, player, score)
+            else:  # concurrent: the service decides, in some order; the model follows
+                statuses = list(
+                    await asyncio.gather(*(submit(client, board, *run) for run in runs))
+                )
+            for (run_id, player, score), status in zip(runs, statuses, strict=True):
+                if status == "held":
+                    model.waiting[run_id] = (player, score)
+                else:
+                    model.published[player] = max(model.published.get(player, -1), score)
+        elif op in ("ban", "unban"):
+            method = client.post if op == "ban" else client.delete
+            response = await method(f"/v1/players/{arg}/ban", headers=ADMIN_H)
+            assert response.status_code == 200
+            # a player id is global: this board's model only needs the set
+            (model.banned.add if op == "ban" else model.banned.discard)(arg)
+        else:
+            if not model.waiting:
+                continue
+            run_id = sorted(model.waiting)[arg % len(model.waiting)]
+            response = await client.post(f"/v1/boards/{board}/holds/{run_id}/{op}", headers=ADMIN_H)
+            assert response.status_code == 200, response.text
+            player, score = model.waiting.pop(run_id)
+            if op == "approve":
+                model.published[player] = max(model.published.get(player, -1), score)
+        await check(client, board, model, list(name.values()))
+    # leave no player banned for the next example (bans are global)
+    for player in model.banned:
+        await client.delete(f"/v1/players/{player}/ban", headers=ADMIN_H)
