@@ -12,6 +12,7 @@ segment standings freeze the same way once a ``PeriodRef`` names its segment.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,12 +61,96 @@ def _row(raw: Sequence[Any]) -> ArchivedRow:
     return (int(raw[0]), str(raw[1]), int(raw[2]), int(raw[3]), raw[4])
 
 
+@dataclass(frozen=True, slots=True)
+class Hidden:
+    """The entries of an archived period whose players are banned now: public reads leave
+    them out and rank everyone else as if they had never been there (an unban brings them
+    back). Bans are few, so this is a short list read per request by index."""
+
+    ranks: tuple[int, ...] = ()  # ascending
+    composites: tuple[int, ...] = ()
+
+    def shown_rank(self, rank: int) -> int:
+        return rank - bisect_left(self.ranks, rank)
+
+    def raw_rank(self, shown: int) -> int:
+        """The archived rank of the entry shown at ``shown`` (1-based)."""
+        rank = shown
+        while (moved := shown + bisect_right(self.ranks, rank)) != rank:
+            rank = moved
+        return rank
+
+    def shown(self, rows: list[ArchivedRow]) -> list[ArchivedRow]:
+        return [(self.shown_rank(r[0]), *r[1:]) for r in rows if not self.hides(r[0])]
+
+    def hides(self, rank: int) -> bool:
+        at = bisect_left(self.ranks, rank)
+        return at < len(self.ranks) and self.ranks[at] == rank
+
+
 class ArchiveStore:
     """Reads of archived periods: one query each, by the period's key (``period_archives``)
-    and then by rank or player (``archive_entries``' primary key and index)."""
+    and then by rank or player (``archive_entries``' primary key and index), plus one for
+    the banned players among the entries (``Hidden``)."""
 
     def __init__(self, pg: PostgresStore) -> None:
         self.pg = pg
+
+    async def hidden(self, ref: PeriodRef) -> Hidden:
+        rows = await self._query(
+            "SELECT e.rank, e.composite FROM period_archives a"
+            " JOIN archive_entries e ON e.archive_id = a.archive_id"
+            " JOIN bans b ON b.player_id = e.player_id AND b.banned"
+            f" WHERE {_A_WHERE} ORDER BY e.rank",
+            _key(ref),
+        )
+        return Hidden(tuple(int(r[0]) for r in rows), tuple(int(r[1]) for r in rows))
+
+    async def top(self, ref: PeriodRef, offset: int, count: int) -> tuple[list[ArchivedRow], int]:
+        """``count`` entries from rank ``offset + 1``, and the period's total (banned
+        players left out)."""
+        hidden = await self.hidden(ref)
+        if not hidden.ranks:
+            return await self._top(ref, offset, count)
+        first = hidden.raw_rank(offset + 1)
+        rows, total = await self._top(ref, first - 1, count + len(hidden.ranks))
+        return hidden.shown(rows)[:count], total - len(hidden.ranks)
+
+    async def entry(self, ref: PeriodRef, player_id: str) -> tuple[ArchivedRow | None, int]:
+        """A player's archived entry (None: not ranked, or banned) and the period's total."""
+        hidden = await self.hidden(ref)
+        row, total = await self._entry(ref, player_id)
+        shown = hidden.shown([row]) if row is not None else []
+        return (shown[0] if shown else None), total - len(hidden.ranks)
+
+    async def around(
+        self, ref: PeriodRef, player_id: str, span: int
+    ) -> tuple[list[ArchivedRow], int] | None:
+        """The player's entry and up to ``span`` either side, and the total; None: not
+        ranked (or banned)."""
+        hidden = await self.hidden(ref)
+        found = await self._around(ref, player_id, span + len(hidden.ranks))
+        if found is None:
+            return None
+        rows, total = found
+        shown = hidden.shown(rows)
+        mine = [i for i, r in enumerate(shown) if r[1] == player_id]
+        if not mine:
+            return None
+        at = mine[0]
+        return shown[max(0, at - span) : at + span + 1], total - len(hidden.ranks)
+
+    async def group(self, ref: PeriodRef, player_ids: Sequence[str]) -> list[ArchivedRow]:
+        """The archived entries of those of ``player_ids`` that have one, best first."""
+        hidden = await self.hidden(ref)
+        return hidden.shown(await self._group(ref, player_ids))
+
+    async def count_from(self, ref: PeriodRef, floor: int) -> tuple[int, int]:
+        """(shown entries with a composite of at least ``floor``, shown total)."""
+        hidden = await self.hidden(ref)
+        above, total = await self._count_from(ref, floor)
+        hidden_above = sum(1 for c in hidden.composites if c >= floor)
+        return above - hidden_above, total - len(hidden.ranks)
 
     async def _query(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         async with self.pg.connection() as conn:
@@ -91,8 +176,7 @@ class ArchiveStore:
         )
         return {r[0]: ArchiveState(int(r[1]), bool(r[2])) for r in rows}
 
-    async def top(self, ref: PeriodRef, offset: int, count: int) -> tuple[list[ArchivedRow], int]:
-        """``count`` entries from rank ``offset + 1``, and the period's total."""
+    async def _top(self, ref: PeriodRef, offset: int, count: int) -> tuple[list[ArchivedRow], int]:
         rows = await self._query(
             f"SELECT a.entries, {_ROW} FROM period_archives a"
             " LEFT JOIN archive_entries e ON e.archive_id = a.archive_id"
@@ -104,8 +188,7 @@ class ArchiveStore:
             return [], 0
         return [_row(r[1:]) for r in rows if r[1] is not None], int(rows[0][0])
 
-    async def entry(self, ref: PeriodRef, player_id: str) -> tuple[ArchivedRow | None, int]:
-        """A player's archived entry (None: not ranked) and the period's total."""
+    async def _entry(self, ref: PeriodRef, player_id: str) -> tuple[ArchivedRow | None, int]:
         rows = await self._query(
             f"SELECT a.entries, {_ROW} FROM period_archives a"
             " LEFT JOIN archive_entries e ON e.archive_id = a.archive_id"
@@ -118,11 +201,9 @@ class ArchiveStore:
         found = rows[0]
         return (None if found[1] is None else _row(found[1:])), int(found[0])
 
-    async def around(
+    async def _around(
         self, ref: PeriodRef, player_id: str, span: int
     ) -> tuple[list[ArchivedRow], int] | None:
-        """The player's entry and up to ``span`` either side, and the total; None: not
-        ranked."""
         rows = await self._query(
             f"SELECT a.entries, {_ROW} FROM period_archives a"
             " JOIN archive_entries me ON me.archive_id = a.archive_id"
@@ -136,8 +217,7 @@ class ArchiveStore:
             return None
         return [_row(r[1:]) for r in rows], int(rows[0][0])
 
-    async def group(self, ref: PeriodRef, player_ids: Sequence[str]) -> list[ArchivedRow]:
-        """The archived entries of those of ``player_ids`` that have one, best first."""
+    async def _group(self, ref: PeriodRef, player_ids: Sequence[str]) -> list[ArchivedRow]:
         rows = await self._query(
             f"SELECT {_ROW} FROM period_archives a"
             " JOIN archive_entries e ON e.archive_id = a.archive_id"
@@ -147,7 +227,7 @@ class ArchiveStore:
         )
         return [_row(r) for r in rows]
 
-    async def count_from(self, ref: PeriodRef, floor: int) -> tuple[int, int]:
+    async def _count_from(self, ref: PeriodRef, floor: int) -> tuple[int, int]:
         """(entries with a composite of at least ``floor``, total), as ZCOUNT answers it.
 
         Composites fall as ranks rise, so the count is the last rank still at or above the
