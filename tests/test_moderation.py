@@ -19,6 +19,7 @@ from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
 from rankd.runtime import Runtime
+from rankd.services.replay import replay
 from tests.conftest import ADMIN_H, SERVER_H, new_board_id
 from tests.durable_helpers import wait_consumer_idle
 from tests.wire import assert_error
@@ -418,5 +419,39 @@ async def test_rebuild_restores_shadow_and_pending_from_postgres(
     assert (await read(client, f"{base}/top"))["total"] == 0
     report = await runtime.rebuilder.rebuild(board=board)
     assert report is not None
+    for params, before in views:
+        assert await read(client, f"{base}/top", **params) == before, params
+
+
+async def test_a_replay_of_the_log_reproduces_bans_and_hold_decisions(
+    client: httpx.AsyncClient, make_board, runtime: Runtime, redis: Redis
+) -> None:
+    board = await make_board(windows=["all-time", "daily"], hold_top=1)
+    base = f"/v1/boards/{board}"
+    first = await runtime.log.last_sequence() + 1
+    await submit(client, board, "v1", "king", 100)
+    await client.post(f"{base}/holds/v1/approve", headers=ADMIN_H)
+    await submit(client, board, "v2", "outlaw", 40)
+    await ban(client, "outlaw")
+    await submit(client, board, "v3", "outlaw", 60)
+    await submit(client, board, "v4", "hopeful", 150)  # held, stays waiting
+    await submit(client, board, "v5", "liar", 500)  # held, then rejected
+    await client.post(f"{base}/holds/v5/reject", headers=ADMIN_H)
+    await submit(client, board, "v6", "plain", 10)
+    await wait_consumer_idle(client, runtime)
+    views = []
+    for window in ("all-time", "daily"):
+        for viewer in ({}, {"viewer": "outlaw"}, {"viewer": "hopeful"}, {"viewer": "liar"}):
+            params = {"window": window, **viewer}
+            views.append((params, await read(client, f"{base}/top", **params)))
+    assert ids(views[0][1]) == ["king", "plain"]
+    assert ids(views[1][1]) == ["king", "outlaw", "plain"]
+    assert ids(views[2][1]) == ["hopeful", "king", "plain"]
+    assert ids(views[3][1]) == ["king", "plain"]
+
+    async for key in redis.scan_iter(match=f"lb:{{{board}*"):
+        await redis.delete(key)
+    report = await replay(runtime.log, runtime.applier, first)
+    assert report.parked == 0
     for params, before in views:
         assert await read(client, f"{base}/top", **params) == before, params
