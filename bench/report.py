@@ -23,7 +23,7 @@ from typing import Any
 from bench.common import RESULTS
 
 Row = list[str]
-KNOWN = ("submits", "reads", "rank_growth", "rebuild", "freeze")
+KNOWN = ("submits", "reads", "rank_growth", "rebuild", "freeze", "moderation")
 DASH, X = "\u2013", "\u00d7"  # en dash for "no figure", multiplication sign for ratios
 KINDS_READ = ("top", "player", "around", "friends")
 
@@ -651,6 +651,51 @@ class Report:
         )
         self.sections.append("\n".join(parts))
 
+    def moderation(self, r: dict[str, Any]) -> None:
+        latency, base, history = r["latency"], r["redis_baseline"], r["long_history"]
+        self.summary.append(
+            [
+                "Ban to invisible on every process (p99, under a submit stream)",
+                num(latency["hidden_p99_ms"], "ms"),
+                f"{num(base['p99_ms'], 'ms')} (bare Redis ZREM+ZADD)",
+                DASH,
+                "1000 ms",
+                met(latency["hidden_p99_ms"] <= 1000),
+            ]
+        )
+        parts = ["## Moderation", ""]
+        parts.append(
+            table(
+                ["measurement", "p50", "p99", "max"],
+                [
+                    [
+                        f"ban call to gone from the public top, {latency['bans']} bans",
+                        num(latency["hidden_p50_ms"], "ms"),
+                        num(latency["hidden_p99_ms"], "ms"),
+                        num(latency["hidden_max_ms"], "ms"),
+                    ],
+                    [
+                        "the ban call itself (both sweeps' first)",
+                        num(latency["call_p50_ms"], "ms"),
+                        num(latency["call_p99_ms"], "ms"),
+                        DASH,
+                    ],
+                    [
+                        "baseline: bare Redis ZREM + ZADD in one MULTI",
+                        num(base["p50_ms"], "ms"),
+                        num(base["p99_ms"], "ms"),
+                        DASH,
+                    ],
+                ],
+            )
+        )
+        parts += [
+            "",
+            f"A player with entries in {history['periods']:,} periods (3 boards, 4 windows):"
+            f" ban {history['ban_seconds']} s, unban {history['unban_seconds']} s.",
+        ]
+        self.sections.append("\n".join(parts))
+
     def generic(self, r: dict[str, Any]) -> None:
         rows = [
             [key, num(value)]
@@ -669,6 +714,7 @@ class Report:
             "rank_growth": self.rank_growth,
             "rebuild": self.rebuild,
             "freeze": self.freeze,
+            "moderation": self.moderation,
         }
         ordered = [n for n in KNOWN if n in self.results]
         ordered += sorted(n for n in self.results if n not in KNOWN)
