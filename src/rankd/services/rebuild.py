@@ -89,6 +89,9 @@ class Rebuilder:
                 await self.store.restore_profile_segments(standings.profile_segment_chunks(conn))
             selected = await standings.periods(conn, board, window, period)
             archived = await archive.archived_refs(conn, board, window, period)
+            # banned players to :shadow, held runs to :pending, as PostgreSQL says
+            banned = await moderation_db.banned_entries(conn, board)
+            held = await moderation_db.held_entries(conn, board)
             for ref, start_ms in selected:
                 board_id, win, pid, _ = ref
                 try:
@@ -119,9 +122,8 @@ class Rebuilder:
                     None,  # no TTL: the season job removes the keys (services/seasons.py)
                     start_ms,
                     progress,
-                    # banned players to :shadow, held runs to :pending, as PostgreSQL says
-                    shadowed=await moderation_db.banned_in(conn, ref),
-                    held=await moderation_db.held_in(conn, ref),
+                    shadowed=banned.get(ref, ()),
+                    held=held.get(ref, ()),
                 )
                 report.periods += 1
                 metrics.REBUILDS.inc()

@@ -43,15 +43,19 @@ async def player_periods(pg: PostgresStore, player_id: str) -> list[PeriodRef]:
         return [PeriodRef(*r) for r in await cur.fetchall()]
 
 
-async def banned_in(conn: Conn, ref: PeriodRef) -> list[str]:
-    """The banned players holding an entry in one board period (for a rebuild)."""
+async def banned_entries(conn: Conn, board_id: str | None) -> dict[PeriodRef, list[str]]:
+    """The banned players holding an entry, by board period (for a rebuild: one query for
+    all its periods; bans are few)."""
     cur = await conn.execute(
-        "SELECT pb.player_id FROM player_best pb JOIN bans b ON b.player_id = pb.player_id"
-        " WHERE b.banned AND pb.board_id = %s AND pb.win = %s AND pb.period = %s"
-        " AND pb.segment = %s",
-        tuple(ref),
+        "SELECT pb.board_id, pb.win, pb.period, pb.segment, pb.player_id"
+        " FROM bans b JOIN player_best pb ON pb.player_id = b.player_id"
+        " WHERE b.banned AND (%(b)s::text IS NULL OR pb.board_id = %(b)s)",
+        {"b": board_id},
     )
-    return [r[0] for r in await cur.fetchall()]
+    found: dict[PeriodRef, list[str]] = {}
+    for row in await cur.fetchall():
+        found.setdefault(PeriodRef(*row[:4]), []).append(row[4])
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,17 +142,26 @@ async def player_holds(
     return [_hold(r) for r in await cur.fetchall()]
 
 
-async def held_in(conn: Conn, ref: PeriodRef) -> list[tuple[str, int, int]]:
-    """The :pending key of one board period as the holds table has it: each player's best
-    held (composite, exact ms). A hold covers its run's segment standings too."""
+async def held_entries(
+    conn: Conn, board_id: str | None
+) -> dict[PeriodRef, list[tuple[str, int, int]]]:
+    """The :pending keys as the holds table has them, by board period (global and each
+    segment a hold covers): each player's best held (composite, exact ms)."""
     cur = await conn.execute(
-        "SELECT DISTINCT ON (player_id) player_id, composite, ended_ms FROM holds"
-        " WHERE board_id = %s AND win = %s AND period = %s AND status = 'pending'"
-        " AND (%s = '' OR %s = ANY(segments))"
-        " ORDER BY player_id, composite DESC",
-        (ref.board, ref.window, ref.period, ref.segment, ref.segment),
+        "SELECT board_id, win, period, player_id, composite, ended_ms, segments FROM holds"
+        " WHERE status = 'pending' AND (%(b)s::text IS NULL OR board_id = %(b)s)",
+        {"b": board_id},
     )
-    return [(r[0], int(r[1]), int(r[2])) for r in await cur.fetchall()]
+    best: dict[tuple[PeriodRef, str], tuple[int, int]] = {}
+    for board, win, period, player, composite, ended_ms, segments in await cur.fetchall():
+        for segment in ("", *segments):
+            key = (PeriodRef(board, win, period, segment), player)
+            if key not in best or composite > best[key][0]:
+                best[key] = (int(composite), int(ended_ms))
+    found: dict[PeriodRef, list[tuple[str, int, int]]] = {}
+    for (ref, player), (composite, ended_ms) in best.items():
+        found.setdefault(ref, []).append((player, composite, ended_ms))
+    return found
 
 
 async def decisions(

@@ -582,21 +582,23 @@ class RedisStore:
                 call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
                 [moved] = await run_pipeline(self.redis, [(call[0], call[1], (*call[2], *chunk))])
                 staged[pk.public] -= int(moved)
-            pipe = self.redis.pipeline(transaction=False)
-            pipe.delete(pk.pending)
-            for player, composite, achieved_ms in held:
-                pipe.zadd(pk.pending, {player: composite}, gt=True)
-                pipe.hset(keys.times(pk.public, player), f"{player}~p", achieved_ms)
-            await pipe.execute()
             if counted_runs is not None:
                 staged[pk.runs] = await Loader.run(
                     self.redis, keys.staging(pk.runs), counted_runs(), None
                 )
-            await self._swap(staged, expires_ms)
+            pending: list[Command] = [("DEL", (pk.pending,))]
+            for player, composite, achieved_ms in held:
+                pending.append(("ZADD", (pk.pending, composite, player)))
+                pending.append(
+                    ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
+                )
+            await self._swap(staged, expires_ms, pending)
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
         return staged[pk.public] + len(held)
 
-    async def _swap(self, staged: dict[str, int], expires_ms: int | None) -> None:
+    async def _swap(
+        self, staged: dict[str, int], expires_ms: int | None, also: Sequence[Command] = ()
+    ) -> None:
         """Put every staged key in place in one MULTI/EXEC: a sum board's total and its
         counted runs must change together, or a submit landing between them would be
         counted in one and lost from the other. They share a hash tag."""
@@ -608,4 +610,6 @@ class RedisStore:
             pipe.rename(keys.staging(live), live)
             if expires_ms is not None:
                 pipe.pexpireat(live, expires_ms)
+        for command, args in also:  # e.g. the :pending key, put in place with the board
+            pipe.execute_command(command, *args)
         await pipe.execute()
