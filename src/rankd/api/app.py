@@ -8,10 +8,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rankd import __version__, metrics
-from rankd.api import errors, routes_boards, routes_ops, routes_players, routes_reads, routes_runs
+from rankd.api import (
+    errors,
+    openapi,
+    routes_boards,
+    routes_ops,
+    routes_players,
+    routes_reads,
+    routes_runs,
+)
 from rankd.api.http import JSONBody
 from rankd.runtime import Runtime
 from rankd.settings import Settings
@@ -66,15 +75,24 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         finally:
             await runtime.close()
 
-    app = FastAPI(
+    # /docs and /redoc with Swagger UI and ReDoc shipped inside fastapi-offline, served from
+    # this app: no CDN, so the pages work on a machine without internet access.
+    app = FastAPIOffline(
         title="Rankd",
         version=__version__,
-        description="Real-time leaderboards for games. Errors: "
-        '{"error": {"code": "<snake_case>", "message": "..."}}.',
+        description="Real-time leaderboards for games. Every error is "
+        '`{"error": {"code": "<snake_case>", "message": "..."}}`; each operation lists the '
+        "codes it can send. Admin and server routes take `Authorization: Bearer <key>` "
+        "(the Authorize button); reads are public.",
         default_response_class=JSONBody,
         lifespan=lifespan,
+        generate_unique_id_function=lambda route: route.name,  # operationIds: put_board, top...
+        static_url="/docs/assets",
+        # validatorUrl null: Swagger UI would otherwise show a badge fetched from the internet
+        swagger_ui_parameters={"persistAuthorization": True, "validatorUrl": None},
     )
     errors.install(app)
+    openapi.install(app)
     for module in (routes_boards, routes_runs, routes_reads, routes_players, routes_ops):
         app.include_router(module.router)
 
