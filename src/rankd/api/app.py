@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,13 +26,17 @@ from rankd.api.http import JSONBody
 from rankd.runtime import Runtime
 from rankd.settings import Settings
 
+access_log = logging.getLogger("rankd.access")
+
 
 class RequestMetrics:
-    """Latency per route and status class, as a plain ASGI middleware: the decorator form
+    """Latency per route and status class, and the access log (one line per request:
+    method, path, status, ms), as a plain ASGI middleware: the decorator form
     (BaseHTTPMiddleware) runs each request through extra tasks and streams."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, log_requests: bool = True) -> None:
         self.app = app
+        self.log_requests = log_requests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -49,10 +54,15 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, capture)
         finally:
-            path = getattr(scope.get("route"), "path", "unmatched")
-            metrics.REQUESTS.labels(scope["method"], path, f"{status // 100}xx").observe(
-                time.perf_counter() - started
-            )
+            seconds = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", "unmatched")
+            metrics.REQUESTS.labels(scope["method"], route, f"{status // 100}xx").observe(seconds)
+            if self.log_requests and access_log.isEnabledFor(logging.INFO):
+                # the path without its query: ids are enough to find a request, and query
+                # strings (viewer=, ids=) need not end up in log files
+                access_log.info(
+                    "%s %s %d %.1fms", scope["method"], scope["path"], status, seconds * 1000
+                )
 
 
 def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> FastAPI:
@@ -96,5 +106,5 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     for module in (routes_boards, routes_runs, routes_reads, routes_players, routes_ops):
         app.include_router(module.router)
 
-    app.add_middleware(RequestMetrics)
+    app.add_middleware(RequestMetrics, log_requests=settings.access_log)
     return app
