@@ -70,16 +70,14 @@ def _fail(message: str) -> NoReturn:
 
 def _check_port(host: str, port: int) -> None:
     """Fail now if (host, port) cannot be bound, before any server is started."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except socket.gaierror as exc:
-        _fail(f"rankd serve: cannot listen on {host}: {exc.strerror}; check --host")
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+    # bound as uvicorn binds it: IPv6 for an address with a colon, SO_REUSEADDR set
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(address)
+            probe.bind((host, port))
+        except socket.gaierror as exc:
+            _fail(f"rankd serve: cannot listen on {host}: {exc.strerror}; check --host")
         except OSError as exc:
             _fail(
                 f"rankd serve: cannot listen on {host}:{port}: {exc.strerror}; "
