@@ -178,6 +178,9 @@ async def test_errors_are_exceptions_with_status_code_and_message(
     with pytest.raises(InvalidRequest) as invalid:
         await server.top(board_id, n=0)
     assert invalid.value.status == 400 and "n" in invalid.value.message
+    with pytest.raises(InvalidRequest) as viewer:  # sent as viewer=; not built on this branch
+        await server.player(board_id, "p1", viewer="p1")
+    assert "viewer" in viewer.value.message
     await server.submit(board_id, "r-1", "p1", 10)
     with pytest.raises(BoardImmutableField) as immutable:
         await admin.put_board(board_id, order="asc")
