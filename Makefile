@@ -2,6 +2,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# `make run PORT=8001 HOST=0.0.0.0 DATA_DIR=/srv/rankd`
+HOST ?= 127.0.0.1
+PORT ?= 8000
+DATA_DIR ?= $(or $(RANKD_DATA_DIR),.rankd)
 RANKD_ADMIN_KEYS ?= dev-admin-key
 RANKD_SERVER_KEYS ?= dev-server-key
 export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS
@@ -24,7 +28,7 @@ install: $(VENV)/.installed
 dev: $(VENV)/.dev-installed
 
 run: install
-	$(BIN)/rankd serve
+	$(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)'
 
 lint: dev
 	$(BIN)/ruff check src tests bench

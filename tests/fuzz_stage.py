@@ -12,8 +12,9 @@ operation a fixed number of schema-conforming (positive) and schema-violating (n
 requests is sent, with derandomized generation so every run sends the same requests. Some
 cases name boards that exist (and a player ranked on them), so they get past 404.
 
-Asserted: no response is a 5xx (bad input is never a 500), and every 4xx carries the
-contract's error shape. Response bodies are not yet checked against the OpenAPI models.
+Asserted: no response is a 5xx (bad input is never a 500), every 4xx carries the
+contract's error shape, and every response conforms to the document: its status is one the
+operation documents, its content type too, and its body matches that status's schema.
 Prints one JSON line: {"role", "cases", "operations", "problems", "seconds"}.
 """
 
@@ -31,6 +32,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 from schemathesis.python import asgi
 
 from rankd.api.app import create_app
@@ -62,6 +68,7 @@ CONTRACT_OPERATIONS = {
 }
 OWN_PREFIX = "fz-"
 SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
+CONFORMANCE = [status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
 class Fuzz:
@@ -168,6 +175,11 @@ def fuzz_operation(
             shape = error_shape_problem(response)
             if shape:
                 problem = f"{status} error shape: {shape}: {response.text[:300]}"
+        if problem is None:
+            try:
+                case.validate_response(response, checks=CONFORMANCE, headers=headers)
+            except Exception as exc:  # schemathesis's Failure / FailureGroup
+                problem = f"{status} does not conform to /openapi.json: {exc}"[:1500]
         if problem:
             raise AssertionError(f"{problem}\n    {case.as_curl_command(headers=headers)}")
 

@@ -1,9 +1,12 @@
-"""`rankd serve` as a user runs it: a real process on embedded servers, stopped by signals."""
+"""The `rankd` command as a user runs it: `rankd serve` as a real process on embedded servers,
+stopped by signals; what it refuses (a busy port, a data dir in use) before starting
+anything; `rankd rebuild|replay|freeze` on a folder without data; `make run`'s options."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -12,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from rankd import datadir
 from rankd.embedded import free_port
 
 ADMIN = {"Authorization": "Bearer cli-admin"}
@@ -35,10 +39,39 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RANKD_")}
     env |= {"RANKD_ADMIN_KEYS": "cli-admin", "RANKD_SERVER_KEYS": "cli-server"}
     env["RANKD_LOG_LEVEL"] = "warning"
+    return env
+
+
+def rankd(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rankd.cli", *args],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def assert_refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    """Refused with one line on stderr naming ``words``, no traceback, nothing started."""
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "starting embedded" not in result.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+def start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    env = cli_env()
     process = subprocess.Popen(
         [
             sys.executable,
@@ -91,6 +124,10 @@ def test_serve_runs_the_contract_example_keeps_data_and_leaves_no_orphans(
         assert submitted.json()["standings"][0]["rank"] == 1
         pids = server_pids(data_dir)
         assert all(alive(p) for p in pids)
+        # a second serve on the same data dir names the first and starts nothing
+        second = rankd("serve", "--port", str(free_port()), "--data-dir", str(data_dir))
+        assert_refused(second, str(data_dir.resolve()), f"pid {process.pid}", "--data-dir")
+        assert server_pids(data_dir) == pids
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
@@ -115,3 +152,56 @@ def test_serve_runs_the_contract_example_keeps_data_and_leaves_no_orphans(
         process.send_signal(signal.SIGINT)
         assert process.wait(60) == 0
     wait_gone(pids)
+
+    # rebuild on the stopped service's data dir finds its data (and starts its servers)
+    rebuilt = rankd("rebuild", "--data-dir", str(data_dir))
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "rebuilt" in rebuilt.stdout
+
+
+def test_serve_refuses_a_busy_port_before_starting_any_server(server_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = rankd("serve", "--port", str(port), "--data-dir", str(server_dir / "d"))
+    assert_refused(result, f"127.0.0.1:{port}", "--port")
+    assert not (server_dir / "d" / "postgres").exists()
+
+
+def test_serve_refuses_a_data_dir_another_process_holds(server_dir: Path) -> None:
+    lock = datadir.acquire(server_dir)
+    try:
+        result = rankd("serve", "--port", str(free_port()), "--data-dir", str(server_dir))
+    finally:
+        lock.release()
+    assert_refused(result, "in use", f"pid {os.getpid()}", "--data-dir")
+    assert not (server_dir / "redis").exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["rebuild"], ["replay"], ["replay", "--parked"], ["freeze", "--wait", "0"]]
+)
+def test_maintenance_commands_refuse_a_folder_without_data(
+    server_dir: Path, command: list[str]
+) -> None:
+    empty = server_dir / "elsewhere"
+    result = rankd(*command, "--data-dir", str(empty))
+    assert_refused(result, str(empty), "no Rankd data", "--allow-empty")
+    assert not empty.exists()  # not even the folder was made
+
+
+def test_make_run_passes_port_host_and_data_dir() -> None:
+    dry = subprocess.run(
+        ["make", "-n", "run", "PORT=8001", "HOST=0.0.0.0", "DATA_DIR=/srv/rankd"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    command = dry.stdout.strip().splitlines()[-1]
+    assert "rankd serve --host '0.0.0.0' --port '8001' --data-dir '/srv/rankd'" in command
+    default = subprocess.run(
+        ["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "--port '8000'" in default.stdout

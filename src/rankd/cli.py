@@ -9,10 +9,11 @@ import json
 import logging
 import os
 import signal
+import socket
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 import uvicorn
@@ -25,7 +26,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from rankd.embedded import EmbeddedServers, start_embedded
+from rankd import datadir
+from rankd.embedded import EmbeddedServerError, EmbeddedServers, start_embedded
 from rankd.settings import Settings
 
 app = typer.Typer(add_completion=False, help="Rankd: real-time leaderboards for games.")
@@ -34,6 +36,13 @@ T = TypeVar("T")
 
 DataDir = Annotated[
     Path | None, typer.Option(help="where embedded servers keep their data [./.rankd]")
+]
+AllowEmpty = Annotated[
+    bool,
+    typer.Option(
+        "--allow-empty",
+        help="start embedded servers even on a data dir that holds no Rankd data",
+    ),
 ]
 SERVICES_FILE = "services.json"  # the URLs of a running `rankd serve`'s embedded servers
 
@@ -53,10 +62,52 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _fail(message: str) -> NoReturn:
+    """One line on stderr and a non-zero exit: for what the user can fix, no traceback."""
+    typer.echo(message, err=True)
+    raise typer.Exit(3)
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail now if (host, port) cannot be bound, before any server is started."""
+    # bound as uvicorn binds it: IPv6 for an address with a colon, SO_REUSEADDR set
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except socket.gaierror as exc:
+            _fail(f"rankd serve: cannot listen on {host}: {exc.strerror}; check --host")
+        except OSError as exc:
+            _fail(
+                f"rankd serve: cannot listen on {host}:{port}: {exc.strerror}; "
+                "pick another port with --port (nothing was started)"
+            )
+
+
+def _in_use(command: str, busy: datadir.DataDirInUse) -> NoReturn:
+    owner = f"rankd (pid {busy.pid})" if busy.pid is not None else "another rankd"
+    _fail(
+        f"{command}: the data dir {busy.data_dir} is in use by {owner}; stop it, "
+        "or pick another data dir with --data-dir"
+    )
+
+
 @contextlib.contextmanager
-def _services(settings: Settings, *, serving: bool) -> Iterator[Settings]:
+def _services(
+    settings: Settings,
+    *,
+    command: str,
+    serving: bool = False,
+    has_data: Callable[[Path], bool] | None = None,
+    allow_empty: bool = False,
+    before_start: Callable[[], None] | None = None,
+) -> Iterator[Settings]:
     """Settings with service URLs: from the environment, else from a running `rankd serve`
-    on the same data dir (not when serving), else from embedded servers started here."""
+    on the same data dir (not when serving), else from embedded servers started here, on a
+    data dir this process locks (datadir.py). A command that needs data (``has_data``)
+    refuses a data dir without it unless ``allow_empty``: empty servers would only make
+    it look done."""
     urls = (settings.redis_url, settings.postgres_url, settings.nats_url)
     if all(urls):
         yield settings
@@ -74,22 +125,39 @@ def _services(settings: Settings, *, serving: bool) -> Iterator[Settings]:
                 update={k: known[k] for k in ("redis_url", "postgres_url", "nats_url")}
             )
             return
-    typer.echo(f"starting embedded Redis, PostgreSQL and NATS in {data_dir} ...", err=True)
-    servers: EmbeddedServers = start_embedded(data_dir)
+    if has_data is not None and not allow_empty and not has_data(data_dir):
+        _fail(
+            f"{command}: {data_dir} holds no Rankd data; run it where `rankd serve` keeps its "
+            "data (--data-dir, RANKD_DATA_DIR or RANKD_*_URL), or pass --allow-empty"
+        )
     try:
-        urls_now = {
-            "redis_url": servers.redis_url,
-            "postgres_url": servers.postgres_url,
-            "nats_url": servers.nats_url,
-        }
-        if serving:
-            shared.write_text(json.dumps({**urls_now, "pid": os.getpid()}))
-        yield settings.model_copy(update=urls_now)
+        lock = datadir.acquire(data_dir)
+    except datadir.DataDirInUse as busy:
+        _in_use(command, busy)
+    try:
+        if before_start is not None:
+            before_start()
+        typer.echo(f"starting embedded Redis, PostgreSQL and NATS in {data_dir} ...", err=True)
+        try:
+            servers: EmbeddedServers = start_embedded(data_dir)
+        except EmbeddedServerError as exc:
+            _fail(f"{command}: the embedded servers did not start: {exc}")
+        try:
+            urls_now = {
+                "redis_url": servers.redis_url,
+                "postgres_url": servers.postgres_url,
+                "nats_url": servers.nats_url,
+            }
+            if serving:
+                shared.write_text(json.dumps({**urls_now, "pid": os.getpid()}))
+            yield settings.model_copy(update=urls_now)
+        finally:
+            if serving:
+                shared.unlink(missing_ok=True)
+            typer.echo("stopping embedded servers ...", err=True)
+            servers.stop()
     finally:
-        if serving:
-            shared.unlink(missing_ok=True)
-        typer.echo("stopping embedded servers ...", err=True)
-        servers.stop()
+        lock.release()
 
 
 def _settings(data_dir: Path | None) -> Settings:
@@ -118,7 +186,12 @@ def serve(
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    with _services(settings, serving=True) as settings:
+    services = _services(
+        settings, command="rankd serve", serving=True, before_start=lambda: _check_port(host, port)
+    )
+    if settings.redis_url or settings.postgres_url or settings.nats_url:
+        _check_port(host, port)  # no embedded servers: nothing else checks it first
+    with services as settings:
         if not settings.admin_keys and not settings.server_keys:
             typer.echo("warning: RANKD_ADMIN_KEYS and RANKD_SERVER_KEYS are empty; only reads work")
         from uvicorn.supervisors import Multiprocess
@@ -163,7 +236,14 @@ def _progress(label: str) -> Progress:
     )
 
 
-def _run_with_runtime(data_dir: Path | None, job: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+def _run_with_runtime(
+    command: str,
+    data_dir: Path | None,
+    job: Callable[[Any], Coroutine[Any, Any, T]],
+    *,
+    has_data: Callable[[Path], bool],
+    allow_empty: bool,
+) -> T:
     from rankd.runtime import Runtime
 
     async def go(settings: Settings) -> T:
@@ -174,7 +254,10 @@ def _run_with_runtime(data_dir: Path | None, job: Callable[[Any], Coroutine[Any,
         finally:
             await runtime.close()
 
-    with _services(_settings(data_dir), serving=False) as settings:
+    services = _services(
+        _settings(data_dir), command=command, has_data=has_data, allow_empty=allow_empty
+    )
+    with services as settings:
         return asyncio.run(go(settings))
 
 
@@ -195,6 +278,7 @@ def rebuild(
     window: Annotated[str | None, typer.Option(help="only this window")] = None,
     period: Annotated[str | None, typer.Option(help="only this period id")] = None,
     data_dir: DataDir = None,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """Restore Redis boards from PostgreSQL (atomically per period: readers never see half)."""
     from rankd.periods import WINDOWS
@@ -215,7 +299,13 @@ def rebuild(
         for note in report.skipped:
             typer.echo(f"skipped {note}")
 
-    _run_with_runtime(data_dir, job)
+    _run_with_runtime(
+        "rankd rebuild",
+        data_dir,
+        job,
+        has_data=datadir.has_postgres_data,
+        allow_empty=allow_empty,
+    )
 
 
 @app.command()
@@ -225,6 +315,7 @@ def freeze(
         float, typer.Option(help="seconds to wait for a running pass elsewhere to finish", min=0)
     ] = 60.0,
     data_dir: DataDir = None,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """Run one pass of the season job now: freeze closed periods into the archive and let
     archived ones leave Redis (`rankd serve` runs it every RANKD_SEASON_JOB_INTERVAL_S)."""
@@ -250,7 +341,9 @@ def freeze(
         if report.failed:
             raise typer.Exit(1)
 
-    _run_with_runtime(data_dir, job)
+    _run_with_runtime(
+        "rankd freeze", data_dir, job, has_data=datadir.has_postgres_data, allow_empty=allow_empty
+    )
 
 
 @app.command()
@@ -262,6 +355,7 @@ def replay(
         bool, typer.Option("--parked", help="re-apply the parked messages instead")
     ] = False,
     data_dir: DataDir = None,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """Re-apply the run log to Redis and PostgreSQL (idempotent: twice changes nothing).
 
@@ -312,7 +406,13 @@ def replay(
             f"in {report.seconds:.2f}s; {report.still_parked} still parked"
         )
 
-    _run_with_runtime(data_dir, job)
+    _run_with_runtime(
+        "rankd replay",
+        data_dir,
+        job,
+        has_data=datadir.has_postgres_data if parked else datadir.has_log_data,
+        allow_empty=allow_empty,
+    )
 
 
 if __name__ == "__main__":

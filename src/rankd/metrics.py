@@ -6,16 +6,24 @@ from prometheus_client import Counter, Gauge, Histogram
 
 REQUESTS = Histogram(
     "rankd_request_seconds",
-    "HTTP request latency by route and status class.",
+    "HTTP request latency in seconds, by method, route template and status class.",
     ["method", "route", "status"],
     buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0),
 )
-RUNS_ACCEPTED = Counter("rankd_runs_accepted_total", "Runs made durable and applied.", ["endpoint"])
+RUNS_ACCEPTED = Counter(
+    "rankd_runs_accepted_total",
+    "Runs this process answered 2xx for (in the log), by endpoint: every resend of a run_id "
+    "counts again, and so do runs that changed no entry (not improved, or a closed period).",
+    ["endpoint"],
+)
 RUNS_APPLIED = Counter(
-    "rankd_runs_applied_total", "Runs applied from the log to Redis and PostgreSQL."
+    "rankd_runs_applied_total",
+    "Runs this process's log consumer (or rankd replay) applied to Redis and PostgreSQL, "
+    "counted again on each redelivery or replay, whether or not they changed an entry.",
 )
 MESSAGES_PARKED = Counter(
-    "rankd_log_messages_parked_total", "Log messages that can never apply, parked."
+    "rankd_log_messages_parked_total",
+    "Log messages this process parked in PostgreSQL because they failed to apply on their own.",
 )
 PARKED = Gauge(
     "rankd_parked_messages",
@@ -30,15 +38,22 @@ CONSUMER_ACK_PENDING = Gauge(
 CONSUMER_OLDEST_UNACKED = Gauge(
     "rankd_consumer_oldest_unacked_seconds", "Age of the oldest log message not yet applied."
 )
-REBUILDS = Counter("rankd_rebuilds_total", "Board periods rebuilt into Redis from PostgreSQL.")
+REBUILDS = Counter(
+    "rankd_rebuilds_total",
+    "Board periods (one window, period and segment each) this process loaded into Redis from "
+    "PostgreSQL, in automatic and requested rebuilds.",
+)
 SEASON_PERIODS_FROZEN = Counter(
-    "rankd_season_periods_frozen_total", "Closed periods frozen into the archive."
+    "rankd_season_periods_frozen_total",
+    "Closed periods this process froze into the archive.",
 )
 SEASON_ENTRIES_ARCHIVED = Counter(
-    "rankd_season_entries_archived_total", "Entries written into the archive by freezes."
+    "rankd_season_entries_archived_total",
+    "Entries this process wrote into the archive by freezing periods.",
 )
 SEASON_PERIODS_ARCHIVED = Counter(
-    "rankd_season_periods_archived_total", "Archived periods whose keys left Redis."
+    "rankd_season_periods_archived_total",
+    "Frozen periods past their retention that this process marked archived and removed from Redis.",
 )
 SEASON_LAST_PASS = Gauge(
     "rankd_season_last_pass_timestamp_seconds",

@@ -80,6 +80,8 @@ class Settings(BaseSettings):
 
     # Log level of the service (and uvicorn's own loggers).
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+    # One line per request at info (logger rankd.access): method, path, status, ms.
+    access_log: bool = True
 
     # How often each instance checks that Redis is still the process the boards were
     # verified on (a restart triggers a rebuild from PostgreSQL).

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import gc
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rankd import __version__, metrics
 from rankd.api import (
     errors,
+    openapi,
     routes_boards,
     routes_moderation,
     routes_ops,
@@ -24,13 +27,17 @@ from rankd.api.http import JSONBody
 from rankd.runtime import Runtime
 from rankd.settings import Settings
 
+access_log = logging.getLogger("rankd.access")
+
 
 class RequestMetrics:
-    """Latency per route and status class, as a plain ASGI middleware: the decorator form
+    """Latency per route and status class, and the access log (one line per request:
+    method, path, status, ms), as a plain ASGI middleware: the decorator form
     (BaseHTTPMiddleware) runs each request through extra tasks and streams."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, log_requests: bool = True) -> None:
         self.app = app
+        self.log_requests = log_requests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -48,10 +55,15 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, capture)
         finally:
-            path = getattr(scope.get("route"), "path", "unmatched")
-            metrics.REQUESTS.labels(scope["method"], path, f"{status // 100}xx").observe(
-                time.perf_counter() - started
-            )
+            seconds = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", "unmatched")
+            metrics.REQUESTS.labels(scope["method"], route, f"{status // 100}xx").observe(seconds)
+            if self.log_requests and access_log.isEnabledFor(logging.INFO):
+                # the path without its query: ids are enough to find a request, and query
+                # strings (viewer=, ids=) need not end up in log files
+                access_log.info(
+                    "%s %s %d %.1fms", scope["method"], scope["path"], status, seconds * 1000
+                )
 
 
 def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> FastAPI:
@@ -74,15 +86,24 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         finally:
             await runtime.close()
 
-    app = FastAPI(
+    # /docs and /redoc with Swagger UI and ReDoc shipped inside fastapi-offline, served from
+    # this app: no CDN, so the pages work on a machine without internet access.
+    app = FastAPIOffline(
         title="Rankd",
         version=__version__,
-        description="Real-time leaderboards for games. Errors: "
-        '{"error": {"code": "<snake_case>", "message": "..."}}.',
+        description="Real-time leaderboards for games. Every error is "
+        '`{"error": {"code": "<snake_case>", "message": "..."}}`; each operation lists the '
+        "codes it can send. Admin and server routes take `Authorization: Bearer <key>` "
+        "(the Authorize button); reads are public.",
         default_response_class=JSONBody,
         lifespan=lifespan,
+        generate_unique_id_function=lambda route: route.name,  # operationIds: put_board, top...
+        static_url="/docs/assets",
+        # validatorUrl null: Swagger UI would otherwise show a badge fetched from the internet
+        swagger_ui_parameters={"persistAuthorization": True, "validatorUrl": None},
     )
     errors.install(app)
+    openapi.install(app)
     for module in (
         routes_boards,
         routes_runs,
@@ -93,5 +114,5 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     ):
         app.include_router(module.router)
 
-    app.add_middleware(RequestMetrics)
+    app.add_middleware(RequestMetrics, log_requests=settings.access_log)
     return app

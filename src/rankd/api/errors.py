@@ -34,6 +34,20 @@ STATUS: dict[type[errors.RankdError], int] = {
 }
 
 
+# Codes answered without a class in rankd.errors of their own (yet): 429 comes from the
+# rate limiter on every route, hold_not_found with review holds. api/openapi.py documents
+# each route's codes with the statuses given here.
+OTHER_CODES: dict[str, int] = {"rate_limited": 429, "hold_not_found": 404}
+
+
+def status_of_code(code: str) -> int:
+    """The HTTP status a contract error code is sent with."""
+    for cls, status in STATUS.items():
+        if cls.code == code:
+            return status
+    return OTHER_CODES[code]
+
+
 def status_of(exc: errors.RankdError) -> int:
     for cls in type(exc).__mro__:
         if cls in STATUS:

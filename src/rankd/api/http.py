@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import orjson
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse
 
 from rankd.errors import BodyTooLarge, ClientGone, InvalidRequest, UnsupportedMediaType
 from rankd.runtime import Runtime
@@ -82,10 +82,9 @@ async def read_json(request: Request) -> Any:
     return body
 
 
-class JSONBody(Response):
-    """JSON rendered by orjson: several times faster than the stdlib on entry lists."""
-
-    media_type = "application/json"
+class JSONBody(JSONResponse):
+    """JSON rendered by orjson: several times faster than the stdlib on entry lists. A
+    JSONResponse, so FastAPI documents each route's response_model with it."""
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)

@@ -30,7 +30,6 @@ def board_out(config: BoardConfig) -> dict[str, Any]:
 @router.put(
     "/v1/boards/{board_id}",
     response_model=schemas.BoardOut,
-    responses=schemas.ERRORS,
     openapi_extra=schemas.body_schema(schemas.BoardIn),
     summary="Create or update a board (admin); omitted fields keep their value",
 )
@@ -51,7 +50,6 @@ async def list_boards(request: Request) -> Response:
 @router.get(
     "/v1/boards/{board_id}",
     response_model=schemas.BoardOut,
-    responses=schemas.ERRORS,
     summary="One board's config",
 )
 async def get_board(board_id: str, request: Request) -> Response:

@@ -28,7 +28,6 @@ async def _ban(request: Request, player_id: str, banned: bool) -> Response:
 @router.post(
     "/v1/players/{player_id}/ban",
     response_model=schemas.BanOut,
-    responses=schemas.ERRORS,
     summary="Shadow-ban a player on every board (admin)",
 )
 async def ban(player_id: str, request: Request) -> Response:
@@ -38,7 +37,6 @@ async def ban(player_id: str, request: Request) -> Response:
 @router.delete(
     "/v1/players/{player_id}/ban",
     response_model=schemas.BanOut,
-    responses=schemas.ERRORS,
     summary="Lift a player's ban, with every run they made while banned (admin)",
 )
 async def unban(player_id: str, request: Request) -> Response:
@@ -48,7 +46,6 @@ async def unban(player_id: str, request: Request) -> Response:
 @router.get(
     "/v1/boards/{board_id}/holds",
     response_model=schemas.HoldsOut,
-    responses=schemas.ERRORS,
     summary="Runs held for review, oldest first (admin)",
 )
 async def holds(
@@ -93,7 +90,6 @@ async def _decide(request: Request, board_id: str, run_id: str, approve: bool) -
 @router.post(
     "/v1/boards/{board_id}/holds/{run_id}/approve",
     response_model=schemas.HoldDecisionOut,
-    responses=schemas.ERRORS,
     summary="Publish a held run (admin)",
 )
 async def approve(board_id: str, run_id: str, request: Request) -> Response:
@@ -103,7 +99,6 @@ async def approve(board_id: str, run_id: str, request: Request) -> Response:
 @router.post(
     "/v1/boards/{board_id}/holds/{run_id}/reject",
     response_model=schemas.HoldDecisionOut,
-    responses=schemas.ERRORS,
     summary="Discard a held run (admin)",
 )
 async def reject(board_id: str, run_id: str, request: Request) -> Response:

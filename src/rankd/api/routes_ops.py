@@ -7,21 +7,26 @@ from importlib import resources
 from fastapi import APIRouter
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
+from rankd.api import schemas
 from rankd.api.errors import not_ready
 from rankd.api.http import reply, runtime
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", summary="The process is up")
+@router.get("/healthz", response_model=schemas.HealthOut, summary="The process is up")
 async def healthz() -> Response:
     return reply({"status": "ok"})
 
 
 @router.get(
     "/readyz",
+    response_model=schemas.ReadyOut,
+    responses={
+        503: {"model": schemas.ReadyOut, "description": "status unavailable: a dependency is down"}
+    },
     summary="200 once it can serve (status ready or degraded), else 503 naming what is down",
 )
 async def readyz(request: Request) -> Response:
@@ -48,7 +53,11 @@ async def readyz(request: Request) -> Response:
     return reply({"status": "ready", "checks": checks, "consumer": lag})
 
 
-@router.get("/metrics", summary="Prometheus metrics")
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    summary="Prometheus metrics (text exposition format)",
+)
 async def metrics_text() -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 

@@ -35,7 +35,6 @@ def _name(body: dict[str, Any]) -> str | None:
 @router.put(
     "/v1/players/{player_id}",
     response_model=schemas.ProfileOut,
-    responses=schemas.ERRORS,
     openapi_extra=schemas.body_schema(schemas.ProfileIn),
     summary="Set a player's display name and/or segments (server)",
 )
@@ -62,7 +61,6 @@ async def put_profile(player_id: str, request: Request) -> Response:
 @router.get(
     "/v1/players/{player_id}",
     response_model=schemas.ProfileOut,
-    responses=schemas.ERRORS,
     summary="A player's profile (server); a player never seen has no name and no segments",
 )
 async def get_profile(player_id: str, request: Request) -> Response:

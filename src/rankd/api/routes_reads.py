@@ -73,7 +73,11 @@ async def _open(
     return rt, resolve_scope(board, where.window, where.period, where.segment)
 
 
-@router.get("/v1/boards/{board_id}/top", response_model=schemas.TopOut, responses=schemas.ERRORS)
+@router.get(
+    "/v1/boards/{board_id}/top",
+    response_model=schemas.TopOut,
+    summary="The top list: n entries from offset, best first",
+)
 async def top(
     board_id: str,
     request: Request,
@@ -88,7 +92,7 @@ async def top(
 @router.get(
     "/v1/boards/{board_id}/players/{player_id}",
     response_model=schemas.PlayerOut,
-    responses=schemas.ERRORS,
+    summary="A player's entry, with total and percentile",
 )
 async def player(
     board_id: str,
@@ -107,7 +111,7 @@ async def player(
 @router.get(
     "/v1/boards/{board_id}/players/{player_id}/around",
     response_model=schemas.AroundOut,
-    responses=schemas.ERRORS,
+    summary="The player and up to range entries either side",
 )
 async def around(
     board_id: str,
@@ -123,7 +127,7 @@ async def around(
 @router.get(
     "/v1/boards/{board_id}/players/{player_id}/friends",
     response_model=schemas.FriendsOut,
-    responses=schemas.ERRORS,
+    summary="The player and the listed friends that have entries, best first",
 )
 async def friends(
     board_id: str,
@@ -142,7 +146,9 @@ async def friends(
 
 
 @router.get(
-    "/v1/boards/{board_id}/rank-of", response_model=schemas.RankOfOut, responses=schemas.ERRORS
+    "/v1/boards/{board_id}/rank-of",
+    response_model=schemas.RankOfOut,
+    summary="The rank a run with this score would take now",
 )
 async def rank_of(
     board_id: str,
@@ -155,7 +161,9 @@ async def rank_of(
 
 
 @router.get(
-    "/v1/boards/{board_id}/periods", response_model=schemas.PeriodsOut, responses=schemas.ERRORS
+    "/v1/boards/{board_id}/periods",
+    response_model=schemas.PeriodsOut,
+    summary="Periods with data, newest first: open, closed or archived",
 )
 async def periods(
     board_id: str, request: Request, window: WindowQ = None, segment: SegmentQ = None

@@ -23,7 +23,6 @@ MAX_BATCH = 1000
 @router.post(
     "/v1/boards/{board_id}/runs",
     response_model=schemas.SubmitOut,
-    responses=schemas.ERRORS,
     openapi_extra=schemas.body_schema(schemas.RunIn),
     summary="Submit one finished run (server)",
 )
@@ -49,7 +48,6 @@ async def submit_run(board_id: str, request: Request) -> Response:
 @router.post(
     "/v1/boards/{board_id}/runs:batch",
     response_model=schemas.BatchOut,
-    responses=schemas.ERRORS,
     openapi_extra=schemas.body_schema(schemas.BatchIn),
     summary="Submit up to 1000 runs (server); one bad run does not fail the others",
 )

@@ -1,7 +1,9 @@
 """Pydantic models of the HTTP shapes, for /openapi.json and /docs.
 
 Hot paths parse and render JSON themselves (orjson, rankd.validation) so these models
-document the contract without costing a validation pass per request. The services' own
+document the contract without costing a validation pass per request. Each response model
+carries an example (``examples`` in its schema, shown by /docs); tests/test_openapi.py checks
+every example and real responses of every route against these schemas. The services' own
 outputs are typed in rankd/results.py; tests/test_results.py keeps the two in step.
 """
 
@@ -9,9 +11,62 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rankd.formats import PLAYER_ID_PATTERN, RUN_ID_PATTERN
+
+BOARD_EXAMPLE: dict[str, Any] = {
+    "board_id": "arena",
+    "windows": ["all-time", "weekly"],
+    "order": "desc",
+    "policy": "best",
+    "max_score": 1_000_000_000,
+    "max_run_score": 1_000_000_000,
+    "shards": 1,
+    "hold_top": 0,
+    "grace_seconds": 3600,
+    "retention_days": {"daily": 8, "weekly": 35, "monthly": 100},
+    "segments": ["country"],
+    "created_at": "2026-11-03T18:00:00.000Z",
+    "tie_resolution_ms": {"all-time": 376_196, "weekly": 73},
+}
+SUBMIT_EXAMPLE: dict[str, Any] = {
+    "run_id": "r-7f3a91",
+    "player_id": "48213377",
+    "score": 1284500,
+    "standings": [
+        {
+            "window": "all-time",
+            "period": "all-time",
+            "segment": None,
+            "status": "ranked",
+            "rank": 1042,
+            "score": 1350200,
+            "achieved_at": "2026-10-12T09:01:44.000Z",
+            "improved": False,
+            "is_best": False,
+        },
+        {
+            "window": "weekly",
+            "period": "2026-W45",
+            "segment": "country:FR",
+            "status": "ranked",
+            "rank": 88,
+            "score": 1284500,
+            "achieved_at": "2026-11-03T18:22:07.123Z",
+            "improved": True,
+            "is_best": True,
+        },
+    ],
+}
+HEAD_EXAMPLE: dict[str, Any] = {"board_id": "arena", "window": "weekly", "period": "2026-W45"}
+ENTRY_EXAMPLE: dict[str, Any] = {
+    "rank": 12,
+    "player_id": "48213377",
+    "score": 1284500,
+    "achieved_at": "2026-11-03T18:22:07.123Z",
+    "name": "kai_runs",
+}
 
 
 class ErrorBody(BaseModel):
@@ -20,6 +75,14 @@ class ErrorBody(BaseModel):
 
 
 class ErrorOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"error": {"code": "board_not_found", "message": "board 'arena' does not exist"}}
+            ]
+        }
+    )
+
     error: ErrorBody
 
 
@@ -37,6 +100,8 @@ class BoardIn(BaseModel):
 
 
 class BoardOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [BOARD_EXAMPLE]})
+
     board_id: str
     windows: list[str]
     order: str
@@ -53,6 +118,8 @@ class BoardOut(BaseModel):
 
 
 class BoardsOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"boards": [BOARD_EXAMPLE]}]})
+
     boards: list[BoardOut]
 
 
@@ -81,6 +148,8 @@ class Standing(BaseModel):
 
 
 class SubmitOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [SUBMIT_EXAMPLE]})
+
     run_id: str
     player_id: str
     score: int
@@ -98,6 +167,25 @@ class BatchResult(BaseModel):
 
 
 class BatchOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "results": [
+                        {"run_id": "r-7f3a91", "standings": SUBMIT_EXAMPLE["standings"]},
+                        {
+                            "run_id": "r-7f3a92",
+                            "error": {
+                                "code": "score_out_of_range",
+                                "message": "score is above this board's max_run_score of 1000",
+                            },
+                        },
+                    ]
+                }
+            ]
+        }
+    )
+
     results: list[BatchResult]
 
 
@@ -110,6 +198,12 @@ class Entry(BaseModel):
 
 
 class TopOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{**HEAD_EXAMPLE, "total": 1042311, "entries": [ENTRY_EXAMPLE]}]
+        }
+    )
+
     board_id: str
     window: str
     period: str
@@ -118,6 +212,12 @@ class TopOut(BaseModel):
 
 
 class PlayerOut(Entry):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{**HEAD_EXAMPLE, **ENTRY_EXAMPLE, "total": 1042311, "percentile": 99.99}]
+        }
+    )
+
     board_id: str
     window: str
     period: str
@@ -126,6 +226,12 @@ class PlayerOut(Entry):
 
 
 class AroundOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{**HEAD_EXAMPLE, "total": 1042311, "entries": [ENTRY_EXAMPLE]}]
+        }
+    )
+
     board_id: str
     window: str
     period: str
@@ -138,6 +244,12 @@ class FriendEntry(Entry):
 
 
 class FriendsOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{**HEAD_EXAMPLE, "entries": [{**ENTRY_EXAMPLE, "position": 1}]}]
+        }
+    )
+
     board_id: str
     window: str
     period: str
@@ -145,6 +257,12 @@ class FriendsOut(BaseModel):
 
 
 class RankOfOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{**HEAD_EXAMPLE, "score": 1284500, "rank": 12, "total": 1042311}]
+        }
+    )
+
     board_id: str
     window: str
     period: str
@@ -161,6 +279,25 @@ class PeriodOut(BaseModel):
 
 
 class PeriodsOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "board_id": "arena",
+                    "window": "weekly",
+                    "periods": [
+                        {
+                            "period": "2026-W45",
+                            "status": "open",
+                            "starts_at": "2026-11-02T00:00:00.000Z",
+                            "ends_at": "2026-11-09T00:00:00.000Z",
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
     board_id: str
     window: str
     periods: list[PeriodOut]
@@ -174,12 +311,24 @@ class ProfileIn(BaseModel):
 
 
 class ProfileOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"player_id": "48213377", "name": "kai_runs", "segments": {"country": "FR"}}
+            ]
+        }
+    )
+
     player_id: str
     name: str | None
     segments: dict[str, str]
 
 
 class BanOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"player_id": "48213377", "banned": True}]}
+    )
+
     player_id: str
     banned: bool
 
@@ -194,14 +343,82 @@ class HoldOut(BaseModel):
 
 
 class HoldsOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "board_id": "arena",
+                    "holds": [
+                        {
+                            "run_id": "r-7f3a91",
+                            "player_id": "48213377",
+                            "score": 1284500,
+                            "window": "weekly",
+                            "period": "2026-W45",
+                            "ended_at": "2026-11-03T18:22:07.123Z",
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
     board_id: str
     holds: list[HoldOut]
 
 
 class HoldDecisionOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"board_id": "arena", "run_id": "r-7f3a91", "decision": "approved"}]
+        }
+    )
+
     board_id: str
     run_id: str
     decision: Literal["approved", "rejected"]
+
+
+class HealthOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"status": "ok"}]})
+
+    status: Literal["ok"]
+
+
+class ConsumerLag(BaseModel):
+    pending: int = Field(description="log messages not yet delivered to the consumer")
+    ack_pending: int = Field(description="delivered, not yet acknowledged")
+    oldest_unacked_seconds: float
+    parked: int = Field(description="messages parked in PostgreSQL; see rankd replay --parked")
+    parked_since: str | None
+
+
+class ReadyOut(BaseModel):
+    """200: ready or degraded (with reasons); 503: unavailable, naming what is down."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "status": "ready",
+                    "checks": {"redis": "ok", "postgres": "ok", "nats": "ok"},
+                    "consumer": {
+                        "pending": 0,
+                        "ack_pending": 0,
+                        "oldest_unacked_seconds": 0.0,
+                        "parked": 0,
+                        "parked_since": None,
+                    },
+                }
+            ]
+        }
+    )
+
+    status: Literal["ready", "degraded", "unavailable"]
+    checks: dict[str, str] = Field(description='each dependency: "ok" or why it is down')
+    consumer: ConsumerLag | None = Field(description="the log consumer's lag (null: none here)")
+    reasons: list[str] | None = Field(None, description="why it is degraded")
+    error: ErrorBody | None = Field(None, description="on 503: code unavailable")
 
 
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -225,8 +442,3 @@ def body_schema(model: type[BaseModel]) -> dict[str, Any]:
             "content": {"application/json": {"schema": inline(schema)}},
         }
     }
-
-
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 429, 503)
-}

@@ -1,0 +1,215 @@
+"""The OpenAPI document: who may call each route and which errors it can really send.
+
+FastAPI derives paths, parameters and the 200 models from the routers. What it cannot know
+is kept here, in one table (``ROUTES``): each operation's role (which decides the bearer
+scheme and the 401/403 it can send) and the error codes it answers with. A route added later
+adds one line; tests/test_openapi.py fails for a route without one. Statuses come from
+api/errors.py, so the document and the error mapping cannot drift apart. FastAPI's own 422
+is removed: request validation errors leave as 400 ``invalid_request``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
+
+from rankd.api import schemas as models
+from rankd.api.errors import status_of_code
+
+Role = Literal["public", "viewer", "server", "admin"]
+"""``viewer``: a public read that also takes ``viewer=<player_id>`` with a server key."""
+
+BEARER = "bearer"
+ERROR_REF = "#/components/schemas/ErrorOut"
+
+
+@dataclass(frozen=True)
+class Doc:
+    role: Role
+    errors: tuple[str, ...]  # besides 401/403 (from the role) and 429 (every route)
+    created: bool = False  # also answers 201 with the 200's body
+
+
+BODY = ("invalid_request", "body_too_large", "unsupported_media_type")
+READ = ("invalid_request", "board_not_found", "unavailable")
+
+ROUTES: dict[str, Doc] = {
+    "PUT /v1/boards/{board_id}": Doc(
+        "admin", (*BODY, "board_immutable_field", "unavailable"), created=True
+    ),
+    "GET /v1/boards": Doc("public", ("unavailable",)),
+    "GET /v1/boards/{board_id}": Doc("public", ("board_not_found", "unavailable")),
+    "POST /v1/boards/{board_id}/runs": Doc(
+        "server", (*BODY, "score_out_of_range", "board_not_found", "unavailable")
+    ),
+    "POST /v1/boards/{board_id}/runs:batch": Doc(
+        "server", (*BODY, "board_not_found", "unavailable")
+    ),
+    "GET /v1/boards/{board_id}/top": Doc("viewer", READ),
+    "GET /v1/boards/{board_id}/players/{player_id}": Doc("viewer", (*READ, "player_not_ranked")),
+    "GET /v1/boards/{board_id}/players/{player_id}/around": Doc(
+        "viewer", (*READ, "player_not_ranked")
+    ),
+    "GET /v1/boards/{board_id}/players/{player_id}/friends": Doc("viewer", READ),
+    "GET /v1/boards/{board_id}/rank-of": Doc("public", (*READ, "score_out_of_range")),
+    "GET /v1/boards/{board_id}/periods": Doc("public", READ),
+    "GET /v1/boards/{board_id}/events": Doc("public", READ),
+    "PUT /v1/players/{player_id}": Doc("server", (*BODY, "unavailable")),
+    "GET /v1/players/{player_id}": Doc("server", ("invalid_request", "unavailable")),
+    "POST /v1/players/{player_id}/ban": Doc("admin", ("invalid_request", "unavailable")),
+    "DELETE /v1/players/{player_id}/ban": Doc("admin", ("invalid_request", "unavailable")),
+    "GET /v1/boards/{board_id}/holds": Doc("admin", READ),
+    "POST /v1/boards/{board_id}/holds/{run_id}/approve": Doc("admin", (*READ, "hold_not_found")),
+    "POST /v1/boards/{board_id}/holds/{run_id}/reject": Doc("admin", (*READ, "hold_not_found")),
+    "GET /healthz": Doc("public", ()),
+    "GET /readyz": Doc("public", ("unavailable",)),
+    "GET /metrics": Doc("public", ()),
+}
+# An operation missing from ROUTES is documented with this (and fails tests/test_openapi.py).
+FALLBACK = Doc("public", ("invalid_request", "unavailable"))
+
+ROLE_ERRORS: dict[Role, tuple[str, ...]] = {
+    "public": (),
+    "viewer": ("unauthorized",),  # only with viewer=: that needs a server key
+    "server": ("unauthorized",),
+    "admin": ("unauthorized", "forbidden"),
+}
+ROLE_NOTES: dict[Role, str] = {
+    "public": "",
+    "viewer": "Public; `viewer=<player_id>` (a player's own view) needs a server key.",
+    "server": "Needs a server key (or an admin key): `Authorization: Bearer <key>`.",
+    "admin": "Needs an admin key: `Authorization: Bearer <key>`.",
+}
+
+# An example sentence per code (the real ones name the value at fault).
+MESSAGES: dict[str, str] = {
+    "invalid_request": "score must be a non-negative integer",
+    "score_out_of_range": "score is above this board's max_run_score of 1000000000",
+    "unauthorized": "this endpoint needs a server key: Authorization: Bearer <key>",
+    "forbidden": "this endpoint needs an admin key; a server key is not enough",
+    "board_not_found": "board 'arena' does not exist",
+    "player_not_ranked": "player '48213377' has no entry in weekly period 2026-W45",
+    "hold_not_found": "no run 'r-7f3a91' is held on board 'arena'",
+    "board_immutable_field": "order cannot change on a board that has runs; create a new board",
+    "body_too_large": "the request body is larger than 1 MiB; send fewer runs per request",
+    "unsupported_media_type": "send the body as JSON with Content-Type: application/json",
+    "rate_limited": "too many requests for this key; retry after the Retry-After seconds",
+    "unavailable": "the run log did not answer in time; nothing was accepted, retry",
+}
+RETRY_AFTER = {
+    "description": "seconds to wait before retrying",
+    "schema": {"type": "integer", "minimum": 0},
+}
+
+
+def doc_of(method: str, path: str) -> Doc:
+    return ROUTES.get(f"{method.upper()} {path}", FALLBACK)
+
+
+def _error_responses(doc: Doc) -> dict[int, dict[str, Any]]:
+    codes = (*ROLE_ERRORS[doc.role], *doc.errors, "rate_limited")
+    by_status: dict[int, list[str]] = {}
+    for code in codes:
+        by_status.setdefault(status_of_code(code), []).append(code)
+    responses: dict[int, dict[str, Any]] = {}
+    for status, group in sorted(by_status.items()):
+        examples = {
+            code: {"value": {"error": {"code": code, "message": MESSAGES[code]}}} for code in group
+        }
+        response: dict[str, Any] = {
+            "description": "error code " + " or ".join(f"`{c}`" for c in group),
+            "content": {"application/json": {"schema": {"$ref": ERROR_REF}, "examples": examples}},
+        }
+        if status == 429:
+            response["headers"] = {"Retry-After": RETRY_AFTER}
+        responses[status] = response
+    return responses
+
+
+def _with_example(response: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """Show the referenced model's own example beside the schema (Swagger UI displays it)."""
+    for media in response.get("content", {}).values():
+        ref = media.get("schema", {}).get("$ref", "")
+        examples = schemas.get(ref.rpartition("/")[2], {}).get("examples")
+        if examples and "example" not in media:
+            media["example"] = examples[0]
+
+
+def _document_operation(
+    method: str, path: str, op: dict[str, Any], schemas: dict[str, Any]
+) -> None:
+    doc = doc_of(method, path)
+    responses: dict[str, Any] = op["responses"]
+    responses.pop("422", None)
+    if doc.created and "200" in responses:
+        responses["200"]["description"] = "Updated"
+        responses["201"] = {**responses["200"], "description": "Created"}
+    for status, response in _error_responses(doc).items():
+        responses.setdefault(str(status), response)  # a route's own (e.g. /readyz's 503) wins
+    for response in responses.values():
+        _with_example(response, schemas)
+    if doc.role in ("server", "admin"):
+        op["security"] = [{BEARER: []}]
+    elif doc.role == "viewer":
+        op["security"] = [{}, {BEARER: []}]  # optional: only for viewer=
+    note = ROLE_NOTES[doc.role]
+    if note:
+        op["description"] = f"{note}\n\n{op.get('description', '')}".strip()
+
+
+def _models() -> dict[str, type[BaseModel]]:
+    return {
+        name: value
+        for name, value in vars(models).items()
+        if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel
+    }
+
+
+def _add_components(schemas: dict[str, Any]) -> None:
+    """The error body (no route names it as its model) and each model's own examples:
+    FastAPI drops every null from the document, nulls inside examples too."""
+    ref = "#/components/schemas/{model}"
+    error = models.ErrorOut.model_json_schema(ref_template=ref)
+    schemas.update(error.pop("$defs", {}))
+    schemas["ErrorOut"] = error
+    for name, model in _models().items():
+        extra = model.model_config.get("json_schema_extra")
+        if name in schemas and isinstance(extra, dict) and "examples" in extra:
+            schemas[name]["examples"] = extra["examples"]
+
+
+def build(app: FastAPI) -> dict[str, Any]:
+    """The document, built once per app."""
+    if app.openapi_schema is not None:
+        return app.openapi_schema
+    document = get_openapi(
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=app.routes,
+    )
+    components = document.setdefault("components", {})
+    schemas: dict[str, Any] = components.setdefault("schemas", {})
+    _add_components(schemas)
+    components["securitySchemes"] = {
+        BEARER: {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "an admin or server key (RANKD_ADMIN_KEYS, RANKD_SERVER_KEYS)",
+        }
+    }
+    for path, operations in document.get("paths", {}).items():
+        for method, op in operations.items():
+            _document_operation(method, path, op, schemas)
+    for unused in ("HTTPValidationError", "ValidationError"):  # only the 422 used them
+        schemas.pop(unused, None)
+    app.openapi_schema = document
+    return document
+
+
+def install(app: FastAPI) -> None:
+    app.openapi = lambda: build(app)  # type: ignore[method-assign]

@@ -1,0 +1,55 @@
+"""A typed Python client for Rankd's HTTP API (CONTRACT.md), on httpx.
+
+``RankdClient`` for blocking code, ``AsyncRankdClient`` for asyncio; the same methods, one
+per endpoint. Error answers raise :class:`RankdAPIError` subclasses (``.status``,
+``.code``, ``.message``). Submits are retried on 503 with bounded exponential backoff
+(:class:`RetryPolicy`); ``submit_many`` sends any number of runs as batches of up to 1000::
+
+    from rankd.client import RankdClient
+
+    with RankdClient("http://127.0.0.1:8000", key="dev-server-key") as rankd:
+        rankd.submit("arena", "r-7f3a91", "48213377", 1284500)
+        top = rankd.top("arena", n=10)
+"""
+
+from rankd.client import errors, types
+from rankd.client.aio import AsyncRankdClient
+from rankd.client.calls import MAX_BATCH, RetryPolicy
+from rankd.client.errors import (
+    BoardImmutableField,
+    BoardNotFound,
+    BodyTooLarge,
+    Forbidden,
+    HoldNotFound,
+    InvalidRequest,
+    PlayerNotRanked,
+    RankdAPIError,
+    RateLimited,
+    ScoreOutOfRange,
+    Unauthorized,
+    Unavailable,
+    UnsupportedMediaType,
+)
+from rankd.client.sync import RankdClient
+
+__all__ = [
+    "MAX_BATCH",
+    "AsyncRankdClient",
+    "BoardImmutableField",
+    "BoardNotFound",
+    "BodyTooLarge",
+    "Forbidden",
+    "HoldNotFound",
+    "InvalidRequest",
+    "PlayerNotRanked",
+    "RankdAPIError",
+    "RankdClient",
+    "RateLimited",
+    "RetryPolicy",
+    "ScoreOutOfRange",
+    "Unauthorized",
+    "Unavailable",
+    "UnsupportedMediaType",
+    "errors",
+    "types",
+]

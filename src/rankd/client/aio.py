@@ -1,0 +1,256 @@
+"""AsyncRankdClient: the HTTP API from asyncio code (httpx.AsyncClient)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, cast
+
+import httpx
+
+from rankd.client import calls
+from rankd.client.calls import Call, RetryPolicy
+from rankd.client.types import (
+    Around,
+    Ban,
+    BatchItem,
+    Board,
+    Friends,
+    Health,
+    Hold,
+    HoldDecision,
+    Periods,
+    PlayerStanding,
+    Profile,
+    RankOf,
+    Ready,
+    Run,
+    SubmitResult,
+    Top,
+)
+
+
+class AsyncRankdClient:
+    """A Rankd service at ``base_url``; ``key`` is an admin or server key (none: public
+    reads only). Errors raise :class:`rankd.client.RankdAPIError` subclasses."""
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        key: str | None = None,
+        *,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.retry = retry or RetryPolicy()
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def __aenter__(self) -> AsyncRankdClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _send(self, call: Call) -> Any:
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    call.method, call.path, params=call.params or None, json=call.body
+                )
+                return calls.decode(response)
+            except Exception as failure:
+                if not self.retry.should_retry(call, attempt, failure):
+                    raise
+                await asyncio.sleep(self.retry.delay(attempt, calls.retry_after(failure)))
+                attempt += 1
+
+    # --- boards -----------------------------------------------------------------------------
+
+    async def put_board(self, board_id: str, **config: Any) -> Board:
+        """Create or update a board (admin key); omitted fields keep their value."""
+        return cast(Board, await self._send(calls.put_board(board_id, config)))
+
+    async def list_boards(self) -> list[Board]:
+        return cast(list[Board], (await self._send(calls.list_boards()))["boards"])
+
+    async def get_board(self, board_id: str) -> Board:
+        return cast(Board, await self._send(calls.get_board(board_id)))
+
+    # --- runs (server key) --------------------------------------------------------------------
+
+    async def submit(
+        self,
+        board_id: str,
+        run_id: str,
+        player_id: str,
+        score: int,
+        *,
+        ended_at: str | datetime | None = None,
+        segments: dict[str, str] | None = None,
+    ) -> SubmitResult:
+        """Submit one run; retried on 503 (resending a run_id is harmless)."""
+        run = calls.run_body(run_id, player_id, score, ended_at, segments)
+        return cast(SubmitResult, await self._send(calls.submit(board_id, run)))
+
+    async def submit_batch(self, board_id: str, runs: Sequence[Run]) -> list[BatchItem]:
+        """Up to 1000 runs in one call: one result per run, in order."""
+        return cast(
+            list[BatchItem], (await self._send(calls.submit_batch(board_id, runs)))["results"]
+        )
+
+    async def submit_many(
+        self, board_id: str, runs: Iterable[Run], *, batch_size: int = calls.MAX_BATCH
+    ) -> list[BatchItem]:
+        """Any number of runs, as runs:batch calls of ``batch_size``; results in order."""
+        results: list[BatchItem] = []
+        for chunk in calls.chunks(runs, batch_size):
+            results += await self.submit_batch(board_id, chunk)
+        return results
+
+    # --- reads (public; viewer= needs a server key) -------------------------------------------
+
+    async def top(
+        self,
+        board_id: str,
+        n: int = 10,
+        offset: int = 0,
+        *,
+        window: str | None = None,
+        period: str | None = None,
+        segment: str | None = None,
+        viewer: str | None = None,
+    ) -> Top:
+        where = calls.where_params(window, period, segment, viewer)
+        return cast(Top, await self._send(calls.top(board_id, n, offset, where)))
+
+    async def player(
+        self,
+        board_id: str,
+        player_id: str,
+        *,
+        window: str | None = None,
+        period: str | None = None,
+        segment: str | None = None,
+        viewer: str | None = None,
+        accuracy: Literal["exact", "approx"] | None = None,
+    ) -> PlayerStanding:
+        where = calls.where_params(window, period, segment, viewer, accuracy=accuracy)
+        return cast(PlayerStanding, await self._send(calls.player(board_id, player_id, where)))
+
+    async def around(
+        self,
+        board_id: str,
+        player_id: str,
+        range: int = 5,
+        *,
+        window: str | None = None,
+        period: str | None = None,
+        segment: str | None = None,
+        viewer: str | None = None,
+    ) -> Around:
+        where = calls.where_params(window, period, segment, viewer)
+        return cast(Around, await self._send(calls.around(board_id, player_id, range, where)))
+
+    async def friends(
+        self,
+        board_id: str,
+        player_id: str,
+        ids: Sequence[str],
+        *,
+        window: str | None = None,
+        period: str | None = None,
+        segment: str | None = None,
+        viewer: str | None = None,
+    ) -> Friends:
+        where = calls.where_params(window, period, segment, viewer)
+        return cast(Friends, await self._send(calls.friends(board_id, player_id, ids, where)))
+
+    async def rank_of(
+        self,
+        board_id: str,
+        score: int,
+        *,
+        window: str | None = None,
+        period: str | None = None,
+        segment: str | None = None,
+    ) -> RankOf:
+        where = calls.where_params(window, period, segment)
+        return cast(RankOf, await self._send(calls.rank_of(board_id, score, where)))
+
+    async def periods(
+        self, board_id: str, *, window: str | None = None, segment: str | None = None
+    ) -> Periods:
+        where = calls.where_params(window, None, segment)
+        return cast(Periods, await self._send(calls.periods(board_id, where)))
+
+    async def events(
+        self,
+        board_id: str,
+        n: int = 10,
+        *,
+        window: str | None = None,
+        period: str | None = None,
+        segment: str | None = None,
+    ) -> AsyncIterator[Top]:
+        """The live top list: the first on connect, then each change (server-sent events)."""
+        call = calls.events(board_id, n, calls.where_params(window, period, segment))
+        async with self._http.stream(
+            "GET", call.path, params=call.params, timeout=None
+        ) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                calls.decode(response)
+            reader = calls.EventReader()
+            async for line in response.aiter_lines():
+                top = calls.top_event(reader.feed(line))
+                if top is not None:
+                    yield cast(Top, top)
+
+    # --- players (server key) and moderation (admin key) --------------------------------------
+
+    async def put_player(
+        self, player_id: str, *, name: str | None = None, segments: dict[str, str] | None = None
+    ) -> Profile:
+        return cast(Profile, await self._send(calls.put_player(player_id, name, segments)))
+
+    async def get_player(self, player_id: str) -> Profile:
+        return cast(Profile, await self._send(calls.get_player(player_id)))
+
+    async def ban(self, player_id: str) -> Ban:
+        return cast(Ban, await self._send(calls.ban(player_id)))
+
+    async def unban(self, player_id: str) -> Ban:
+        return cast(Ban, await self._send(calls.unban(player_id)))
+
+    async def holds(self, board_id: str) -> list[Hold]:
+        return cast(list[Hold], (await self._send(calls.holds(board_id)))["holds"])
+
+    async def approve(self, board_id: str, run_id: str) -> HoldDecision:
+        return cast(HoldDecision, await self._send(calls.decide_hold(board_id, run_id, "approve")))
+
+    async def reject(self, board_id: str, run_id: str) -> HoldDecision:
+        return cast(HoldDecision, await self._send(calls.decide_hold(board_id, run_id, "reject")))
+
+    # --- operations ---------------------------------------------------------------------------
+
+    async def healthz(self) -> Health:
+        return cast(Health, await self._send(calls.healthz()))
+
+    async def readyz(self) -> Ready:
+        """200 answers (ready or degraded); a 503 raises Unavailable."""
+        return cast(Ready, await self._send(calls.readyz()))

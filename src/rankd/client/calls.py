@@ -1,0 +1,261 @@
+"""Each endpoint as a request description, shared by the sync and the async client, plus
+what both do with an answer: decode it or raise its error, and when to retry.
+
+Only submits are retried (runs and runs:batch): the service counts a ``run_id`` once, so a
+run resent after a 503, a dropped connection or a timeout changes nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from rankd.client.errors import RankdAPIError, RateLimited, Unavailable, error_for
+from rankd.client.types import Run
+
+MAX_BATCH = 1000  # runs per runs:batch call (CONTRACT.md)
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    params: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    idempotent_submit: bool = False  # safe to resend: retried on 503 and lost connections
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff for submits: at most ``attempts`` calls, waiting about
+    ``first_delay_s``, then twice as long each time, never more than ``max_delay_s`` (each
+    wait jittered between half and all of it, so many clients do not retry in step)."""
+
+    attempts: int = 5
+    first_delay_s: float = 0.1
+    max_delay_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1 or self.first_delay_s < 0 or self.max_delay_s < self.first_delay_s:
+            raise ValueError("attempts >= 1 and 0 <= first_delay_s <= max_delay_s")
+
+    def delay(self, retry: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (0 for the first)."""
+        ceiling = min(self.max_delay_s, self.first_delay_s * 2.0**retry)
+        wait = ceiling / 2 + random.uniform(0, ceiling / 2)
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        return wait
+
+    def should_retry(self, call: Call, attempt: int, failure: Exception) -> bool:
+        """Whether a call that failed on attempt ``attempt`` (0-based) is sent again."""
+        if not call.idempotent_submit or attempt + 1 >= self.attempts:
+            return False
+        if isinstance(failure, RateLimited):
+            # only a short wait: a longer one is the caller's decision
+            return failure.retry_after is None or failure.retry_after <= self.max_delay_s
+        return isinstance(failure, Unavailable | httpx.TransportError)
+
+
+def decode(response: httpx.Response) -> Any:
+    """The JSON of a 2xx answer; an error answer raises its RankdAPIError subclass."""
+    if response.status_code >= 400:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        raise error_for(response.status_code, body, response.headers.get("retry-after"))
+    return response.json()
+
+
+def retry_after(failure: Exception) -> float | None:
+    return failure.retry_after if isinstance(failure, RankdAPIError) else None
+
+
+def _part(value: str) -> str:
+    return quote(value, safe="")
+
+
+def where_params(
+    window: str | None,
+    period: str | None,
+    segment: str | None,
+    viewer: str | None = None,
+    **more: str | int | None,
+) -> dict[str, str]:
+    values = {"window": window, "period": period, "segment": segment, "viewer": viewer, **more}
+    return {k: str(v) for k, v in values.items() if v is not None}
+
+
+def time_text(value: str | datetime) -> str:
+    """RFC 3339 as the contract writes it: UTC with milliseconds (an aware datetime only)."""
+    if isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        raise ValueError("ended_at must be timezone-aware (a naive time is ambiguous)")
+    text = value.astimezone(UTC).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
+
+
+def run_body(
+    run_id: str,
+    player_id: str,
+    score: int,
+    ended_at: str | datetime | None,
+    segments: dict[str, str] | None,
+) -> Run:
+    run: Run = {"run_id": run_id, "player_id": player_id, "score": score}
+    if ended_at is not None:
+        run["ended_at"] = time_text(ended_at)
+    if segments is not None:
+        run["segments"] = segments
+    return run
+
+
+def chunks(runs: Iterable[Run], size: int) -> Iterator[list[Run]]:
+    if not 1 <= size <= MAX_BATCH:
+        raise ValueError(f"batch size must be 1..{MAX_BATCH}")
+    chunk: list[Run] = []
+    for run in runs:
+        chunk.append(run)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+# --- the endpoints ------------------------------------------------------------------------
+
+
+def put_board(board_id: str, config: dict[str, Any]) -> Call:
+    return Call("PUT", f"/v1/boards/{_part(board_id)}", body=config)
+
+
+def list_boards() -> Call:
+    return Call("GET", "/v1/boards")
+
+
+def get_board(board_id: str) -> Call:
+    return Call("GET", f"/v1/boards/{_part(board_id)}")
+
+
+def submit(board_id: str, run: Run) -> Call:
+    return Call("POST", f"/v1/boards/{_part(board_id)}/runs", body=run, idempotent_submit=True)
+
+
+def submit_batch(board_id: str, runs: Sequence[Run]) -> Call:
+    if len(runs) > MAX_BATCH:
+        raise ValueError(f"{len(runs)} runs: at most {MAX_BATCH} per batch (see submit_many)")
+    path = f"/v1/boards/{_part(board_id)}/runs:batch"
+    return Call("POST", path, body={"runs": list(runs)}, idempotent_submit=True)
+
+
+def top(board_id: str, n: int, offset: int, where: dict[str, str]) -> Call:
+    params = {**where, "n": str(n), "offset": str(offset)}
+    return Call("GET", f"/v1/boards/{_part(board_id)}/top", params=params)
+
+
+def player(board_id: str, player_id: str, where: dict[str, str]) -> Call:
+    return Call("GET", f"/v1/boards/{_part(board_id)}/players/{_part(player_id)}", params=where)
+
+
+def around(board_id: str, player_id: str, range_: int, where: dict[str, str]) -> Call:
+    path = f"/v1/boards/{_part(board_id)}/players/{_part(player_id)}/around"
+    return Call("GET", path, params={**where, "range": str(range_)})
+
+
+def friends(board_id: str, player_id: str, ids: Sequence[str], where: dict[str, str]) -> Call:
+    path = f"/v1/boards/{_part(board_id)}/players/{_part(player_id)}/friends"
+    return Call("GET", path, params={**where, "ids": ",".join(ids)})
+
+
+def rank_of(board_id: str, score: int, where: dict[str, str]) -> Call:
+    params = {**where, "score": str(score)}
+    return Call("GET", f"/v1/boards/{_part(board_id)}/rank-of", params=params)
+
+
+def periods(board_id: str, where: dict[str, str]) -> Call:
+    return Call("GET", f"/v1/boards/{_part(board_id)}/periods", params=where)
+
+
+def events(board_id: str, n: int, where: dict[str, str]) -> Call:
+    params = {**where, "n": str(n)}
+    return Call("GET", f"/v1/boards/{_part(board_id)}/events", params=params)
+
+
+def put_player(player_id: str, name: str | None, segments: dict[str, str] | None) -> Call:
+    body: dict[str, Any] = {}
+    if name is not None:
+        body["name"] = name
+    if segments is not None:
+        body["segments"] = segments
+    return Call("PUT", f"/v1/players/{_part(player_id)}", body=body)
+
+
+def get_player(player_id: str) -> Call:
+    return Call("GET", f"/v1/players/{_part(player_id)}")
+
+
+def ban(player_id: str) -> Call:
+    return Call("POST", f"/v1/players/{_part(player_id)}/ban")
+
+
+def unban(player_id: str) -> Call:
+    return Call("DELETE", f"/v1/players/{_part(player_id)}/ban")
+
+
+def holds(board_id: str) -> Call:
+    return Call("GET", f"/v1/boards/{_part(board_id)}/holds")
+
+
+def decide_hold(board_id: str, run_id: str, decision: str) -> Call:
+    return Call("POST", f"/v1/boards/{_part(board_id)}/holds/{_part(run_id)}/{decision}")
+
+
+def healthz() -> Call:
+    return Call("GET", "/healthz")
+
+
+def readyz() -> Call:
+    return Call("GET", "/readyz")
+
+
+# --- server-sent events -------------------------------------------------------------------
+
+
+class EventReader:
+    """Reads a text/event-stream line by line: ``feed`` returns (event, data) at the blank
+    line that ends an event; comments (the heartbeats) and other fields are skipped."""
+
+    def __init__(self) -> None:
+        self.event = "message"
+        self.data: list[str] = []
+
+    def feed(self, line: str) -> tuple[str, str] | None:
+        if not line:
+            found = (self.event, "\n".join(self.data)) if self.data else None
+            self.event, self.data = "message", []
+            return found
+        if not line.startswith(":"):
+            name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if name == "event":
+                self.event = value
+            elif name == "data":
+                self.data.append(value)
+        return None
+
+
+def top_event(found: tuple[str, str] | None) -> Any | None:
+    """The top list an event carries, if it is a ``top`` event."""
+    if found is None or found[0] != "top":
+        return None
+    return json.loads(found[1])

@@ -1,0 +1,113 @@
+"""The contract's errors as exceptions: one base class, one subclass per error code.
+
+Every error answer is ``{"error": {"code", "message"}}``; :func:`error_for` turns one into the
+subclass of its code (the base class for a code this client does not know yet), carrying the
+HTTP status, the code, the message and, for 429, the Retry-After seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RankdAPIError(Exception):
+    """An error answer from the service."""
+
+    code: str = "error"
+
+    def __init__(
+        self, status: int, code: str, message: str, retry_after: float | None = None
+    ) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+
+
+class InvalidRequest(RankdAPIError):
+    code = "invalid_request"
+
+
+class ScoreOutOfRange(RankdAPIError):
+    code = "score_out_of_range"
+
+
+class Unauthorized(RankdAPIError):
+    code = "unauthorized"
+
+
+class Forbidden(RankdAPIError):
+    code = "forbidden"
+
+
+class BoardNotFound(RankdAPIError):
+    code = "board_not_found"
+
+
+class PlayerNotRanked(RankdAPIError):
+    code = "player_not_ranked"
+
+
+class HoldNotFound(RankdAPIError):
+    code = "hold_not_found"
+
+
+class BoardImmutableField(RankdAPIError):
+    code = "board_immutable_field"
+
+
+class BodyTooLarge(RankdAPIError):
+    code = "body_too_large"
+
+
+class UnsupportedMediaType(RankdAPIError):
+    code = "unsupported_media_type"
+
+
+class RateLimited(RankdAPIError):
+    code = "rate_limited"
+
+
+class Unavailable(RankdAPIError):
+    """503: nothing was accepted; retrying is safe (submits are idempotent by run_id)."""
+
+    code = "unavailable"
+
+
+BY_CODE: dict[str, type[RankdAPIError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidRequest,
+        ScoreOutOfRange,
+        Unauthorized,
+        Forbidden,
+        BoardNotFound,
+        PlayerNotRanked,
+        HoldNotFound,
+        BoardImmutableField,
+        BodyTooLarge,
+        UnsupportedMediaType,
+        RateLimited,
+        Unavailable,
+    )
+}
+
+
+def error_for(status: int, body: Any, retry_after: str | None = None) -> RankdAPIError:
+    """The exception for an error answer (``body`` as parsed JSON, or None if it was not)."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("code"), str):
+        code = error["code"]
+        message = str(error.get("message", ""))
+    else:  # not the contract's shape (a proxy in between, say)
+        code = "unavailable" if status == 503 else f"http_{status}"
+        message = f"HTTP {status} without the error body"
+    cls = BY_CODE.get(code, RankdAPIError)
+    seconds: float | None = None
+    if retry_after is not None:
+        try:
+            seconds = float(retry_after)
+        except ValueError:
+            seconds = None
+    return cls(status, code, message, seconds)
