@@ -29,7 +29,11 @@ async def test_python_lua_and_sql_pick_the_same_hash(
     members = ["p", "48213377", "A" * 64, "kai_runs", "-", "zz9", *[f"m{i}" for i in range(50)]]
     pk = keys.period_keys(f"tb-{uuid.uuid4().hex[:8]}", "all-time", "all-time")
     calls = [
-        (SUBMIT_BEST, (pk.public, pk.public, pk.shadow), (i + 1, m, "0", 1_000 + i))
+        (
+            SUBMIT_BEST,
+            (pk.public, pk.public, pk.shadow, pk.applied),
+            (i + 1, m, "0", 1_000 + i, "", 0, 0),
+        )
         for i, m in enumerate(members)
     ]
     await run_pipeline(redis, calls)
@@ -55,7 +59,14 @@ async def test_the_entry_keeps_the_time_of_the_run_that_holds_it(redis: Redis) -
 
     async def send(composite: int, ended: int) -> list[int]:
         [reply] = await run_pipeline(
-            redis, [(SUBMIT_BEST, (pk.public, pk.public, pk.shadow), (composite, "p", "0", ended))]
+            redis,
+            [
+                (
+                    SUBMIT_BEST,
+                    (pk.public, pk.public, pk.shadow, pk.applied),
+                    (composite, "p", "0", ended, "", 0, 0),
+                )
+            ],
         )
         return list(reply)
 

@@ -55,22 +55,33 @@ async def exercise(url: str) -> list[Any]:
             composite = codec.pack(score, offset)
             best_call = (
                 SUBMIT_BEST,
-                (best.public, best.public, best.shadow),
-                (composite, player, "0", 1000 + offset),
+                (best.public, best.public, best.shadow, best.applied),
+                (composite, player, "0", 1000 + offset, "", 0, 0),
             )
             sum_args = (f"r{i % 5}", player, score, codec.time_key(offset), 1 << codec.time_bits)
             sum_call = (
                 SUBMIT_SUM,
-                (total.public, total.public, total.shadow, total.runs),
-                (*sum_args, codec.max_score, "desc", 1000 + offset, 0, "0", 0),
+                (total.public, total.public, total.shadow, total.runs, total.applied),
+                (*sum_args, codec.max_score, "desc", 1000 + offset, 0, "0", 0, "", 0, 0),
             )
             replies.append(await run_pipeline(redis, [best_call, sum_call]))
             if i == 3:
                 await redis.script_flush()  # NOSCRIPT mid-stream: reloaded and resent
-        many = (codec.pack(25, 7), "a", 7, codec.pack(31, 3), "d", 3, codec.pack(31, 3), "d", 4)
+        many = (
+            *(codec.pack(25, 7), "a", 7, ""),
+            *(codec.pack(31, 3), "d", 3, ""),
+            *(codec.pack(31, 3), "d", 4, ""),
+        )
         replies.append(
             await run_pipeline(
-                redis, [(SUBMIT_BEST_MANY, (best.public, best.public, best.shadow), ("0", *many))]
+                redis,
+                [
+                    (
+                        SUBMIT_BEST_MANY,
+                        (best.public, best.public, best.shadow, best.applied),
+                        ("0", 0, 0, *many),
+                    )
+                ],
             )
         )
         replies.append(await run_pipeline(redis, [(AROUND, (best.public,), ("a", 1))]))

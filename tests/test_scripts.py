@@ -74,7 +74,11 @@ async def drop(redis: Redis, *pks: PeriodKeys) -> None:
 def best_call(
     pk: PeriodKeys, composite: int, member: str, expire: str = "0", ended_ms: int = 1_000
 ) -> Call:
-    return (SUBMIT_BEST, (pk.public, pk.public, pk.shadow), (composite, member, expire, ended_ms))
+    return (
+        SUBMIT_BEST,
+        (pk.public, pk.public, pk.shadow, pk.applied),
+        (composite, member, expire, ended_ms, "", 0, 0),
+    )
 
 
 def sum_call(
@@ -90,7 +94,7 @@ def sum_call(
 ) -> Call:
     return (
         SUBMIT_SUM,
-        (pk.public, pk.public, pk.shadow, pk.runs),
+        (pk.public, pk.public, pk.shadow, pk.runs, pk.applied),
         (
             run_id,
             member,
@@ -102,6 +106,9 @@ def sum_call(
             PERIOD_START + offset_ms,
             trim_before,
             expire,
+            0,
+            "",
+            0,
             0,
         ),
     )

@@ -18,8 +18,14 @@ RUNS_ACCEPTED = Counter(
 )
 RUNS_APPLIED = Counter(
     "rankd_runs_applied_total",
-    "Runs this process's log consumer (or rankd replay) applied to Redis and PostgreSQL, "
-    "counted again on each redelivery or replay, whether or not they changed an entry.",
+    "Runs this process's log consumer (or rankd replay) applied to PostgreSQL (and to Redis "
+    "where the submit path had not), counted again on each redelivery or replay, whether "
+    "or not they changed an entry.",
+)
+TARGETS_ALREADY_APPLIED = Counter(
+    "rankd_consumer_targets_already_applied_total",
+    "Standings (run, window, segment) the log consumer left alone in Redis because the "
+    "submit path had marked them applied.",
 )
 MESSAGES_PARKED = Counter(
     "rankd_log_messages_parked_total",

@@ -57,6 +57,9 @@ class Target:
     # a late run's id in Redis is scored by when PostgreSQL first counted it (0: not late)
     counted_ms: int = 0
     side: Side = "public"
+    # the submit path marks what it applies; the log consumer skips targets so marked
+    mark: bool = False
+    applied: bool = False
 
     @property
     def applies(self) -> bool:
@@ -66,6 +69,8 @@ class Target:
     def sendable(self) -> bool:
         """Whether the Redis store sends this target's script: a live period, or a late run
         once PostgreSQL has settled it (``counted_ms`` set)."""
+        if self.applied:
+            return False
         return self.disposition == "apply" or (self.disposition == "late" and self.counted_ms > 0)
 
 

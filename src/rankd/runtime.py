@@ -63,6 +63,7 @@ class Runtime:
             pool_timeout_s=s.redis_pool_timeout_s,
             index_memo_s=s.periods_index_memo_s,
             index_memo_bytes=s.periods_index_memo_bytes,
+            marks_keep_s=s.applied_marks_keep_s,
         )
         pg = PostgresStore(
             s.postgres_url,
@@ -161,7 +162,13 @@ class Runtime:
         )
         return LogConsumer(
             self.log,
-            self.applier,
+            Applier(
+                self.boards,
+                self.store,
+                self.pg,
+                self.moderation,
+                mark_wait_s=s.consumer_mark_wait_s,
+            ),
             self.pg,
             durable,
             batch=s.consumer_batch,

@@ -86,6 +86,11 @@ class Settings(BaseSettings):
     # How often each instance checks that Redis is still the process the boards were
     # verified on (a restart triggers a rebuild from PostgreSQL).
     redis_watch_interval_s: float = 1.0
+    # The submit path marks the runs it applied to Redis (kept this long); the log consumer
+    # writes Redis only for runs without a mark, waiting up to consumer_mark_wait_s for the
+    # marks of runs received that recently (see services/applier.py)
+    applied_marks_keep_s: float = Field(15.0, gt=0)
+    consumer_mark_wait_s: float = Field(2.0, ge=0)
     # how often each instance asks PostgreSQL for bans made elsewhere, and when a ban's
     # second sweep runs (after every instance has surely refreshed; well inside 1 s)
     ban_refresh_s: float = Field(0.2, gt=0)

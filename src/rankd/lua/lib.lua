@@ -23,6 +23,19 @@
 -- at_key(key, member): the exact-times hash holding a member's achieved time beside the
 -- sorted set ``key``: <key>:at:<h>, h = the member's bytes as a big-endian number modulo
 -- 65521 (stores/redis_keys.py time_bucket computes the same). Same hash tag as ``key``.
+-- mark(key, member, now): note in a period's :applied key that the submit path applied run
+-- ``member`` ("<player>|<run_id>") here, at ``now`` (ms); an empty member marks nothing.
+-- Written in the script that applies the run, so a mark never exists without its write
+-- (services/applier.py trusts them). forget(key, member, before): drop marks older than
+-- ``before`` (ms), when this call marked something.
+local function mark(key, member, now)
+  if member ~= '' then redis.call('ZADD', key, now, member) end
+end
+
+local function forget(key, member, before)
+  if member ~= '' then redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. before) end
+end
+
 local function at_key(key, member)
   local h = 0
   for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end

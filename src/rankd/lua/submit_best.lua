@@ -6,10 +6,13 @@
 -- KEYS[3] = the side the player's entry must leave, if it is there: :shadow when writing
 --           the public board (a ban lifted since), the public board when writing :shadow
 --           (a ban newer than the writer knew); KEYS[1] itself for none
+-- KEYS[4] = the period's :applied key (marks of runs the submit path applied; see lib.lua)
 -- ARGV[1] = composite of this run (integer below 2^53, as a decimal string)
 -- ARGV[2] = member (player id)
 -- ARGV[3] = unix seconds at which the written key expires, or "0" for never
 -- ARGV[4] = the run's exact end time (ms)
+-- ARGV[5] = the mark "<player>|<run_id>", or "" for none (the log consumer, replays)
+-- ARGV[6], ARGV[7] = now (ms), and when marks older than that are forgotten (ms)
 --
 -- Returns {changed, rank, stored, mine, achieved}:
 --   changed  1 if this call created or raised the entry (ZADD GT CH), else 0
@@ -35,6 +38,8 @@ if ARGV[3] ~= '0' then
   redis.call('EXPIREAT', KEYS[1], ARGV[3])
   redis.call('EXPIREAT', at, ARGV[3])
 end
+mark(KEYS[4], ARGV[5], ARGV[6])
+forget(KEYS[4], ARGV[5], ARGV[7])
 local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
 local rank = rank_in(KEYS[1], KEYS[2], ARGV[2], stored)
 local mine = (tonumber(stored) == tonumber(ARGV[1])) and 1 or 0

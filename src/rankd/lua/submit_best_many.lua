@@ -3,18 +3,21 @@
 -- KEYS[1] = the key the entries are written to (public board or a side key)
 -- KEYS[2] = the public board the ranks are read from (equal to KEYS[1] for most players)
 -- KEYS[3] = the side the entries must leave, if there (see submit_best.lua)
+-- KEYS[4] = the period's :applied key (see submit_best.lua)
 -- ARGV[1] = unix seconds at which the written key expires, or "0" for never
--- ARGV[2], ARGV[3], ARGV[4], ... = composite, member, exact end time (ms) triples,
---           applied in order
+-- ARGV[2], ARGV[3] = now (ms), and when marks older than that are forgotten (ms)
+-- ARGV[4], ARGV[5], ARGV[6], ARGV[7], ... = composite, member, exact end time (ms), mark
+--           ("" for none) quadruples, applied in order
 --
--- Returns a flat list of {changed, rank, stored, mine, achieved} per triple, as
+-- Returns a flat list of {changed, rank, stored, mine, achieved} per quadruple, as
 -- submit_best.lua does for one. A batch of runs costs the client one command per period
 -- instead of one per run.
 
 -- at_key, rank_in, with_times: see lib.lua, loaded before this.
 
 local out = {}
-for i = 2, #ARGV, 3 do
+local marked = ''
+for i = 4, #ARGV, 4 do
   local member = ARGV[i + 1]
   if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], member, nil) end
   local at = at_key(KEYS[2], member)
@@ -26,6 +29,8 @@ for i = 2, #ARGV, 3 do
   if ARGV[1] ~= '0' then
     redis.call('EXPIREAT', at, ARGV[1])
   end
+  mark(KEYS[4], ARGV[i + 3], ARGV[2])
+  if ARGV[i + 3] ~= '' then marked = ARGV[i + 3] end
   local stored = redis.call('ZSCORE', KEYS[1], member)
   local rank = rank_in(KEYS[1], KEYS[2], member, stored)
   out[#out + 1] = changed
@@ -37,4 +42,5 @@ end
 if ARGV[1] ~= '0' then
   redis.call('EXPIREAT', KEYS[1], ARGV[1])
 end
+forget(KEYS[4], marked, ARGV[3])
 return out

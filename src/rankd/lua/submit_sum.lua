@@ -8,6 +8,7 @@
 -- KEYS[4] = the period's counted runs (sorted set: "<player>|<run_id>" -> ended_at ms), same
 --           hash tag; keyed by player too, so another player's reuse of a run id cannot
 --           suppress or borrow a count
+-- KEYS[5] = the period's :applied key (see submit_best.lua)
 -- ARGV[1] = run id
 -- ARGV[2] = member (player id)
 -- ARGV[3] = the run's score (non-negative integer)
@@ -22,6 +23,8 @@
 -- ARGV[11] = "0", or for a late run (older than the horizon, that PostgreSQL has counted):
 --            when it was first counted (ms), its id's score in KEYS[4]; it is then counted
 --            unless its id is there already, whatever ARGV[9] says
+-- ARGV[12] = the mark "<player>|<run_id>", or "" for none (the log consumer, replays)
+-- ARGV[13], ARGV[14] = now (ms), and when marks older than that are forgotten (ms)
 --
 -- Returns {changed, rank, stored, counted, achieved}: counted is 1 if the run is counted in
 -- the total, by this call or an earlier one (a resend of a counted run answers 1, changed
@@ -87,6 +90,8 @@ if ARGV[10] ~= '0' then
     redis.call('EXPIREAT', KEYS[1], ARGV[10])
   end
 end
+mark(KEYS[5], ARGV[12], ARGV[13])
+forget(KEYS[5], ARGV[12], ARGV[14])
 local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
 if not stored then
   return {0, 0, 0, 0, 0}

@@ -15,6 +15,7 @@ log, which delivers it again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import defaultdict
@@ -87,13 +88,31 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
 
 
 class Applier:
+    """See the module docstring; with marks trusted (the log consumer), Redis is written
+    only for runs the submit path did not apply: a submitter that died between the log's ack
+    and its Redis pipeline, or a board rebuilt since. Then the consumer never writes a run
+    to Redis before its submitter does, so the submitter's answer (``improved``) is right
+    with any number of processes, and each run costs Redis one script call per target, not
+    two."""
+
     def __init__(
-        self, boards: BoardRegistry, store: RedisStore, pg: PostgresStore, moderation: Moderation
+        self,
+        boards: BoardRegistry,
+        store: RedisStore,
+        pg: PostgresStore,
+        moderation: Moderation,
+        *,
+        mark_wait_s: float | None = None,
     ) -> None:
+        """``mark_wait_s`` (the log consumer's): trust the submit path's marks, skipping
+        the Redis writes of targets it marked as applied, and wait up to this long for the
+        marks of runs received that recently (their submitter may not have applied them
+        yet). None (replays): apply everything to Redis."""
         self.boards = boards
         self.store = store
         self.pg = pg
         self.moderation = moderation
+        self.mark_wait_ms = None if mark_wait_s is None else int(mark_wait_s * 1000)
 
     async def _plan(
         self, messages: list[LogMessage], now_ms: int, outcome: Outcome
@@ -169,6 +188,35 @@ class Applier:
         log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
         return Outcome(parked=[message.seq])
 
+    async def _skip_applied(self, board: BoardConfig, plans: list[list[Target]]) -> None:
+        """Mark as ``applied`` the targets the submit path marked; for runs received less
+        than ``mark_wait_ms`` ago, wait for their marks (polling) until then."""
+        assert self.mark_wait_ms is not None
+        # late runs too: the submit path counted them in PostgreSQL and Redis, under a mark
+        waiting = [
+            t
+            for p in plans
+            for t in p
+            if (t.disposition == "apply" and t.sendable) or t.disposition == "late"
+        ]
+        delay = 0.005
+        while waiting:
+            found = await self.store.find_marks(board, waiting)
+            for t, marked in zip(waiting, found, strict=True):
+                t.applied = marked
+            now_ms = int(time.time() * 1000)
+            waiting = [
+                t
+                for t, marked in zip(waiting, found, strict=True)
+                if not marked and t.run.received_at_ms > now_ms - self.mark_wait_ms
+            ]
+            if waiting:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        skipped = sum(1 for p in plans for t in p if t.applied)
+        if skipped:
+            metrics.TARGETS_ALREADY_APPLIED.inc(skipped)
+
     async def _apply_together(self, messages: list[LogMessage]) -> Outcome:
         """Apply ``messages`` in one transaction, parking the ones that cannot be planned."""
         outcome = Outcome()
@@ -181,9 +229,11 @@ class Applier:
                 config = configs[board_id]
                 self.moderation.route(board_plans)
                 await self.moderation.follow_decisions(conn, config, board_plans)
+                if self.mark_wait_ms is not None:
+                    await self._skip_applied(config, board_plans)
                 await self.store.apply(config, board_plans)
                 targets = [t for p in board_plans for t in p]
-                late = [t for t in targets if t.disposition == "late"]
+                late = [t for t in targets if t.disposition == "late" and not t.applied]
                 await late_sums.settle(self.pg, self.store, config, late, now_ms, conn)
                 _collect(batch, board_id, targets)
             await standings.write(conn, batch)

@@ -6,14 +6,14 @@ players in memory, refreshed from the rows changed since the last ban seq it saw
 ``refresh_s``; an instance's own bans at once). A banned player's runs are written to each
 period's ``:shadow`` key instead of the public one (the submit scripts read their rank in
 the player's own view, so the answer looks like anyone's). Banning moves their entries from
-the public keys to ``:shadow`` in every period where they have one (the durable copy lists
-them) and in every board's open periods; unbanning moves them back, the better entry (or,
-on a sum board, the total of both) kept. The sweep runs again after the other instances
-have surely refreshed (``settle_s``) and the log consumer has applied every run logged
-before the ban (so the durable copy names every period the player has an entry in, the
-segments a run named itself included), so a run applied by an instance that did not know
-yet is moved too; and every submit script moves the player's entry out of the side they must
-not be on, so the log consumer's second application heals any that remains.
+the public keys to ``:shadow`` in every period where the durable copy has one (once the log
+consumer has applied what was logged before the ban: the call waits up to half a second
+for that) and in every board's live periods; unbanning moves them back, the better entry
+(or, on a sum board, the total of both) kept. The sweep runs again once the other
+instances have surely refreshed (``settle_s``) and the consumer has caught up, so a run
+written by an instance that did not know yet is moved too. Every submit script also moves
+the player's entry out of the side they must not be on, so any later write of theirs
+heals what a sweep missed.
 
 Holds. On a board with ``hold_top`` K, a run that would enter the top K of a window (and
 raise the player's public entry) is held in that window before it is logged: it carries
@@ -49,7 +49,9 @@ from rankd.stores.standings import BestRow, StandingsBatch
 log = logging.getLogger("rankd.moderation")
 
 MAX_SWEEP_TASKS = 64  # pending second sweeps per process; beyond it a ban sweeps at once
-CATCH_UP_S = 5.0  # how long a second sweep waits for the consumer to apply earlier runs
+# how long a ban's first and second sweeps wait for the consumer to apply earlier runs
+FIRST_SWEEP_WAIT_S = 0.5
+CATCH_UP_S = 5.0
 
 
 def _now_ms() -> int:
@@ -172,10 +174,13 @@ class Moderation:
 
     async def ban(self, player_id: str, banned: bool) -> None:
         """Ban (or unban) a player; their entries have moved when this returns, and move
-        again once every instance and the log consumer have caught up."""
+        again once every instance and the log consumer have surely caught up."""
         at_ms = _now_ms()
         await db.set_banned(self.pg, player_id, banned, at_ms)
         await self.bans.refresh()
+        # the durable copy lists every period they have an entry in once the consumer has
+        # applied the runs logged before now (segments a run named itself included)
+        await self._caught_up(at_ms, FIRST_SWEEP_WAIT_S)
         await self.sweep(player_id, banned)
         if len(self._later) < MAX_SWEEP_TASKS:
             task = asyncio.create_task(
@@ -194,18 +199,18 @@ class Moderation:
     async def _sweep_later(self, player_id: str, banned: bool, at_ms: int) -> None:
         await asyncio.sleep(self.settle_s)
         try:
-            await self._caught_up(at_ms)
+            await self._caught_up(at_ms, CATCH_UP_S)
             if (player_id in self.bans.banned) == banned:  # not reversed meanwhile
                 await self.sweep(player_id, banned)
         except Exception as exc:
             log.warning("second sweep for %s: %s: %s", player_id, type(exc).__name__, exc)
 
-    async def _caught_up(self, at_ms: int) -> None:
-        """Wait (at most CATCH_UP_S) until the consumer has applied every run received
+    async def _caught_up(self, at_ms: int, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) until the consumer has applied every run received
         before ``at_ms``."""
         if self.applied_through is None:
             return
-        deadline = time.monotonic() + CATCH_UP_S
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             oldest = await self.applied_through()
             if oldest is None or oldest > at_ms:

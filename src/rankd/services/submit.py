@@ -84,6 +84,9 @@ class Submitter:
     ) -> list[list[Standing]]:
         """Apply already-logged runs to Redis (idempotent) and return their standings."""
         plans = [plan(board, run, now_ms) for run in runs]
+        for targets in plans:
+            for t in targets:
+                t.mark = True  # the log consumer skips what this marks (services/applier.py)
         self.moderation.route(plans)
         replies = await self.store.apply(board, plans)
         if record_holds:

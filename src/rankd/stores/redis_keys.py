@@ -3,8 +3,9 @@
 A period of a board is one sorted set, ``lb:{<board>:<window>:<period>}``; a segment's
 standings in it, ``lb:{<board>/<dimension>=<value>:<window>:<period>}``. Its side keys
 (``:runs``, a ``sum`` board's counted run ids; ``:shadow``, banned players' entries;
-``:pending``, runs held for review) share the hash tag, so a script touching them stays on
-one node, also on Redis Cluster. Only the Redis store (stores/redis_store.py) uses these names.
+``:pending``, runs held for review; ``:applied``, marks of runs the submit path applied)
+share the hash tag, so a script touching them stays on one node, also on Redis Cluster.
+Only the Redis store (stores/redis_store.py) uses these names.
 
 The season lives in the key name: a new period is a new key, nothing is ever reset.
 """
@@ -46,6 +47,11 @@ class PeriodKeys:
     @cached_property
     def pending(self) -> str:
         return f"lb:{{{self.tag}}}:pending"
+
+    @cached_property
+    def applied(self) -> str:
+        """Marks of the runs the submit path applied here: "<player>|<run_id>" -> ms."""
+        return f"lb:{{{self.tag}}}:applied"
 
     def side(self, side: str) -> str:
         """The key of one side: ``public``, ``shadow`` or ``pending``."""

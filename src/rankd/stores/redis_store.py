@@ -9,6 +9,7 @@ here as ``Unavailable`` (503: retry), so nothing above this module knows the dri
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -95,20 +96,36 @@ def sum_args(board: BoardConfig, window: str) -> tuple[int, int, str]:
     return 1 << board.codecs[window].time_bits, board.max_score, board.order
 
 
-def script_call(board: BoardConfig, target: Target) -> Call:
-    """The script call that applies one planned target."""
+def mark_of(run_id: str, player_id: str) -> str:
+    """A run's member in a period's :applied key (and in a sum board's counted runs)."""
+    return f"{player_id}|{run_id}"
+
+
+def script_call(board: BoardConfig, target: Target, now_ms: int = 0, keep_ms: int = 0) -> Call:
+    """The script call that applies one planned target; a ``mark``ed target also notes in
+    the period's :applied key that the submit path applied it (at ``now_ms``, forgetting
+    marks older than ``keep_ms``)."""
     pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment)
     run = target.run
+    marked = mark_of(run.run_id, run.player_id) if target.mark else ""
     if target.operation == "best":
         assert target.composite is not None
         return (
             SUBMIT_BEST,
-            _side_keys(pk, target.side),
-            (target.composite, run.player_id, target.expire_at_s, run.ended_at_ms),
+            (*_side_keys(pk, target.side), pk.applied),
+            (
+                target.composite,
+                run.player_id,
+                target.expire_at_s,
+                run.ended_at_ms,
+                marked,
+                now_ms,
+                now_ms - keep_ms,
+            ),
         )
     return (
         SUBMIT_SUM,
-        (*_side_keys(pk, target.side), pk.runs),
+        (*_side_keys(pk, target.side), pk.runs, pk.applied),
         (
             run.run_id,
             run.player_id,
@@ -121,6 +138,9 @@ def script_call(board: BoardConfig, target: Target) -> Call:
             target.trim_before_ms,
             target.expire_at_s,
             target.counted_ms,
+            marked,
+            now_ms,
+            now_ms - keep_ms,
         ),
     )
 
@@ -135,21 +155,22 @@ def coalesce(
     order, so the replies are what the single calls would have answered. Returns the calls
     to send and a function that spreads their replies back, one per original call.
     """
-    best: dict[tuple[tuple[str, ...], str | int], list[int]] = {}
+    # submit_best arguments: composite, member, expire, ended, mark, now, forget before
+    best: dict[tuple[tuple[str, ...], Any, Any, Any], list[int]] = {}
     sent: list[Call] = []
     members: list[list[int]] = []
     for i, (script, call_keys, args) in enumerate(calls):
         if script is SUBMIT_BEST:
-            best.setdefault((tuple(call_keys), args[2]), []).append(i)
+            best.setdefault((tuple(call_keys), args[2], args[5], args[6]), []).append(i)
         else:
             sent.append(calls[i])
             members.append([i])
-    for (call_keys, expire_at), indexes in best.items():
+    for (call_keys, expire_at, now, forget), indexes in best.items():
         if len(indexes) == 1:
             sent.append(calls[indexes[0]])
         else:
-            triples = [arg for i in indexes for arg in (*calls[i][2][:2], calls[i][2][3])]
-            sent.append((SUBMIT_BEST_MANY, call_keys, (expire_at, *triples)))
+            quads = [a for i in indexes for a in (*calls[i][2][:2], *calls[i][2][3:5])]
+            sent.append((SUBMIT_BEST_MANY, call_keys, (expire_at, now, forget, *quads)))
         members.append(indexes)
 
     def spread(results: Sequence[Any]) -> list[Sequence[int]]:
@@ -176,6 +197,7 @@ class RedisStore:
         pool_timeout_s: float = 10.0,
         index_memo_s: float = 60.0,
         index_memo_bytes: int = 1 << 20,
+        marks_keep_s: float = 15.0,
     ) -> None:
         # A blocking pool: under a burst, requests wait for a connection instead of failing.
         # No socket_timeout: redis-py wraps every read in an asyncio timeout for it, the
@@ -188,6 +210,8 @@ class RedisStore:
             socket_keepalive=True,
         )
         self.redis = Redis(connection_pool=pool)
+        # how long the marks of runs the submit path applied stay (see services/applier.py)
+        self.marks_keep_ms = int(marks_keep_s * 1000)
         # Which periods this process has already put in the periods index (an entry: a
         # tuple of three short strings, about 250 bytes).
         self._indexed: TTLCache[tuple[str, str, str], bool] = TTLCache(
@@ -212,7 +236,9 @@ class RedisStore:
     ) -> list[list[Reply | None]]:
         """Run every sendable target of ``plans`` in one pipeline, with the periods-index
         updates they need; replies shaped like ``plans`` (None where nothing was sent)."""
-        calls = [script_call(board, t) for p in plans for t in p if t.sendable]
+        now_ms = int(time.time() * 1000)
+        keep_ms = self.marks_keep_ms
+        calls = [script_call(board, t, now_ms, keep_ms) for p in plans for t in p if t.sendable]
         extra, memos = self._index_commands(board.board_id, plans)
         sent, spread = coalesce(calls)
         with _reachable():
@@ -221,6 +247,27 @@ class RedisStore:
             self._indexed.put(memo, True)
         replies = iter(spread(results[: len(sent)]))
         return [[next(replies) if t.sendable else None for t in p] for p in plans]  # type: ignore[misc]
+
+    async def find_marks(self, board: BoardConfig, targets: Sequence[Target]) -> list[bool]:
+        """Whether the submit path marked each target as applied (one ZMSCORE per period
+        key, one round trip)."""
+        by_key: dict[str, list[int]] = {}
+        for i, t in enumerate(targets):
+            pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment)
+            by_key.setdefault(pk.applied, []).append(i)
+        found = [False] * len(targets)
+        if not by_key:
+            return found
+        with _reachable():
+            pipe = self.redis.pipeline(transaction=False)
+            for key, indexes in by_key.items():
+                runs = [targets[i].run for i in indexes]
+                pipe.zmscore(key, [mark_of(r.run_id, r.player_id) for r in runs])
+            replies = await pipe.execute()
+        for indexes, scores in zip(by_key.values(), replies, strict=True):
+            for i, score in zip(indexes, scores, strict=True):
+                found[i] = score is not None
+        return found
 
     def _index_commands(
         self, board_id: str, plans: Sequence[Sequence[Target]]
@@ -347,8 +394,8 @@ class RedisStore:
                 calls.append(
                     (
                         SUBMIT_BEST,
-                        _side_keys(pk, side),
-                        (hold.composite, player, 0, hold.ended_ms),
+                        (*_side_keys(pk, side), pk.applied),
+                        (hold.composite, player, 0, hold.ended_ms, "", 0, 0),
                     )
                 )
             times = keys.times(pk.public, player)
@@ -475,7 +522,7 @@ class RedisStore:
         buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
         with _reachable():
             pipe = self.redis.pipeline(transaction=False)
-            pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending)
+            pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied)
             for i in range(0, len(buckets), 8192):
                 pipe.unlink(*buckets[i : i + 8192])
             removed = await pipe.execute()
@@ -586,7 +633,9 @@ class RedisStore:
                 staged[pk.runs] = await Loader.run(
                     self.redis, keys.staging(pk.runs), counted_runs(), None
                 )
-            pending: list[Command] = [("DEL", (pk.pending,))]
+            # the marks go with the board they were made on: runs applied to the replaced key
+            # are applied again by the log consumer
+            pending: list[Command] = [("DEL", (pk.pending, pk.applied))]
             for player, composite, achieved_ms in held:
                 pending.append(("ZADD", (pk.pending, composite, player)))
                 pending.append(
