@@ -78,6 +78,11 @@ class Settings(BaseSettings):
     # pool) closes idle keep-alive connections first, never mid-request
     http_keep_alive_s: int = Field(75, ge=1)
 
+    # Serve the hottest routes (top, a player, a single submit) without FastAPI's router when
+    # their parameters are plainly valid (api/fastpath.py); off: every request goes through
+    # FastAPI (the answers are the same; this is for comparing the two)
+    fast_routes: bool = True
+
     # Log level of the service (and uvicorn's own loggers).
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
     # One line per request at info (logger rankd.access): method, path, status, ms.

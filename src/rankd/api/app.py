@@ -23,6 +23,7 @@ from rankd.api import (
     routes_reads,
     routes_runs,
 )
+from rankd.api.fastpath import HotRoutes
 from rankd.api.http import JSONBody
 from rankd.runtime import Runtime
 from rankd.settings import Settings
@@ -114,5 +115,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     ):
         app.include_router(module.router)
 
+    if settings.fast_routes:
+        app.add_middleware(HotRoutes)  # innermost of the middlewares: see api/fastpath.py
     app.add_middleware(RequestMetrics, log_requests=settings.access_log)
     return app

@@ -67,6 +67,11 @@ def not_ready(body: dict[str, Any], down: list[str]) -> Response:
 
 async def _rankd_error(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, errors.RankdError)
+    return rankd_error_response(exc)
+
+
+def rankd_error_response(exc: errors.RankdError) -> Response:
+    """The answer to one of the project's errors (also for api/fastpath.py's routes)."""
     status = status_of(exc)
     if isinstance(exc, errors.ClientGone):
         log.debug("client gone: %s", exc.message)

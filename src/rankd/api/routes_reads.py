@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -33,28 +34,30 @@ ViewerQ = Annotated[
 MAX_FRIENDS = 1000
 
 
+@dataclass(slots=True)
 class Where:
-    """The query parameters every read takes: which standings (window, period, segment)."""
+    """The query parameters every read takes: which standings (window, period, segment),
+    and for the reads that take one, a viewer (a player's own view)."""
 
-    def __init__(
-        self, window: WindowQ = None, period: PeriodQ = None, segment: SegmentQ = None
-    ) -> None:
-        self.window, self.period, self.segment = window, period, segment
-        self.viewer: str | None = None
+    window: str | None = None
+    period: str | None = None
+    segment: str | None = None
+    viewer: str | None = None
 
 
-class WhereFor(Where):
-    """The reads about players also take a viewer (a player's own view)."""
+# Dependencies as coroutines: FastAPI runs a plain callable (a class, say) in a thread pool,
+# which cost a read more than its Redis round trip.
+async def where(window: WindowQ = None, period: PeriodQ = None, segment: SegmentQ = None) -> Where:
+    return Where(window, period, segment)
 
-    def __init__(
-        self,
-        window: WindowQ = None,
-        period: PeriodQ = None,
-        segment: SegmentQ = None,
-        viewer: ViewerQ = None,
-    ) -> None:
-        super().__init__(window, period, segment)
-        self.viewer = viewer
+
+async def where_for(
+    window: WindowQ = None,
+    period: PeriodQ = None,
+    segment: SegmentQ = None,
+    viewer: ViewerQ = None,
+) -> Where:
+    return Where(window, period, segment, viewer)
 
 
 async def _open(
@@ -81,7 +84,7 @@ async def _open(
 async def top(
     board_id: str,
     request: Request,
-    where: Annotated[WhereFor, Depends()],
+    where: Annotated[Where, Depends(where_for)],
     n: Annotated[int, Query(ge=1, le=1000)] = 10,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> Response:
@@ -98,7 +101,7 @@ async def player(
     board_id: str,
     player_id: str,
     request: Request,
-    where: Annotated[WhereFor, Depends()],
+    where: Annotated[Where, Depends(where_for)],
     accuracy: Literal["exact", "approx"] = "exact",
 ) -> Response:
     rt, scope = await _open(request, board_id, where, player_id)
@@ -117,7 +120,7 @@ async def around(
     board_id: str,
     player_id: str,
     request: Request,
-    where: Annotated[WhereFor, Depends()],
+    where: Annotated[Where, Depends(where_for)],
     range: Annotated[int, Query(ge=0, le=100)] = 5,
 ) -> Response:
     rt, scope = await _open(request, board_id, where, player_id)
@@ -133,7 +136,7 @@ async def friends(
     board_id: str,
     player_id: str,
     request: Request,
-    where: Annotated[WhereFor, Depends()],
+    where: Annotated[Where, Depends(where_for)],
     ids: Annotated[str, Query(description="comma-separated player ids, up to 1000")] = "",
 ) -> Response:
     friend_ids = [i for i in ids.split(",") if i] if ids else []
@@ -153,7 +156,7 @@ async def friends(
 async def rank_of(
     board_id: str,
     request: Request,
-    where: Annotated[Where, Depends()],
+    where: Annotated[Where, Depends(where)],
     score: Annotated[int, Query(ge=0)],
 ) -> Response:
     rt, scope = await _open(request, board_id, where)
