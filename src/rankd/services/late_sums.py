@@ -70,7 +70,7 @@ async def settle(
         if id(target) not in replies:
             # counted long ago: Redis holds the total already; report the entry as it is
             ref = PeriodRef(board.board_id, target.window, target.period.id, target.segment)
-            held, _, _ = await store.entry(ref, target.run.player_id)
+            held, _ = await store.entry(ref, target.run.player_id)
             if held is not None:
                 composite, rank0, achieved_ms = held
                 replies[id(target)] = (0, rank0 + 1, composite, 1, achieved_ms)

@@ -222,7 +222,7 @@ class Reader:
         side, composite, rank, achieved_ms = own
         public_index = NOWHERE
         if side == "pending":  # a held run better than the public entry it may also have
-            held, _, _ = await self.store.entry(scope.ref, viewer)
+            held, _ = await self.store.entry(scope.ref, viewer)
             if held is not None:
                 public_index = held[1]
         return OwnView(viewer, composite, achieved_ms, rank - 1, public_index, total)
@@ -268,14 +268,14 @@ class Reader:
             return await self._viewed_player(scope, view, player_id)
         if await self.from_archive(scope):
             return await self._archived_player(scope, player_id)
-        held, total, name = await self.store.entry(scope.ref, player_id)
+        held, total = await self.store.entry(scope.ref, player_id)
         if total == 0 and await self.from_archive(scope, key_missing=True):
             return await self._archived_player(scope, player_id)
         if held is None:
             raise scope.not_ranked(player_id)
         composite, rank0, achieved_ms = held
         rank = rank0 + 1
-        names = self.names.absorb([player_id], [name])
+        names = await self.names.lookup([player_id])  # cached: a rank read is one command
         [entry] = self._entries(scope, [(player_id, composite, achieved_ms, rank)], names)
         return {
             **scope.head,
@@ -287,14 +287,13 @@ class Reader:
     async def _viewed_player(self, scope: Scope, view: OwnView, player_id: str) -> PlayerStanding:
         if player_id == view.viewer:
             row = (player_id, view.composite, view.achieved_ms, view.index + 1)
-            name = (await self.names.lookup([player_id])).get(player_id)
         else:
-            held, _, name = await self.store.entry(scope.ref, player_id)
+            held, _ = await self.store.entry(scope.ref, player_id)
             if held is None:
                 raise scope.not_ranked(player_id)
             composite, rank0, achieved_ms = held
             row = (player_id, composite, achieved_ms, view.view_index(rank0) + 1)
-        [entry] = self._entries(scope, [row], {player_id: name})
+        [entry] = self._entries(scope, [row], await self.names.lookup([player_id]))
         return {
             **scope.head,
             **entry,
@@ -309,7 +308,7 @@ class Reader:
             if player_id == viewer:
                 center = view.index
             else:
-                held, _, _ = await self.store.entry(scope.ref, player_id)
+                held, _ = await self.store.entry(scope.ref, player_id)
                 if held is None:
                     raise scope.not_ranked(player_id)
                 center = view.view_index(held[1])

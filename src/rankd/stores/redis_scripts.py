@@ -48,6 +48,7 @@ FIRST_RECEIPTS = Script.load("first_receipts")
 FRIENDS = Script.load("friends")
 MOVE_ENTRIES = Script.load("move_entries")
 OWN_ENTRY = Script.load("own_entry")
+ENTRY = Script.load("entry")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -58,12 +59,24 @@ ALL_SCRIPTS = (
     FIRST_RECEIPTS,
     MOVE_ENTRIES,
     OWN_ENTRY,
+    ENTRY,
 )
 
 
 async def load_all(redis: Redis) -> None:
     for script in ALL_SCRIPTS:
         await redis.script_load(script.source)
+
+
+async def call_script(redis: Redis, call: Call) -> Any:
+    """One script call on its own, without a pipeline (for a read, the pipeline's own cost
+    was a large share of the request); loads the scripts and retries once on NOSCRIPT."""
+    script, keys, args = call
+    try:
+        return await redis.evalsha(script.sha, len(keys), *keys, *args)
+    except NoScriptError:
+        await load_all(redis)
+        return await redis.evalsha(script.sha, len(keys), *keys, *args)
 
 
 async def run_pipeline(

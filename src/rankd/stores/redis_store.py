@@ -25,6 +25,7 @@ from rankd.stores import redis_keys as keys
 from rankd.stores.redis_loader import Loader, Progress
 from rankd.stores.redis_scripts import (
     AROUND,
+    ENTRY,
     FIRST_RECEIPTS,
     FRIENDS,
     MOVE_ENTRIES,
@@ -34,6 +35,7 @@ from rankd.stores.redis_scripts import (
     SUBMIT_SUM,
     TOP,
     Call,
+    call_script,
     load_all,
     run_pipeline,
 )
@@ -310,26 +312,20 @@ class RedisStore:
         """``count`` entries from rank ``offset + 1``, and the period's total."""
         call = (TOP, (keys.period_keys(*ref).public,), (offset, offset + count - 1))
         with _reachable():
-            [(total, flat)] = await run_pipeline(self.redis, [call])
+            total, flat = await call_script(self.redis, call)
         return _rows(flat), int(total)
 
     async def entry(
         self, ref: PeriodRef, player_id: str
-    ) -> tuple[tuple[int, int, int] | None, int, str | None]:
-        """((composite, 0-based rank, exact ms or 0) or None: no entry, total, name)."""
-        key = keys.period_keys(*ref).public
+    ) -> tuple[tuple[int, int, int] | None, int]:
+        """((composite, 0-based rank, exact ms or 0) or None: no entry, total)."""
+        call = (ENTRY, (keys.period_keys(*ref).public,), (player_id,))
         with _reachable():
-            pipe = self.redis.pipeline(transaction=False)
-            pipe.zscore(key, player_id)
-            pipe.zrevrank(key, player_id)
-            pipe.hget(keys.times(key, player_id), player_id)
-            pipe.zcard(key)
-            pipe.hget(keys.NAMES, player_id)
-            composite, rank0, achieved, total, name = await pipe.execute()
-        if composite is None or rank0 is None:
-            return None, int(total), _name(name)
-        held = (_number(composite), int(rank0), int(achieved or 0))
-        return held, int(total), _name(name)
+            reply = await call_script(self.redis, call)
+        if len(reply) == 1:
+            return None, int(reply[0])
+        total, composite, rank0, achieved = reply
+        return (_number(composite), int(rank0), int(achieved)), int(total)
 
     async def around(
         self, ref: PeriodRef, player_id: str, span: int
@@ -337,7 +333,7 @@ class RedisStore:
         """(0-based rank of the first row, total, rows) around a player; None: no entry."""
         call = (AROUND, (keys.period_keys(*ref).public,), (player_id, span))
         with _reachable():
-            [reply] = await run_pipeline(self.redis, [call])
+            reply = await call_script(self.redis, call)
         if reply[0] == -1:
             return None
         return int(reply[0]), int(reply[1]), _rows(reply[2])
@@ -413,7 +409,7 @@ class RedisStore:
         pk = keys.period_keys(*ref)
         call = (OWN_ENTRY, (pk.public, pk.shadow, pk.pending), (player_id,))
         with _reachable():
-            [reply] = await run_pipeline(self.redis, [call])
+            reply = await call_script(self.redis, call)
         if int(reply[0]) == -1:
             return None, int(reply[1])
         side, total, composite, rank, achieved = reply
