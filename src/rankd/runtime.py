@@ -14,6 +14,7 @@ from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.names import NameCache
 from rankd.services.players import Players
+from rankd.services.rate_limits import Rate, RateLimiter
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
@@ -43,6 +44,7 @@ class Runtime:
     applier: Applier
     rebuilder: Rebuilder
     seasons: SeasonJob
+    limiter: RateLimiter
     consumer: LogConsumer | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -116,6 +118,12 @@ class Runtime:
                 rebuilder,
                 log_applied_through,
                 settle_ms=int(s.season_settle_s * 1000),
+            ),
+            limiter=RateLimiter(
+                store,
+                per_key=Rate(s.rate_key_per_s, s.rate_key_burst),
+                per_address=Rate(s.rate_address_per_s, s.rate_address_burst),
+                fail_open_s=s.rate_fail_open_s,
             ),
         )
 

@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rankd import __version__, metrics
 from rankd.api import errors, routes_boards, routes_ops, routes_players, routes_reads, routes_runs
 from rankd.api.http import JSONBody
+from rankd.api.rate_limit import RateLimit
 from rankd.runtime import Runtime
 from rankd.settings import Settings
 
@@ -78,5 +79,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     for module in (routes_boards, routes_runs, routes_reads, routes_players, routes_ops):
         app.include_router(module.router)
 
+    # added first, so it runs inside RequestMetrics: refused requests are timed too
+    app.add_middleware(RateLimit)
     app.add_middleware(RequestMetrics)
     return app

@@ -205,3 +205,9 @@ def body_schema(model: type[BaseModel]) -> dict[str, Any]:
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 429, 503)
 }
+ERRORS[429]["headers"] = {
+    "Retry-After": {
+        "description": "whole seconds (at least 1) until the key or address may send again",
+        "schema": {"type": "integer", "minimum": 1},
+    }
+}

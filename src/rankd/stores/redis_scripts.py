@@ -46,7 +46,17 @@ AROUND = Script.load("around")
 TOP = Script.load("top")
 FIRST_RECEIPTS = Script.load("first_receipts")
 FRIENDS = Script.load("friends")
-ALL_SCRIPTS = (SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, AROUND, TOP, FRIENDS, FIRST_RECEIPTS)
+RATE_LIMIT = Script.load("rate_limit")
+ALL_SCRIPTS = (
+    SUBMIT_BEST,
+    SUBMIT_BEST_MANY,
+    SUBMIT_SUM,
+    AROUND,
+    TOP,
+    FRIENDS,
+    FIRST_RECEIPTS,
+    RATE_LIMIT,
+)
 
 
 async def load_all(redis: Redis) -> None:

@@ -26,6 +26,7 @@ from rankd.stores.redis_scripts import (
     AROUND,
     FIRST_RECEIPTS,
     FRIENDS,
+    RATE_LIMIT,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
@@ -228,6 +229,20 @@ class RedisStore:
         with _reachable():
             [firsts] = await run_pipeline(self.redis, [call])
         return [int(t) for t in firsts]
+
+    async def rate_limit(
+        self, identity: str, interval_us: int, burst: int, now_us: int | None = None
+    ) -> int:
+        """One request of ``identity`` through its GCRA limit (rate_limit.lua): 0 when it
+        is allowed, else the µs until one would be. ``now_us`` is for tests only; the
+        script reads Redis's clock otherwise."""
+        args: list[str | int] = [interval_us, burst]
+        if now_us is not None:
+            args.append(now_us)
+        call: Call = (RATE_LIMIT, (keys.rate_limit(identity),), args)
+        with _reachable():
+            [(allowed, wait_us)] = await run_pipeline(self.redis, [call])
+        return 0 if allowed else max(int(wait_us), 1)
 
     def forget_indexed(self) -> None:
         """After a rebuild the periods index must be written again."""
