@@ -212,6 +212,14 @@ async def test_unreachable_redis_lets_requests_through(urls: Urls) -> None:
         await down.close()
 
 
+async def test_a_flushed_script_cache_is_reloaded(bare_runtime: Runtime, redis: Redis) -> None:
+    """Redis restarted or failed over without its scripts: loaded again, the call answered."""
+    identity = f"k:{uuid.uuid4().hex}"
+    await redis.script_flush()
+    assert await bare_runtime.store.rate_limit(identity, 1_000_000, 1) == 0
+    assert await bare_runtime.store.rate_limit(identity, 1_000_000, 1) > 0
+
+
 async def test_a_zero_rate_turns_the_limit_off(bare_runtime: Runtime, redis: Redis) -> None:
     limiter = RateLimiter(bare_runtime.store, Rate(0, 1), Rate(0, 1))
     identity = f"k:{uuid.uuid4().hex}"
