@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -210,6 +211,40 @@ async def test_unreachable_redis_lets_requests_through(urls: Urls) -> None:
         assert counted("rankd_rate_limit_unchecked_total") == unchecked + 20
     finally:
         await down.close()
+
+
+async def test_a_refusal_is_remembered_until_its_retry_time(
+    bare_runtime: Runtime, redis: Redis
+) -> None:
+    """A flood is refused in the process, without a round trip, but never past the moment
+    Redis said to retry."""
+    limiter = RateLimiter(bare_runtime.store, Rate(20, 1), Rate(0, 1))  # one per 50 ms
+    identity = f"k:{uuid.uuid4().hex}"
+    await limiter.check("key", identity)
+    with pytest.raises(RateLimited):
+        await limiter.check("key", identity)
+    await redis.delete(redis_keys.rate_limit(identity))  # Redis would allow it now...
+    with pytest.raises(RateLimited):
+        await limiter.check("key", identity)  # ...but the refusal stands, from memory
+    memo = limiter.refused.get(identity)
+    assert memo is not None
+    await asyncio.sleep(max(0.0, memo.value - time.monotonic()) + 0.01)
+    await limiter.check("key", identity)  # its retry time has come: asked again, allowed
+
+
+async def test_remembered_refusals_are_bounded(bare_runtime: Runtime) -> None:
+    limiter = RateLimiter(bare_runtime.store, Rate(0.01, 1), Rate(0, 1), refusal_memo_bytes=4000)
+    prefix = uuid.uuid4().hex
+    for i in range(100):
+        identity = f"k:{prefix}-{i}"
+        await limiter.check("key", identity)
+        with pytest.raises(RateLimited):
+            await limiter.check("key", identity)
+    assert limiter.refused.bytes <= 4000
+    assert len(limiter.refused) == 4000 // 200  # the latest ones
+    # an identity that left the memory is asked of Redis again, and still refused
+    with pytest.raises(RateLimited):
+        await limiter.check("key", f"k:{prefix}-0")
 
 
 async def test_a_flushed_script_cache_is_reloaded(bare_runtime: Runtime, redis: Redis) -> None:

@@ -124,6 +124,7 @@ class Runtime:
                 per_key=Rate(s.rate_key_per_s, s.rate_key_burst),
                 per_address=Rate(s.rate_address_per_s, s.rate_address_burst),
                 fail_open_s=s.rate_fail_open_s,
+                refusal_memo_bytes=s.rate_refusal_memo_bytes,
             ),
         )
 

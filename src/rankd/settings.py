@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     # After Redis fails to answer a rate check, requests go unchecked this long (fail open: a
     # Redis outage never becomes 429s, and requests do not wait on it twice).
     rate_fail_open_s: float = Field(1.0, ge=0)
+    # Refusals remembered by the process until their retry time, so a flood is refused
+    # without a round trip each (about 200 bytes a key or address).
+    rate_refusal_memo_bytes: int = Field(1 << 20, ge=0)
 
     # Log level of the service (and uvicorn's own loggers).
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
