@@ -72,8 +72,11 @@ def servers(nats_sync: str = "always") -> Iterator[EmbeddedServers]:
 
 
 @contextlib.contextmanager
-def service(stack: EmbeddedServers, workers: int = 1) -> Iterator[int]:
-    """`rankd serve` on ``stack``; yields its port once /readyz answers 200."""
+def service(
+    stack: EmbeddedServers, workers: int = 1, extra_env: dict[str, str] | None = None
+) -> Iterator[int]:
+    """`rankd serve` on ``stack``; yields its port once /readyz answers 200. ``extra_env``
+    (RANKD_ settings) goes over the defaults here."""
     port = free_port()
     env = {
         **os.environ,
@@ -83,6 +86,7 @@ def service(stack: EmbeddedServers, workers: int = 1) -> Iterator[int]:
         "RANKD_ADMIN_KEYS": ADMIN,
         "RANKD_SERVER_KEYS": SERVER,
         "RANKD_LOG_LEVEL": "warning",
+        **(extra_env or {}),
     }
     command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port)]
     process = subprocess.Popen([*command, "--workers", str(workers)], env=env)

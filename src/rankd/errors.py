@@ -52,6 +52,17 @@ class BodyTooLarge(RankdError):
     code = "body_too_large"
 
 
+class RateLimited(RankdError):
+    """A key or client address over its request rate; ``retry_after_s`` (at least 1) goes
+    out as the Retry-After header."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class Unavailable(RankdError):
     code = "unavailable"
 

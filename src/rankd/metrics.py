@@ -65,3 +65,12 @@ SEASON_LAST_PASS = Gauge(
     "rankd_season_last_pass_timestamp_seconds",
     "When this instance last completed a season job pass (unix time).",
 )
+RATE_LIMITED = Counter(
+    "rankd_rate_limited_total",
+    "Requests refused with 429 rate_limited, by what was over its rate: key or address.",
+    ["limit"],
+)
+RATE_UNCHECKED = Counter(
+    "rankd_rate_limit_unchecked_total",
+    "Requests let through without a rate check because Redis could not be asked.",
+)

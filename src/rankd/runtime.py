@@ -16,6 +16,7 @@ from rankd.services.group_commit import GroupCommitter
 from rankd.services.moderation import Moderation
 from rankd.services.names import NameCache
 from rankd.services.players import Players
+from rankd.services.rate_limits import Rate, RateLimiter
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
@@ -48,6 +49,7 @@ class Runtime:
     rebuilder: Rebuilder
     seasons: SeasonJob
     moderation: Moderation
+    limiter: RateLimiter
     consumer: LogConsumer | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -128,6 +130,13 @@ class Runtime:
                 rebuilder,
                 log_applied_through,
                 settle_ms=int(s.season_settle_s * 1000),
+            ),
+            limiter=RateLimiter(
+                store,
+                per_key=Rate(s.rate_key_per_s, s.rate_key_burst),
+                per_address=Rate(s.rate_address_per_s, s.rate_address_burst),
+                fail_open_s=s.rate_fail_open_s,
+                refusal_memo_bytes=s.rate_refusal_memo_bytes,
             ),
         )
 

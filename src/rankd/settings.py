@@ -78,6 +78,26 @@ class Settings(BaseSettings):
     # pool) closes idle keep-alive connections first, never mid-request
     http_keep_alive_s: int = Field(75, ge=1)
 
+    # Request rate limits, counted in Redis so every instance shares them (GCRA; see
+    # services/rate_limits.py): per bearer key, and per client address for requests without
+    # a valid key. Requests per second (0 turns that limit off) and burst (requests an idle
+    # key or address may make at once). Generous by default: a process serves a few thousand
+    # requests a second.
+    rate_key_per_s: float = Field(10_000.0, ge=0, le=1_000_000)
+    rate_key_burst: int = Field(20_000, ge=1, le=10_000_000)
+    rate_address_per_s: float = Field(20_000.0, ge=0, le=1_000_000)
+    rate_address_burst: int = Field(40_000, ge=1, le=10_000_000)
+    # How many proxies in front of Rankd append the client's address to X-Forwarded-For; the
+    # address that many entries from the right is the client's (0: the header is ignored,
+    # since anyone can send it).
+    rate_trusted_proxies: int = Field(0, ge=0, le=16)
+    # After Redis fails to answer a rate check, requests go unchecked this long (fail open: a
+    # Redis outage never becomes 429s, and requests do not wait on it twice).
+    rate_fail_open_s: float = Field(1.0, ge=0)
+    # Refusals remembered by the process until their retry time, so a flood is refused
+    # without a round trip each (about 200 bytes a key or address).
+    rate_refusal_memo_bytes: int = Field(1 << 20, ge=0)
+
     # Serve the hottest routes (top, a player, a single submit) without FastAPI's router when
     # their parameters are plainly valid (api/fastpath.py); off: every request goes through
     # FastAPI (the answers are the same; this is for comparing the two)

@@ -25,6 +25,7 @@ from rankd.api import (
 )
 from rankd.api.fastpath import HotRoutes
 from rankd.api.http import JSONBody
+from rankd.api.rate_limit import RateLimit
 from rankd.runtime import Runtime
 from rankd.settings import Settings
 
@@ -116,6 +117,8 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         app.include_router(module.router)
 
     if settings.fast_routes:
-        app.add_middleware(HotRoutes)  # innermost of the middlewares: see api/fastpath.py
+        app.add_middleware(HotRoutes)  # inside the rate limit: see api/fastpath.py
+    # inside RequestMetrics: refused requests are timed (and logged) too
+    app.add_middleware(RateLimit)
     app.add_middleware(RequestMetrics, log_requests=settings.access_log)
     return app

@@ -39,6 +39,19 @@ class Authenticator:
             return "server"
         raise Unauthorized("the key is not valid; check RANKD_ADMIN_KEYS / RANKD_SERVER_KEYS")
 
+    def valid_key(self, header: str | None) -> bytes | None:
+        """The admin or server key an Authorization header carries, or None when it carries
+        none or a wrong one: no error here (the rate limiter asks before the route does)."""
+        if header is None:
+            return None
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        candidate = token.strip().encode()
+        if _matches(candidate, self.admin) or _matches(candidate, self.server):
+            return candidate
+        return None
+
     def require(self, request: Request, needed: Literal["admin", "server"]) -> Role:
         role = self.role(request)
         if role == "public":

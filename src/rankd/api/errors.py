@@ -29,6 +29,7 @@ STATUS: dict[type[errors.RankdError], int] = {
     errors.BoardImmutableField: 409,
     errors.BodyTooLarge: 413,
     errors.UnsupportedMediaType: 415,
+    errors.RateLimited: 429,
     errors.ClientGone: 499,  # nginx's code for it; the client never sees the answer
     errors.Unavailable: 503,
 }
@@ -55,8 +56,18 @@ def status_of(exc: errors.RankdError) -> int:
     return 400
 
 
-def error_response(status: int, code: str, message: str) -> Response:
-    return JSONBody({"error": {"code": code, "message": message}}, status_code=status)
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> Response:
+    return JSONBody({"error": {"code": code, "message": message}}, status, headers)
+
+
+def response_for(exc: errors.RankdError) -> Response:
+    """An error's response: its status, its body, and Retry-After when it has one."""
+    headers = None
+    if isinstance(exc, errors.RateLimited):
+        headers = {"Retry-After": str(exc.retry_after_s)}
+    return error_response(status_of(exc), exc.code, exc.message, headers)
 
 
 def not_ready(body: dict[str, Any], down: list[str]) -> Response:
@@ -78,7 +89,7 @@ def rankd_error_response(exc: errors.RankdError) -> Response:
     elif status >= 500:
         # a store that cannot answer: the client retries; the cause is for the operator
         log.warning("%s: %s (%r)", exc.code, exc.message, exc.__cause__)
-    return error_response(status, exc.code, exc.message)
+    return response_for(exc)
 
 
 async def _validation_error(_: Request, exc: Exception) -> Response:

@@ -102,7 +102,7 @@ MESSAGES: dict[str, str] = {
 }
 RETRY_AFTER = {
     "description": "seconds to wait before retrying",
-    "schema": {"type": "integer", "minimum": 0},
+    "schema": {"type": "integer", "minimum": 1},
 }
 
 

@@ -102,6 +102,13 @@ def first_receipts(board: str) -> str:
     return f"rk:{{{board}}}:receipts"
 
 
+def rate_limit(identity: str) -> str:
+    """An identity's GCRA state (its theoretical arrival time, µs); ``identity`` is
+    ``k:<hash of a bearer key>`` or ``a:<client address>``, never a key itself. It expires
+    once the identity is idle again."""
+    return f"rl:{{{identity}}}"
+
+
 def staging(key: str) -> str:
     """Where a rebuild loads a key before renaming it into place (same hash tag)."""
     return f"{key}:rebuild"

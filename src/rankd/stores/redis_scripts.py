@@ -49,6 +49,7 @@ FRIENDS = Script.load("friends")
 MOVE_ENTRIES = Script.load("move_entries")
 OWN_ENTRY = Script.load("own_entry")
 ENTRY = Script.load("entry")
+RATE_LIMIT = Script.load("rate_limit")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -60,6 +61,7 @@ ALL_SCRIPTS = (
     MOVE_ENTRIES,
     OWN_ENTRY,
     ENTRY,
+    RATE_LIMIT,
 )
 
 

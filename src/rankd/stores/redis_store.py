@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
@@ -30,6 +30,7 @@ from rankd.stores.redis_scripts import (
     FRIENDS,
     MOVE_ENTRIES,
     OWN_ENTRY,
+    RATE_LIMIT,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
@@ -301,6 +302,25 @@ class RedisStore:
         with _reachable():
             [firsts] = await run_pipeline(self.redis, [call])
         return [int(t) for t in firsts]
+
+    async def rate_limit(
+        self, identity: str, interval_us: int, burst: int, now_us: int | None = None
+    ) -> int:
+        """One request of ``identity`` through its GCRA limit (rate_limit.lua): 0 when it
+        is allowed, else the µs until one would be. ``now_us`` is for tests only; the
+        script reads Redis's clock otherwise."""
+        args: list[str | int] = [keys.rate_limit(identity), interval_us, burst]
+        if now_us is not None:
+            args.append(now_us)
+        # a bare EVALSHA, not a one-call pipeline: this runs on every request, and the
+        # pipeline's client-side cost is a third more
+        with _reachable():
+            try:
+                allowed, wait_us = await self.redis.evalsha(RATE_LIMIT.sha, 1, *args)
+            except NoScriptError:
+                await load_all(self.redis)
+                allowed, wait_us = await self.redis.evalsha(RATE_LIMIT.sha, 1, *args)
+        return 0 if allowed else max(int(wait_us), 1)
 
     def forget_indexed(self) -> None:
         """After a rebuild the periods index must be written again."""
