@@ -354,3 +354,65 @@ def test_gcra_law(urls: Urls, interval: int, burst: int, steps: list[int]) -> No
     for (now, wait), (later, verdict) in itertools.pairwise(decided):
         if wait and later == now + wait:
             assert verdict == 0
+
+
+# --- leases: one Redis call for many requests, the limit still exact ----------------------
+
+
+class CountingStore:
+    """The real Redis store, counting the rate-limit calls it makes."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self.store = store
+        self.calls = 0
+        self.taken = 0
+
+    async def rate_limit(self, *args: Any, cost: int = 1) -> int:
+        self.calls += 1
+        wait_us: int = await self.store.rate_limit(*args, cost=cost)
+        if wait_us == 0:
+            self.taken += cost
+        return wait_us
+
+
+async def test_a_lease_serves_many_requests_with_one_call(bare_runtime: Runtime) -> None:
+    counting = CountingStore(bare_runtime.store)
+    # 1,000/s, 50 ms leases: 50 requests per Redis call
+    limiter = RateLimiter(counting, Rate(1000, 1000), Rate(0, 1), lease_s=0.05)  # type: ignore[arg-type]
+    key = f"k:lease-{uuid.uuid4().hex}"
+    for _ in range(200):
+        await limiter.check("key", key)
+    assert counting.calls <= 200 / 50 + 2, counting.calls
+
+
+async def test_concurrent_requests_of_one_identity_share_one_lease_call(
+    bare_runtime: Runtime,
+) -> None:
+    counting = CountingStore(bare_runtime.store)
+    limiter = RateLimiter(counting, Rate(1000, 1000), Rate(0, 1), lease_s=0.05)  # type: ignore[arg-type]
+    key = f"k:herd-{uuid.uuid4().hex}"
+    await asyncio.gather(*(limiter.check("key", key) for _ in range(40)))
+    assert counting.calls == 1
+
+
+async def test_leases_over_two_processes_never_exceed_the_limit(bare_runtime: Runtime) -> None:
+    """Every request is paid for in Redis before it is served: whatever the leases, over
+    any span at most burst + rate x span requests pass, summed over both instances."""
+    rate = Rate(200, 20)  # leases of 10 at 50 ms
+    counting = CountingStore(bare_runtime.store)
+    first = RateLimiter(counting, rate, Rate(0, 1), lease_s=0.05)  # type: ignore[arg-type]
+    second = RateLimiter(counting, rate, Rate(0, 1), lease_s=0.05)  # type: ignore[arg-type]
+    key = f"k:two-{uuid.uuid4().hex}"
+    allowed = 0
+    started = time.monotonic()
+    for i in range(600):
+        try:
+            await (first if i % 2 else second).check("key", key)
+            allowed += 1
+        except RateLimited:
+            pass
+        if i % 20 == 0:
+            await asyncio.sleep(0.005)
+    span = time.monotonic() - started
+    assert allowed <= counting.taken <= rate.burst + rate.per_s * span + 1
+    assert allowed > 0

@@ -137,6 +137,8 @@ class Runtime:
                 per_address=Rate(s.rate_address_per_s, s.rate_address_burst),
                 fail_open_s=s.rate_fail_open_s,
                 refusal_memo_bytes=s.rate_refusal_memo_bytes,
+                lease_s=s.rate_lease_s,
+                lease_bytes=s.rate_lease_memo_bytes,
             ),
         )
 

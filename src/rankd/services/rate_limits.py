@@ -15,6 +15,15 @@ cache; its deadline counts from before the call, so it never outlasts Redis's ow
 a flooding identity's requests are refused without a round trip, and a flood costs Redis
 about two calls per slot the rate allows, not one per request.
 
+Leases. Asking Redis on every request cost about as much as the request itself (a rank read
+served half as many requests a second with limits on). So a process takes an identity's
+allowance in leases: one GCRA call for ``lease`` requests at once (``lease_s`` worth of its
+rate, at most its burst; one when only fewer are left), spent locally, and what a lease has
+not spent after ``lease_s`` is forfeit. Every request is still paid for in Redis before it
+is served, so the guarantee above holds exactly; the cost is that an identity spread over
+many processes may be refused up to one lease per process early. Concurrent requests of one
+identity share one lease call. Leases live in a cache bounded in bytes, like refusals.
+
 Redis unreachable: the request goes through unchecked (it meets the outage on its own path:
 reads fail or fall back, submits answer 503), and for ``fail_open_s`` afterwards requests are
 not checked at all, so an outage never becomes 429s and no request waits on Redis twice.
@@ -22,6 +31,7 @@ not checked at all, so an outage never becomes 429s and no request waits on Redi
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import time
@@ -38,6 +48,7 @@ Kind = Literal["key", "address"]
 REFUSAL_BYTES = 200
 # the longest a refusal is remembered; a longer wait is asked of Redis again after it
 REFUSAL_MEMO_S = 60.0
+LEASE_BYTES = 200  # one lease: the identity and a two-element list
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +62,10 @@ class Rate:
     def interval_us(self) -> int:
         # rounded up: the limit may come out a hair stricter than asked, never looser
         return math.ceil(1_000_000 / self.per_s)
+
+    def lease(self, lease_s: float) -> int:
+        """How many requests one Redis call takes at once."""
+        return max(1, min(self.burst, int(self.per_s * lease_s)))
 
 
 def key_identity(key: bytes) -> str:
@@ -70,11 +85,21 @@ class RateLimiter:
         per_address: Rate,
         fail_open_s: float = 1.0,
         refusal_memo_bytes: int = 1 << 20,
+        lease_s: float = 0.05,
+        lease_bytes: int = 1 << 20,
     ) -> None:
         self.store = store
         self.rates: dict[Kind, Rate] = {"key": per_key, "address": per_address}
         self.fail_open_s = fail_open_s
+        self.lease_s = lease_s
         self._unchecked_until = 0.0
+        # identity -> [requests left, until when (monotonic)] of its current lease
+        self.leases: TTLCache[str, list[float]] = TTLCache(
+            max(lease_s, 0.001), lease_bytes, lambda _, __: LEASE_BYTES
+        )
+        # identity -> the lease call in flight for it, shared by its concurrent requests
+        # (at most one per identity with a request waiting: bounded by the connections)
+        self._asking: dict[str, asyncio.Future[int]] = {}
         # identity -> until when (monotonic) it is refused without asking Redis
         self.refused: TTLCache[str, float] = TTLCache(
             REFUSAL_MEMO_S, refusal_memo_bytes, lambda _, __: REFUSAL_BYTES
@@ -95,8 +120,10 @@ class RateLimiter:
         if asked < self._unchecked_until:
             metrics.RATE_UNCHECKED.inc()
             return
+        if self._spend(identity, asked):
+            return
         try:
-            wait_us = await self.store.rate_limit(identity, rate.interval_us, rate.burst)
+            wait_us = await self._lease(identity, rate)
         except Unavailable:
             self._unchecked_until = time.monotonic() + self.fail_open_s
             metrics.RATE_UNCHECKED.inc()
@@ -106,6 +133,45 @@ class RateLimiter:
         # from ``asked``: Redis read its clock after that, so this ends no later than its wait
         self.refused.put(identity, asked + wait_us / 1_000_000)
         raise self._refusal(kind, rate, wait_us / 1_000_000)
+
+    def _spend(self, identity: str, now: float) -> bool:
+        """Take one request from the identity's lease, if it holds one still valid."""
+        held = self.leases.get(identity)
+        if held is None:
+            return False
+        lease = held.value
+        if lease[0] >= 1 and lease[1] > now:
+            lease[0] -= 1
+            return True
+        return False
+
+    async def _lease(self, identity: str, rate: Rate) -> int:
+        """Pay Redis for this request (and a lease of more): 0 when allowed, else the µs to
+        wait. Concurrent requests of one identity wait for one call, then spend its lease."""
+        while (pending := self._asking.get(identity)) is not None:
+            if wait_us := await asyncio.shield(pending):
+                return wait_us  # refused: so is this one
+            if self._spend(identity, time.monotonic()):
+                return 0
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._asking[identity] = future
+        try:
+            size = rate.lease(self.lease_s)
+            taken = time.monotonic()
+            wait_us = await self.store.rate_limit(identity, rate.interval_us, rate.burst, cost=size)
+            if wait_us and size > 1:  # fewer than a lease left: just this request
+                size = 1
+                wait_us = await self.store.rate_limit(identity, rate.interval_us, rate.burst)
+            if wait_us == 0 and size > 1:
+                self.leases.put(identity, [size - 1, taken + self.lease_s])
+            future.set_result(wait_us)
+            return wait_us
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters ask again themselves
+            raise
+        finally:
+            del self._asking[identity]
 
     @staticmethod
     def _refusal(kind: Kind, rate: Rate, wait_s: float) -> RateLimited:

@@ -304,12 +304,18 @@ class RedisStore:
         return [int(t) for t in firsts]
 
     async def rate_limit(
-        self, identity: str, interval_us: int, burst: int, now_us: int | None = None
+        self,
+        identity: str,
+        interval_us: int,
+        burst: int,
+        now_us: int | None = None,
+        *,
+        cost: int = 1,
     ) -> int:
-        """One request of ``identity`` through its GCRA limit (rate_limit.lua): 0 when it
-        is allowed, else the µs until one would be. ``now_us`` is for tests only; the
-        script reads Redis's clock otherwise."""
-        args: list[str | int] = [keys.rate_limit(identity), interval_us, burst]
+        """``cost`` requests of ``identity`` through its GCRA limit (rate_limit.lua): 0 when
+        they are allowed, else the µs until they would be. ``now_us`` is for tests only;
+        the script reads Redis's clock otherwise."""
+        args: list[str | int] = [keys.rate_limit(identity), interval_us, burst, cost]
         if now_us is not None:
             args.append(now_us)
         # a bare EVALSHA, not a one-call pipeline: this runs on every request, and the
