@@ -374,8 +374,15 @@ def measure(
 # --- profiles ---------------------------------------------------------------------------------
 
 
-def profile(loads: Sequence[str], seconds: int, out: Path, extra_env: dict[str, str]) -> None:
-    """Each load under py-spy against ``rankd serve --workers 1``; summaries into ``out``."""
+def profile(
+    loads: Sequence[str],
+    seconds: int,
+    out: Path,
+    extra_env: dict[str, str],
+    raw_dir: Path | None = None,
+) -> None:
+    """Each load under py-spy against ``rankd serve --workers 1``; summaries into ``out``
+    (and the collapsed stacks, for flame graphs, into ``raw_dir``)."""
     from bench.pyspy_summary import summarize
 
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
@@ -408,10 +415,13 @@ def profile(loads: Sequence[str], seconds: int, out: Path, extra_env: dict[str, 
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             title = (
                 f"{load}: rankd serve --workers 1 under `{shape}` ({run.req_per_s:,.0f} req/s,"
-                f" p99 {run.p99_ms:.2f} ms while sampled); py-spy {' '.join(record[3:-4])}"
-                f" --rate {PROFILE_RATE}, {when}"
+                f" p99 {run.p99_ms:.2f} ms while sampled); py-spy {' '.join(record[3:-4])},"
+                f" {when}"
             )
             (out / f"{load}.txt").write_text(summarize(raw.read_text(), title))
+            if raw_dir is not None:
+                raw_dir.mkdir(parents=True, exist_ok=True)
+                shutil.copy(raw, raw_dir / f"{load}.collapsed.txt")
             print(f"wrote {out / f'{load}.txt'} ({run.req_per_s:,.0f} req/s while sampled)")
 
 
@@ -437,6 +447,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--profile", action="store_true", help="py-spy summaries instead of figures"
     )
+    parser.add_argument(
+        "--profile-raw", type=Path, metavar="DIR", help="with --profile: keep the stacks here"
+    )
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
         print("bench.wrk: skipped, `wrk` is not installed (Debian: apt-get install wrk)")
@@ -445,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     loads = args.loads or (QUICK_LOADS if args.quick else LOADS)
     seconds = args.seconds or (5 if args.quick else 10)
     if args.profile:
-        profile(loads, max(seconds, 10), RESULTS / "profiles", extra_env)
+        profile(loads, max(seconds, 10), RESULTS / "profiles", extra_env, args.profile_raw)
         return
     load_before = os.getloadavg()
     print(f"bench.wrk on {machine_line()}; loads {', '.join(loads)}; workers {args.workers}")
