@@ -45,7 +45,7 @@ format: dev
 	$(BIN)/ruff check --fix src tests bench
 
 # The benchmark suite: each measurement beside its baseline, results and plots in
-# bench/results/. `bench` takes a while (10M-member boards); `bench-quick` stays under 3 minutes.
+# bench/results/. `bench` takes a while (10M-member boards); `bench-quick` stays under 5 minutes.
 $(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	touch $(VENV)/.installed $(VENV)/.dev-installed $@
