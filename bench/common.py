@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,11 +72,12 @@ def servers(nats_sync: str = "always") -> Iterator[EmbeddedServers]:
 
 
 @contextlib.contextmanager
-def service(
-    stack: EmbeddedServers, workers: int = 1, extra_env: dict[str, str] | None = None
-) -> Iterator[int]:
-    """`rankd serve` on ``stack``; yields its port once /readyz answers 200. ``extra_env``
-    (RANKD_ settings) goes over the defaults here."""
+def service_process(
+    stack: EmbeddedServers, workers: int = 1, extra_env: Mapping[str, str] | None = None
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """`rankd serve` on ``stack``; yields its port and process once /readyz answers 200.
+
+    ``extra_env`` adds or overrides service settings (e.g. ``RANKD_RATE_KEY_PER_S``)."""
     port = free_port()
     env = {
         **os.environ,
@@ -99,13 +100,22 @@ def service(
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError("rankd serve did not become ready")
             time.sleep(0.2)
-        yield port
+        yield port, process
     finally:
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@contextlib.contextmanager
+def service(
+    stack: EmbeddedServers, workers: int = 1, extra_env: Mapping[str, str] | None = None
+) -> Iterator[int]:
+    """`rankd serve` on ``stack``; yields its port once /readyz answers 200."""
+    with service_process(stack, workers, extra_env) as (port, _):
+        yield port
 
 
 def create_board(port: int, board: str, **config: Any) -> None:

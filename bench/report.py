@@ -23,7 +23,7 @@ from typing import Any
 from bench.common import RESULTS
 
 Row = list[str]
-KNOWN = ("submits", "reads", "rank_growth", "rebuild", "freeze", "moderation")
+KNOWN = ("wrk", "submits", "reads", "rank_growth", "rebuild", "freeze", "moderation")
 DASH, X = "\u2013", "\u00d7"  # en dash for "no figure", multiplication sign for ratios
 KINDS_READ = ("top", "player", "around", "friends")
 
@@ -696,6 +696,97 @@ class Report:
         ]
         self.sections.append("\n".join(parts))
 
+    # closed-loop throughput under wrk, beside the Go peers' published figures
+    def wrk(self, r: dict[str, Any]) -> None:
+        shape = r["wrk"]
+        label = {"submit": "submit one run (1 window)", "rank": "one player's rank"}
+        label["top10"] = "top 10"
+        rows = []
+        for res in r["results"]:
+            load = res["load"]
+            goal = get(r, "goals", load)
+            podium, nakama = get(r, "podium", load), get(r, "nakama", load)
+            ok = None
+            if goal:
+                ok = res["median_req_per_s"] >= goal[0] and res["median_p99_ms"] <= goal[1]
+                self.summary.append(
+                    [
+                        f"wrk {label.get(load, load)}, --workers {res['workers']}, req/s (p99)",
+                        f"{num(res['median_req_per_s'])} ({num(res['median_p99_ms'], 'ms')})",
+                        f"{num(podium[0])} ({num(podium[1], 'ms')}) TFG Podium" if podium else DASH,
+                        times(ratio(res["median_req_per_s"], podium[0] if podium else None)),
+                        f"≥ {num(goal[0])}/s, p99 ≤ {num(goal[1], 'ms')}",
+                        met(ok),
+                    ]
+                )
+            lag = DASH
+            if load == "submit":
+                ends = ", ".join(num(x, "s") for x in res.get("end_oldest_unacked_s", []))
+                lag = f"worst {num(res.get('max_oldest_unacked_s'), 's')}; at the end {ends}"
+            rows.append(
+                [
+                    label.get(load, load),
+                    str(res["workers"]),
+                    num(res["median_req_per_s"]),
+                    num(res["median_p50_ms"], "ms"),
+                    num(res["median_p99_ms"], "ms"),
+                    ", ".join(num(run["req_per_s"]) for run in res["runs"]),
+                    lag,
+                    f"≥ {num(goal[0])}, ≤ {num(goal[1], 'ms')}" if goal else DASH,
+                    f"{num(podium[0])}, {num(podium[1], 'ms')}" if podium else DASH,
+                    f"{num(nakama[0])}, {num(nakama[1], 'ms')}" if nakama else DASH,
+                ]
+            )
+        parts = ["## Closed loop under wrk", ""]
+        parts.append(
+            f"`wrk -t{shape['threads']} -c{shape['connections']} -d{shape['seconds']}s"
+            f" --latency`, {shape['repeats']} runs per line (median req/s, median p50 and p99),"
+            f" board of {get(r, 'board', 'members', default=0):,} players, `rankd serve"
+            " --workers N`; service, servers and wrk on the same cores. Lag: the log"
+            " consumer's oldest unapplied run (from /readyz, refreshed every 2 s) during and"
+            " at the end of each submit run. TFG Podium and Nakama: their published figures"
+            " for the same shape on the same kind of machine (not measured here)."
+        )
+        load_avg = r.get("loadavg_before"), r.get("loadavg_after")
+        if all(isinstance(x, list) and x for x in load_avg):
+            parts[-1] += (
+                f" Load average before {', '.join(map(str, load_avg[0]))},"
+                f" after {', '.join(map(str, load_avg[1]))}."
+            )
+        parts.append("")
+        parts.append(
+            table(
+                [
+                    "load",
+                    "workers",
+                    "req/s",
+                    "p50",
+                    "p99",
+                    "req/s of each run",
+                    "log consumer lag",
+                    "goal (req/s, p99)",
+                    "TFG Podium",
+                    "Nakama",
+                ],
+                rows,
+            )
+        )
+        sus = r.get("sustain")
+        if isinstance(sus, dict):
+            lag = sus["lag"]
+            parts += [
+                "",
+                f"Sustained: submits for {num(sus['seconds'], 's')} at `--workers"
+                f" {sus['workers']}`: {num(sus['req_per_s'])} req/s, p99"
+                f" {num(sus['p99_ms'], 'ms')}; the oldest unapplied run was at worst"
+                f" {num(lag.get('max_oldest_unacked_s'), 's')} old"
+                f" ({lag.get('samples', 0)} samples; at the end"
+                f" {num(lag.get('end_oldest_unacked_s'), 's')}), goal under 1 s:"
+                f" {met(sus.get('lag_under_1s'))}; the consumer caught up"
+                f" {num(sus.get('drain_after_s'), 's')} after the load stopped.",
+            ]
+        self.sections.append("\n".join(parts))
+
     def generic(self, r: dict[str, Any]) -> None:
         rows = [
             [key, num(value)]
@@ -715,6 +806,7 @@ class Report:
             "rebuild": self.rebuild,
             "freeze": self.freeze,
             "moderation": self.moderation,
+            "wrk": self.wrk,
         }
         ordered = [n for n in KNOWN if n in self.results]
         ordered += sorted(n for n in self.results if n not in KNOWN)
