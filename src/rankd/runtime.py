@@ -66,6 +66,7 @@ class Runtime:
             index_memo_s=s.periods_index_memo_s,
             index_memo_bytes=s.periods_index_memo_bytes,
             marks_keep_s=s.applied_marks_keep_s,
+            batch_in_flight=s.redis_batch_in_flight,
         )
         pg = PostgresStore(
             s.postgres_url,

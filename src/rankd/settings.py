@@ -33,6 +33,9 @@ class Settings(BaseSettings):
 
     # Connection pools. A request waits this long for a pooled connection before 503.
     redis_max_connections: int = Field(64, ge=1)
+    # concurrent requests' Redis calls share pipelines, at most this many on the wire at
+    # once (stores/redis_batch.py); 0: every request sends its own
+    redis_batch_in_flight: int = Field(4, ge=0, le=64)
     redis_pool_timeout_s: float = 10.0
     postgres_pool_min: int = Field(1, ge=0)
     postgres_pool_max: int = Field(10, ge=1)

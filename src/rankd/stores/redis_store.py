@@ -22,6 +22,7 @@ from rankd.errors import Unavailable
 from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target
 from rankd.stores import redis_keys as keys
+from rankd.stores.redis_batch import Batcher
 from rankd.stores.redis_loader import Loader, Progress
 from rankd.stores.redis_scripts import (
     AROUND,
@@ -201,6 +202,7 @@ class RedisStore:
         index_memo_s: float = 60.0,
         index_memo_bytes: int = 1 << 20,
         marks_keep_s: float = 15.0,
+        batch_in_flight: int = 4,
     ) -> None:
         # A blocking pool: under a burst, requests wait for a connection instead of failing.
         # No socket_timeout: redis-py wraps every read in an asyncio timeout for it, the
@@ -215,6 +217,8 @@ class RedisStore:
         self.redis = Redis(connection_pool=pool)
         # how long the marks of runs the submit path applied stay (see services/applier.py)
         self.marks_keep_ms = int(marks_keep_s * 1000)
+        # the request paths' calls share pipelines (redis_batch.py); 0: each its own
+        self.batch = Batcher(self.redis, max_in_flight=batch_in_flight) if batch_in_flight else None
         # Which periods this process has already put in the periods index (an entry: a
         # tuple of three short strings, about 250 bytes).
         self._indexed: TTLCache[tuple[str, str, str], bool] = TTLCache(
@@ -224,6 +228,18 @@ class RedisStore:
     async def open(self) -> None:
         with _reachable():
             await load_all(self.redis)
+
+    async def _pipeline(self, calls: Sequence[Call], extra: Sequence[Command] = ()) -> list[Any]:
+        """A request's calls in one round trip, shared with concurrent requests' when
+        batching is on."""
+        if self.batch is not None:
+            return await self.batch.run(calls, extra)
+        return await run_pipeline(self.redis, calls, extra)
+
+    async def _call(self, call: Call) -> Any:
+        if self.batch is not None:
+            return await self.batch.call(call)
+        return await call_script(self.redis, call)
 
     async def close(self) -> None:
         await self.redis.aclose()
@@ -245,7 +261,7 @@ class RedisStore:
         extra, memos = self._index_commands(board.board_id, plans)
         sent, spread = coalesce(calls)
         with _reachable():
-            results = await run_pipeline(self.redis, sent, extra) if sent or extra else []
+            results = await self._pipeline(sent, extra) if sent or extra else []
         for memo in memos:
             self._indexed.put(memo, True)
         replies = iter(spread(results[: len(sent)]))
@@ -300,7 +316,7 @@ class RedisStore:
         args += [f"{player_id}|{run_id}" for player_id, run_id, _ in runs]
         call: Call = (FIRST_RECEIPTS, (keys.first_receipts(board_id),), args)
         with _reachable():
-            [firsts] = await run_pipeline(self.redis, [call])
+            firsts = await self._call(call)
         return [int(t) for t in firsts]
 
     async def rate_limit(
@@ -338,7 +354,7 @@ class RedisStore:
         """``count`` entries from rank ``offset + 1``, and the period's total."""
         call = (TOP, (keys.period_keys(*ref).public,), (offset, offset + count - 1))
         with _reachable():
-            total, flat = await call_script(self.redis, call)
+            total, flat = await self._call(call)
         return _rows(flat), int(total)
 
     async def entry(
@@ -347,7 +363,7 @@ class RedisStore:
         """((composite, 0-based rank, exact ms or 0) or None: no entry, total)."""
         call = (ENTRY, (keys.period_keys(*ref).public,), (player_id,))
         with _reachable():
-            reply = await call_script(self.redis, call)
+            reply = await self._call(call)
         if len(reply) == 1:
             return None, int(reply[0])
         total, composite, rank0, achieved = reply
@@ -359,7 +375,7 @@ class RedisStore:
         """(0-based rank of the first row, total, rows) around a player; None: no entry."""
         call = (AROUND, (keys.period_keys(*ref).public,), (player_id, span))
         with _reachable():
-            reply = await call_script(self.redis, call)
+            reply = await self._call(call)
         if reply[0] == -1:
             return None
         return int(reply[0]), int(reply[1]), _rows(reply[2])
@@ -435,7 +451,7 @@ class RedisStore:
         pk = keys.period_keys(*ref)
         call = (OWN_ENTRY, (pk.public, pk.shadow, pk.pending), (player_id,))
         with _reachable():
-            reply = await call_script(self.redis, call)
+            reply = await self._call(call)
         if int(reply[0]) == -1:
             return None, int(reply[1])
         side, total, composite, rank, achieved = reply
