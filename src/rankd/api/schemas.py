@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 
 from rankd.formats import PLAYER_ID_PATTERN, RUN_ID_PATTERN
 
+ScoreFormat = Literal["integer", "duration_ms", "decimal_1", "decimal_2", "decimal_3"]
+
 
 class ErrorBody(BaseModel):
     code: str
@@ -34,6 +36,9 @@ class BoardIn(BaseModel):
     grace_seconds: int | None = Field(None, ge=0, le=31_536_000)
     retention_days: dict[str, int] | None = None
     segments: list[str] | None = Field(None, max_length=4)
+    score_format: ScoreFormat | None = Field(
+        None, description="how pages display a score (display only); `duration_ms`: 1:05.364"
+    )
 
 
 class BoardOut(BaseModel):
@@ -48,6 +53,7 @@ class BoardOut(BaseModel):
     grace_seconds: int
     retention_days: dict[str, int]
     segments: list[str]
+    score_format: ScoreFormat
     created_at: str
     tie_resolution_ms: dict[str, int]
 
