@@ -44,3 +44,9 @@ SEASON_LAST_PASS = Gauge(
     "rankd_season_last_pass_timestamp_seconds",
     "When this instance last completed a season job pass (unix time).",
 )
+LIVE_STREAMS = Gauge("rankd_live_streams", "Live event streams this process serves.")
+LIVE_EVENTS = Counter("rankd_live_events_total", "Top-list events sent to live streams.")
+LIVE_NOTICES = Counter("rankd_live_notices_total", "Change notices received from Redis.")
+LIVE_DROPPED = Counter(
+    "rankd_live_dropped_total", "Live streams dropped because the client did not keep up."
+)

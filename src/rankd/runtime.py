@@ -12,6 +12,7 @@ from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.group_commit import GroupCommitter
+from rankd.services.live import LiveHub
 from rankd.services.names import NameCache
 from rankd.services.players import Players
 from rankd.services.reads import Reader
@@ -43,6 +44,7 @@ class Runtime:
     applier: Applier
     rebuilder: Rebuilder
     seasons: SeasonJob
+    live: LiveHub
     consumer: LogConsumer | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -117,6 +119,7 @@ class Runtime:
                 log_applied_through,
                 settle_ms=int(s.season_settle_s * 1000),
             ),
+            live=LiveHub(store, s.live_max_streams),
         )
 
     async def open(self, *, background: bool = True) -> None:
@@ -132,6 +135,7 @@ class Runtime:
         self.consumer = self.log_consumer()
         await self.consumer.start()
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
+        self._tasks.append(asyncio.create_task(self.live.listen(), name="live-notices"))
         if self.settings.season_job_interval_s > 0:
             job = self.seasons.run_forever(self.settings.season_job_interval_s)
             self._tasks.append(asyncio.create_task(job, name="season-job"))

@@ -11,7 +11,15 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rankd import __version__, metrics
-from rankd.api import errors, routes_boards, routes_ops, routes_players, routes_reads, routes_runs
+from rankd.api import (
+    errors,
+    routes_boards,
+    routes_live,
+    routes_ops,
+    routes_players,
+    routes_reads,
+    routes_runs,
+)
 from rankd.api.http import JSONBody
 from rankd.runtime import Runtime
 from rankd.settings import Settings
@@ -75,7 +83,14 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         lifespan=lifespan,
     )
     errors.install(app)
-    for module in (routes_boards, routes_runs, routes_reads, routes_players, routes_ops):
+    for module in (
+        routes_boards,
+        routes_runs,
+        routes_reads,
+        routes_live,
+        routes_players,
+        routes_ops,
+    ):
         app.include_router(module.router)
 
     app.add_middleware(RequestMetrics)

@@ -30,6 +30,7 @@ STATUS: dict[type[errors.RankdError], int] = {
     errors.UnsupportedMediaType: 415,
     errors.ClientGone: 499,  # nginx's code for it; the client never sees the answer
     errors.Unavailable: 503,
+    errors.TooManyStreams: 503,
 }
 
 

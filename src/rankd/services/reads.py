@@ -209,10 +209,14 @@ class Reader:
             )
         return entries
 
-    async def top(self, scope: Scope, n: int, offset: int) -> Top:
+    async def top(
+        self, scope: Scope, n: int, offset: int, *, max_age_s: float | None = None
+    ) -> Top:
+        """``max_age_s``: reuse a cached list only if it is at most this old (a live stream
+        told of a change asks for a list read after it)."""
         cache_key = (*scope.ref, n, offset)
         hit = self._tops.get(cache_key)
-        if hit is not None:
+        if hit is not None and (max_age_s is None or hit.age_s <= max_age_s):
             return hit.value
         if await self.from_archive(scope):
             return self._cached(cache_key, await self._archived_top(scope, n, offset))

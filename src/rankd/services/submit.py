@@ -75,7 +75,8 @@ class Submitter:
     ) -> list[list[Standing]]:
         """Apply already-logged runs to Redis (idempotent) and return their standings."""
         plans = [plan(board, run, now_ms) for run in runs]
-        replies = await self.store.apply(board, plans)
+        # announce: live streams (services/live.py) re-read the standings this touched
+        replies = await self.store.apply(board, plans, announce=True)
         late = [t for p in plans for t in p if t.disposition == "late"]
         if late:  # a sum board's all-time window, for runs older than Redis remembers
             at = now_ms if now_ms is not None else runs[0].received_at_ms

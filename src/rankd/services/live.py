@@ -1,0 +1,149 @@
+"""Live updates: change notices from Redis, fanned out to the connected event streams.
+
+The submit path ends its Redis pipeline with one notice naming the standings it touched
+(stores/redis_store.py, ``change_notice``). One listener per process receives the notices
+and marks the streams watching those standings dirty. A stream holds nothing but that flag
+(a queue of size one: notices never pile up behind a slow stream), re-reads its top list
+through the public read path (services/reads.py: what the public may not see, a stream
+does not show) at most ten times a second, and sends it only when it changed. A notice
+that arrives while a stream reads sets the flag again, so a stream always ends on the
+latest state.
+
+Bounds: at most ``max_streams`` streams per process (past that, 503); each holds one flag
+and its last sent list. What a slow client has not read yet is bounded by the HTTP layer
+(api/routes_live.py drops it when a send does not complete in time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import orjson
+
+from rankd import metrics
+from rankd.errors import TooManyStreams, Unavailable
+from rankd.results import Top
+from rankd.stores.redis_store import RedisStore
+
+log = logging.getLogger("rankd.live")
+
+# The contract's "at most 10 per second per stream".
+MIN_INTERVAL_S = 0.1
+# Which standings a stream watches. The period is left out: a stream that follows the
+# current period moves on by itself, and a notice about another period of the same window
+# (a late run) only costs one read that finds nothing new.
+Topic = tuple[str, str, str]  # board, window, segment ("" for global)
+
+
+@dataclass(eq=False)
+class Stream:
+    topic: Topic
+    dirty: asyncio.Event = field(default_factory=asyncio.Event)
+    # when the latest notice arrived (monotonic): a list read before it may miss the change
+    noticed_at: float = field(default_factory=time.monotonic)
+
+    def mark(self) -> None:
+        self.noticed_at = time.monotonic()
+        self.dirty.set()
+
+
+# A stream's read: the top list now (given how old a cached list may be, or None for any),
+# and in how many seconds it may change without a notice (its period ends), or None.
+Read = Callable[[float | None], Awaitable[tuple[Top, float | None]]]
+
+
+class LiveHub:
+    """The process's streams, by topic, and the one listener that wakes them."""
+
+    def __init__(self, store: RedisStore, max_streams: int, retry_s: float = 1.0) -> None:
+        self.store = store
+        self.max_streams = max_streams
+        self.retry_s = retry_s
+        self._topics: dict[Topic, set[Stream]] = {}
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def open_stream(self, board_id: str, window: str, segment: str) -> Stream:
+        if self._count >= self.max_streams:
+            raise TooManyStreams(
+                f"this instance serves its maximum of {self.max_streams} live streams; "
+                "retry shortly or read /top"
+            )
+        stream = Stream((board_id, window, segment))
+        self._topics.setdefault(stream.topic, set()).add(stream)
+        self._count += 1
+        metrics.LIVE_STREAMS.set(self._count)
+        return stream
+
+    def close_stream(self, stream: Stream) -> None:
+        streams = self._topics.get(stream.topic)
+        if streams is None or stream not in streams:
+            return
+        streams.discard(stream)
+        if not streams:
+            del self._topics[stream.topic]
+        self._count -= 1
+        metrics.LIVE_STREAMS.set(self._count)
+
+    def notify(self, board_id: str, touched: list[tuple[str, str, str]]) -> None:
+        metrics.LIVE_NOTICES.inc()
+        for window, _period, segment in touched:
+            for stream in self._topics.get((board_id, window, segment), ()):
+                stream.mark()
+
+    def _mark_all(self) -> None:
+        for streams in self._topics.values():
+            for stream in streams:
+                stream.mark()
+
+    async def listen(self) -> None:
+        """Receive notices until cancelled; reconnect after Redis comes back (every stream
+        re-reads then: notices sent meanwhile were lost)."""
+        while True:
+            try:
+                async for board_id, touched in self.store.changes(on_subscribed=self._mark_all):
+                    self.notify(board_id, touched)
+            except Unavailable as exc:
+                log.warning("live notices: %r; again in %.1f s", exc.__cause__, self.retry_s)
+            await asyncio.sleep(self.retry_s)
+
+
+async def top_events(stream: Stream, read: Read, retry_s: float = 1.0) -> AsyncIterator[bytes]:
+    """The JSON of each new top list for ``stream``, the first at once.
+
+    A read that fails with Unavailable is retried after ``retry_s`` (or a notice); any other
+    error (the board's config no longer has the window) ends the stream with it raised.
+    """
+    last: bytes | None = None
+    last_read = -MIN_INTERVAL_S
+    wait_s: float | None = None
+    stream.dirty.set()
+    while True:
+        if not stream.dirty.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stream.dirty.wait(), wait_s)
+        pause = last_read + MIN_INTERVAL_S - time.monotonic()
+        if pause > 0:
+            await asyncio.sleep(pause)  # notices meanwhile fold into this one read
+        stream.dirty.clear()
+        last_read = time.monotonic()
+        try:
+            top, wait_s = await read(last_read - stream.noticed_at)
+        except Unavailable:
+            wait_s = retry_s
+            continue
+        if wait_s is not None:
+            wait_s = max(wait_s, MIN_INTERVAL_S)
+        body = orjson.dumps(top)
+        if body != last:
+            last = body
+            metrics.LIVE_EVENTS.inc()
+            yield body
