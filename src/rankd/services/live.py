@@ -2,7 +2,8 @@
 
 The submit path ends its Redis pipeline with one notice naming the standings it touched
 (stores/redis_store.py, ``change_notice``). One listener per process receives the notices
-and marks the streams watching those standings dirty. A stream holds nothing but that flag
+and marks the streams watching those standings dirty (through the one Feed they share, so a
+notice costs the same however many streams watch). A stream holds nothing but that flag
 (a queue of size one: notices never pile up behind a slow stream), re-reads its top list
 through the public read path (services/reads.py: what the public may not see, a stream
 does not show) at most ten times a second, and sends it only when it changed. A notice
@@ -38,18 +39,53 @@ MIN_INTERVAL_S = 0.1
 # current period moves on by itself, and a notice about another period of the same window
 # (a late run) only costs one read that finds nothing new.
 Topic = tuple[str, str, str]  # board, window, segment ("" for global)
+_CLOSED = -2
+
+
+@dataclass(eq=False)
+class Feed:
+    """The streams of one topic share this: a change count and a wake-up. A notice costs
+    the same however many streams watch (each wakes at most once per read it makes)."""
+
+    generation: int = 0
+    noticed_at: float = field(default_factory=time.monotonic)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    streams: int = 0
+
+    def notice(self) -> None:
+        self.generation += 1
+        self.noticed_at = time.monotonic()
+        # the waiters of this round wake; later waits take the next event
+        woken, self.wake = self.wake, asyncio.Event()
+        woken.set()
 
 
 @dataclass(eq=False)
 class Stream:
-    topic: Topic
-    dirty: asyncio.Event = field(default_factory=asyncio.Event)
-    # when the latest notice arrived (monotonic): a list read before it may miss the change
-    noticed_at: float = field(default_factory=time.monotonic)
+    """One connected client. Its whole queue is one flag: whether its feed has changed
+    since it last read (``dirty``); notices arriving meanwhile fold into it."""
 
-    def mark(self) -> None:
-        self.noticed_at = time.monotonic()
-        self.dirty.set()
+    topic: Topic
+    feed: Feed
+    seen: int = -1  # the feed's generation at this stream's last read (-1: never read)
+    opened_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def dirty(self) -> bool:
+        return self.seen != self.feed.generation
+
+    def read_now(self) -> float:
+        """Take the flag; returns how old a cached list may be and still show every change
+        noticed so far."""
+        self.seen = self.feed.generation
+        return time.monotonic() - max(self.feed.noticed_at, self.opened_at)
+
+    async def changed(self, timeout_s: float | None) -> None:
+        """Until the feed changes after this stream's last read (or ``timeout_s`` passes)."""
+        if self.dirty:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.feed.wake.wait(), timeout_s)
 
 
 # A stream's read: the top list now (given how old a cached list may be, or None for any),
@@ -64,7 +100,7 @@ class LiveHub:
         self.store = store
         self.max_streams = max_streams
         self.retry_s = retry_s
-        self._topics: dict[Topic, set[Stream]] = {}
+        self._feeds: dict[Topic, Feed] = {}
         self._count = 0
 
     @property
@@ -77,40 +113,44 @@ class LiveHub:
                 f"this instance serves its maximum of {self.max_streams} live streams; "
                 "retry shortly or read /top"
             )
-        stream = Stream((board_id, window, segment))
-        self._topics.setdefault(stream.topic, set()).add(stream)
+        topic = (board_id, window, segment)
+        feed = self._feeds.setdefault(topic, Feed())
+        feed.streams += 1
         self._count += 1
         metrics.LIVE_STREAMS.set(self._count)
-        return stream
+        return Stream(topic, feed)
 
     def close_stream(self, stream: Stream) -> None:
-        streams = self._topics.get(stream.topic)
-        if streams is None or stream not in streams:
+        feed = self._feeds.get(stream.topic)
+        if feed is not stream.feed or stream.seen == _CLOSED:
             return
-        streams.discard(stream)
-        if not streams:
-            del self._topics[stream.topic]
+        stream.seen = _CLOSED
+        feed.streams -= 1
+        if feed.streams == 0:
+            del self._feeds[stream.topic]
         self._count -= 1
         metrics.LIVE_STREAMS.set(self._count)
 
     def notify(self, board_id: str, touched: list[tuple[str, str, str]]) -> None:
         metrics.LIVE_NOTICES.inc()
         for window, _period, segment in touched:
-            for stream in self._topics.get((board_id, window, segment), ()):
-                stream.mark()
+            feed = self._feeds.get((board_id, window, segment))
+            if feed is not None:
+                feed.notice()
 
-    def _mark_all(self) -> None:
-        for streams in self._topics.values():
-            for stream in streams:
-                stream.mark()
+    def _notice_all(self) -> None:
+        for feed in self._feeds.values():
+            feed.notice()
 
     async def listen(self) -> None:
         """Receive notices until cancelled; reconnect after Redis comes back (every stream
         re-reads then: notices sent meanwhile were lost)."""
         while True:
             try:
-                async for board_id, touched in self.store.changes(on_subscribed=self._mark_all):
-                    self.notify(board_id, touched)
+                notices = self.store.changes(on_subscribed=self._notice_all)
+                async with contextlib.aclosing(notices):
+                    async for board_id, touched in notices:
+                        self.notify(board_id, touched)
             except Unavailable as exc:
                 log.warning("live notices: %r; again in %.1f s", exc.__cause__, self.retry_s)
             await asyncio.sleep(self.retry_s)
@@ -125,18 +165,15 @@ async def top_events(stream: Stream, read: Read, retry_s: float = 1.0) -> AsyncI
     last: bytes | None = None
     last_read = -MIN_INTERVAL_S
     wait_s: float | None = None
-    stream.dirty.set()
     while True:
-        if not stream.dirty.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stream.dirty.wait(), wait_s)
+        await stream.changed(wait_s)
         pause = last_read + MIN_INTERVAL_S - time.monotonic()
         if pause > 0:
             await asyncio.sleep(pause)  # notices meanwhile fold into this one read
-        stream.dirty.clear()
+        max_age_s = stream.read_now()
         last_read = time.monotonic()
         try:
-            top, wait_s = await read(last_read - stream.noticed_at)
+            top, wait_s = await read(max_age_s)
         except Unavailable:
             wait_s = retry_s
             continue

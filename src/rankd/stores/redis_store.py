@@ -9,7 +9,7 @@ here as ``Unavailable`` (503: retry), so nothing above this module knows the dri
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -255,7 +255,7 @@ class RedisStore:
 
     async def changes(
         self, on_subscribed: Callable[[], None] = lambda: None
-    ) -> AsyncIterator[tuple[str, list[tuple[str, str, str]]]]:
+    ) -> AsyncGenerator[tuple[str, list[tuple[str, str, str]]], None]:
         """Change notices as they are published: (board, [(window, period, segment)]).
 
         Holds one pooled connection while iterated; ``on_subscribed`` runs once notices
