@@ -54,6 +54,7 @@ bench: bench-deps
 	$(BIN)/python -m bench.rank_growth
 	$(BIN)/python -m bench.rebuild_rate --sizes 1000000 10000000
 	$(BIN)/python -m bench.freeze_rate
+	$(BIN)/python -m bench.events
 	$(BIN)/python -m bench.report
 
 bench-quick: bench-deps
@@ -63,6 +64,7 @@ bench-quick: bench-deps
 	$(BIN)/python -m bench.rebuild_rate --sizes 100000
 	$(BIN)/python -m bench.freeze_rate --quick
 	$(BIN)/python -m bench.segments --quick
+	$(BIN)/python -m bench.events --quick
 	$(BIN)/python -m bench.report
 
 clean:

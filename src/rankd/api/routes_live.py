@@ -73,7 +73,7 @@ async def events(
     n: Annotated[int, Query(ge=1, le=1000)] = 10,
 ) -> LiveResponse:
     rt, scope = await open_read(request, board_id, where)  # 404 / 400 before any stream
-    stream = rt.live.open_stream(board_id, scope.window, scope.segment)
+    stream = rt.live.open_stream(board_id, scope.window, scope.segment, (where.period, n))
 
     async def read(max_age_s: float | None) -> tuple[Top, float | None]:
         # the config is read again each time: a stream sees a changed board as reads do

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
 import orjson
 
@@ -40,6 +42,7 @@ MIN_INTERVAL_S = 0.1
 # (a late run) only costs one read that finds nothing new.
 Topic = tuple[str, str, str]  # board, window, segment ("" for global)
 _CLOSED = -2
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -51,6 +54,24 @@ class Feed:
     noticed_at: float = field(default_factory=time.monotonic)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     streams: int = 0
+    # reads in flight, by what they read and the generation they started at: the streams
+    # woken by one notice make one read between them, not one each
+    reads: dict[Hashable, asyncio.Future[Any]] = field(default_factory=dict)
+
+    async def shared(self, key: Hashable, read: Callable[[], Awaitable[T]]) -> T:
+        flight = self.reads.get(key)
+        if flight is None:
+            flight = asyncio.ensure_future(read())
+            self.reads[key] = flight
+
+            def done(finished: asyncio.Future[Any]) -> None:
+                self.reads.pop(key, None)
+                if not finished.cancelled():
+                    finished.exception()  # retrieved: every reader may have gone
+
+            flight.add_done_callback(done)
+        # one reader hanging up must not cancel the others' read
+        return cast(T, await asyncio.shield(flight))
 
     def notice(self) -> None:
         self.generation += 1
@@ -67,6 +88,7 @@ class Stream:
 
     topic: Topic
     feed: Feed
+    reads: Hashable = ()  # what the stream reads besides its topic (e.g. period, n)
     seen: int = -1  # the feed's generation at this stream's last read (-1: never read)
     opened_at: float = field(default_factory=time.monotonic)
 
@@ -74,11 +96,11 @@ class Stream:
     def dirty(self) -> bool:
         return self.seen != self.feed.generation
 
-    def read_now(self) -> float:
-        """Take the flag; returns how old a cached list may be and still show every change
-        noticed so far."""
+    def read_now(self) -> tuple[int, float]:
+        """Take the flag; returns the generation read at, and how old a cached list may be
+        and still show every change noticed so far."""
         self.seen = self.feed.generation
-        return time.monotonic() - max(self.feed.noticed_at, self.opened_at)
+        return self.seen, time.monotonic() - max(self.feed.noticed_at, self.opened_at)
 
     async def changed(self, timeout_s: float | None) -> None:
         """Until the feed changes after this stream's last read (or ``timeout_s`` passes)."""
@@ -107,7 +129,7 @@ class LiveHub:
     def count(self) -> int:
         return self._count
 
-    def open_stream(self, board_id: str, window: str, segment: str) -> Stream:
+    def open_stream(self, board_id: str, window: str, segment: str, reads: Hashable = ()) -> Stream:
         if self._count >= self.max_streams:
             raise TooManyStreams(
                 f"this instance serves its maximum of {self.max_streams} live streams; "
@@ -118,7 +140,7 @@ class LiveHub:
         feed.streams += 1
         self._count += 1
         metrics.LIVE_STREAMS.set(self._count)
-        return Stream(topic, feed)
+        return Stream(topic, feed, reads)
 
     def close_stream(self, stream: Stream) -> None:
         feed = self._feeds.get(stream.topic)
@@ -170,10 +192,12 @@ async def top_events(stream: Stream, read: Read, retry_s: float = 1.0) -> AsyncI
         pause = last_read + MIN_INTERVAL_S - time.monotonic()
         if pause > 0:
             await asyncio.sleep(pause)  # notices meanwhile fold into this one read
-        max_age_s = stream.read_now()
+        generation, max_age_s = stream.read_now()
         last_read = time.monotonic()
         try:
-            top, wait_s = await read(max_age_s)
+            top, wait_s = await stream.feed.shared(
+                (stream.reads, generation), functools.partial(read, max_age_s)
+            )
         except Unavailable:
             wait_s = retry_s
             continue
