@@ -687,8 +687,11 @@ async def test_openapi_lists_the_v1_paths(client: httpx.AsyncClient) -> None:
         "/v1/boards/{board_id}/players/{player_id}/friends",
         "/v1/boards/{board_id}/rank-of",
         "/v1/boards/{board_id}/periods",
+        "/v1/boards/{board_id}/events",
         "/v1/players/{player_id}",
     } <= paths
+    events = response.json()["paths"]["/v1/boards/{board_id}/events"]["get"]
+    assert "text/event-stream" in events["responses"]["200"]["content"]
 
 
 async def test_docs_page_is_served(client: httpx.AsyncClient) -> None:

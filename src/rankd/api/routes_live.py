@@ -59,6 +59,7 @@ class LiveResponse(EventSourceResponse):
 @router.get(
     "/v1/boards/{board_id}/events",
     response_class=LiveResponse,
+    status_code=200,
     responses={
         200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}},
         **schemas.ERRORS,
