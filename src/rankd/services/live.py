@@ -11,7 +11,8 @@ that arrives while a stream reads sets the flag again, so a stream always ends o
 latest state.
 
 Bounds: at most ``max_streams`` streams per process (past that, 503); each holds one flag
-and its last sent list. What a slow client has not read yet is bounded by the HTTP layer
+and its last sent list; feeds exist only while a stream watches them, and a feed's reads in
+flight are at most one per distinct (period, n) its streams ask for. What a slow client has not read yet is bounded by the HTTP layer
 (api/routes_live.py drops it when a send does not complete in time).
 """
 
