@@ -135,7 +135,6 @@ class Runtime:
         self.consumer = self.log_consumer()
         await self.consumer.start()
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
-        self._tasks.append(asyncio.create_task(self.live.listen(), name="live-notices"))
         if self.settings.season_job_interval_s > 0:
             job = self.seasons.run_forever(self.settings.season_job_interval_s)
             self._tasks.append(asyncio.create_task(job, name="season-job"))
@@ -172,6 +171,7 @@ class Runtime:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.live.close()
         if self.consumer is not None:
             await self.consumer.stop()
         await asyncio.gather(

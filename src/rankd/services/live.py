@@ -12,8 +12,9 @@ latest state.
 
 Bounds: at most ``max_streams`` streams per process (past that, 503); each holds one flag
 and its last sent list; feeds exist only while a stream watches them, and a feed's reads in
-flight are at most one per distinct (period, n) its streams ask for. What a slow client has not read yet is bounded by the HTTP layer
-(api/routes_live.py drops it when a send does not complete in time).
+flight are at most one per distinct (period, n) its streams ask for. What a slow client has
+not read yet is bounded by the HTTP layer (api/routes_live.py drops it when a send does not
+complete in time).
 """
 
 from __future__ import annotations
@@ -124,6 +125,8 @@ class LiveHub:
         self.max_streams = max_streams
         self.retry_s = retry_s
         self._feeds: dict[Topic, Feed] = {}
+        # started with the first stream: a process nobody watches holds no subscription
+        self._listener: asyncio.Task[None] | None = None
         self._count = 0
 
     @property
@@ -136,6 +139,8 @@ class LiveHub:
                 f"this instance serves its maximum of {self.max_streams} live streams; "
                 "retry shortly or read /top"
             )
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.create_task(self.listen(), name="live-notices")
         topic = (board_id, window, segment)
         feed = self._feeds.setdefault(topic, Feed())
         feed.streams += 1
@@ -164,6 +169,11 @@ class LiveHub:
     def _notice_all(self) -> None:
         for feed in self._feeds.values():
             feed.notice()
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
 
     async def listen(self) -> None:
         """Receive notices until cancelled; reconnect after Redis comes back (every stream
