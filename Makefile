@@ -60,6 +60,7 @@ bench: bench-deps
 	$(BIN)/python -m bench.rebuild_rate --sizes 1000000 10000000
 	$(BIN)/python -m bench.freeze_rate
 	$(BIN)/python -m bench.moderation
+	$(BIN)/python -m bench.events
 	$(BIN)/python -m bench.report
 
 bench-quick: bench-deps
@@ -71,6 +72,7 @@ bench-quick: bench-deps
 	$(BIN)/python -m bench.freeze_rate --quick
 	$(BIN)/python -m bench.segments --quick
 	$(BIN)/python -m bench.moderation --quick
+	$(BIN)/python -m bench.events --quick
 	$(BIN)/python -m bench.report
 
 clean:

@@ -23,7 +23,7 @@ from typing import Any
 from bench.common import RESULTS
 
 Row = list[str]
-KNOWN = ("wrk", "submits", "reads", "rank_growth", "rebuild", "freeze", "moderation")
+KNOWN = ("wrk", "submits", "reads", "rank_growth", "rebuild", "freeze", "moderation", "events")
 DASH, X = "\u2013", "\u00d7"  # en dash for "no figure", multiplication sign for ratios
 KINDS_READ = ("top", "player", "around", "friends")
 
@@ -787,6 +787,83 @@ class Report:
             ]
         self.sections.append("\n".join(parts))
 
+    def events(self, r: dict[str, Any]) -> None:
+        lat, base, idle = r["latency"], r["baseline_pubsub"], r["idle"]
+        self.summary.append(
+            [
+                "Live: submit's 2xx to the event on a connected stream, p50 / p99",
+                f"{num(lat['event_after_2xx_p50_ms'], 'ms')} / "
+                f"{num(lat['event_after_2xx_p99_ms'], 'ms')}",
+                f"{num(base['p50_ms'], 'ms')} / {num(base['p99_ms'], 'ms')} (bare Redis pub/sub)",
+                DASH,
+                DASH,
+                DASH,
+            ]
+        )
+        self.summary.append(
+            [
+                f"Live: {num(idle['streams'])} idle streams in one process, RSS added / CPU",
+                f"{num(idle['rss_with_streams_mib'] - idle['rss_before_mib'], 'MiB')} / "
+                f"{num(idle['idle_cpu_percent'])} %",
+                DASH,
+                DASH,
+                DASH,
+                DASH,
+            ]
+        )
+        parts = ["## Live updates (event streams)", ""]
+        method = r.get("method", {})
+        if isinstance(method, dict):
+            parts += [f"- {k}: {v}" for k, v in method.items() if isinstance(v, str)] + [""]
+        parts.append(
+            table(
+                ["what", "p50", "p99", "max"],
+                [
+                    [
+                        f"submit's 2xx → top event ({lat['submits']} submits)",
+                        num(lat["event_after_2xx_p50_ms"], "ms"),
+                        num(lat["event_after_2xx_p99_ms"], "ms"),
+                        num(lat["event_after_2xx_max_ms"], "ms"),
+                    ],
+                    [
+                        "the submit itself (request → 2xx)",
+                        num(lat["submit_p50_ms"], "ms"),
+                        num(lat["submit_p99_ms"], "ms"),
+                        DASH,
+                    ],
+                    [
+                        "baseline: Redis PUBLISH → redis-py subscriber",
+                        num(base["p50_ms"], "ms"),
+                        num(base["p99_ms"], "ms"),
+                        DASH,
+                    ],
+                    [
+                        f"one submit → all {num(idle['streams'])} idle streams",
+                        num(idle["fanout_p50_ms"], "ms"),
+                        num(idle["fanout_p99_ms"], "ms"),
+                        num(idle["fanout_last_ms"], "ms"),
+                    ],
+                ],
+            )
+        )
+        parts.append("")
+        parts.append(
+            table(
+                ["idle streams", "RSS before", "RSS with them", "per stream", "CPU idle", "over"],
+                [
+                    [
+                        num(idle["streams"]),
+                        num(idle["rss_before_mib"], "MiB"),
+                        num(idle["rss_with_streams_mib"], "MiB"),
+                        num(idle["rss_per_stream_kib"], "KiB"),
+                        f"{num(idle['idle_cpu_percent'])} %",
+                        num(idle["idle_seconds"], "s"),
+                    ]
+                ],
+            )
+        )
+        self.sections.append("\n".join(parts))
+
     def generic(self, r: dict[str, Any]) -> None:
         rows = [
             [key, num(value)]
@@ -806,6 +883,7 @@ class Report:
             "rebuild": self.rebuild,
             "freeze": self.freeze,
             "moderation": self.moderation,
+            "events": self.events,
             "wrk": self.wrk,
         }
         ordered = [n for n in KNOWN if n in self.results]

@@ -66,6 +66,9 @@ CONTRACT_OPERATIONS = {
     "GET /healthz",
     "GET /readyz",
 }
+# An event stream answers a valid request with a response that never ends; its validation
+# (the same as /top's) is checked in tests/test_live.py on a real server instead.
+STREAMING = {"GET /v1/boards/{board_id}/events"}
 OWN_PREFIX = "fz-"
 SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 CONFORMANCE = [status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -201,6 +204,7 @@ def fuzz_role(fuzz: Fuzz, headers: dict[str, str]) -> tuple[int, int, list[str]]
     sent = 0
     problems: list[str] = []
     operations = [result.ok() for result in fuzz.schema.get_all_operations()]
+    operations = [op for op in operations if op.label not in STREAMING]
     assert not CONTRACT_OPERATIONS - {op.label for op in operations}, "an operation is missing"
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):

@@ -520,3 +520,45 @@ async def test_changing_windows_and_order_together_after_a_run_is_409(
     response = await put_board(client, board_id, {"windows": ["daily"], "order": "asc"})
     assert_error(response, 409, "board_immutable_field")
     assert (await get_board(client, board_id))["windows"] == ["all-time"]
+
+
+# --- score_format (display only) -------------------------------------------------------
+
+
+async def test_score_format_defaults_to_integer_and_is_kept(client: httpx.AsyncClient) -> None:
+    board_id = new_board_id()
+    created = await put_board(client, board_id, {"order": "asc"})
+    assert created.json()["score_format"] == "integer"
+    updated = await put_board(client, board_id, {"score_format": "duration_ms"})
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["score_format"] == "duration_ms"
+    assert (await get_board(client, board_id))["score_format"] == "duration_ms"
+    listed = (await client.get("/v1/boards")).json()["boards"]
+    assert [b["score_format"] for b in listed if b["board_id"] == board_id] == ["duration_ms"]
+    # other fields leave it alone
+    await put_board(client, board_id, {"grace_seconds": 60})
+    assert (await get_board(client, board_id))["score_format"] == "duration_ms"
+
+
+async def test_score_format_changes_nothing_but_display(client: httpx.AsyncClient) -> None:
+    board_id = new_board_id()
+    await put_board(client, board_id, {"order": "asc"})
+    assert (await submit(client, board_id, score=65364)).status_code == 200
+    # allowed even once the board has runs: it is not how scores are stored
+    response = await put_board(client, board_id, {"score_format": "decimal_3"})
+    assert response.status_code == 200, response.text
+    top = (await client.get(f"/v1/boards/{board_id}/top")).json()
+    assert top["entries"][0]["score"] == 65364
+
+
+@pytest.mark.parametrize("bad", ["seconds", "", "Integer", "integer ", 3, None, ["integer"]])
+async def test_a_bad_score_format_is_refused_and_changes_nothing(
+    client: httpx.AsyncClient, bad: Any
+) -> None:
+    board_id = new_board_id()
+    await put_board(client, board_id, {"score_format": "decimal_1"})
+    response = await put_board(client, board_id, {"score_format": bad, "grace_seconds": 5})
+    assert_error(response, 400, "invalid_request")
+    assert "score_format" in response.json()["error"]["message"]
+    after = await get_board(client, board_id)
+    assert after["score_format"] == "decimal_1" and after["grace_seconds"] == 3600

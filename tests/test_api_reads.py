@@ -689,8 +689,11 @@ async def test_openapi_lists_the_v1_paths(client: httpx.AsyncClient) -> None:
         "/v1/boards/{board_id}/players/{player_id}/friends",
         "/v1/boards/{board_id}/rank-of",
         "/v1/boards/{board_id}/periods",
+        "/v1/boards/{board_id}/events",
         "/v1/players/{player_id}",
     } <= paths
+    events = response.json()["paths"]["/v1/boards/{board_id}/events"]["get"]
+    assert "text/event-stream" in events["responses"]["200"]["content"]
 
 
 async def test_docs_page_is_served(client: httpx.AsyncClient) -> None:
@@ -704,6 +707,14 @@ async def test_root_is_the_html_leaderboard_page(client: httpx.AsyncClient) -> N
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     assert "<html" in response.text.lower()
+    # its assets come from the package, not a CDN
+    assert 'src="/live.js"' in response.text and 'href="/live.css"' in response.text
+    assert "http" not in response.text.replace("http-equiv", "")
+    for path, media_type in (("/live.js", "text/javascript"), ("/live.css", "text/css")):
+        asset = await client.get(path)
+        assert asset.status_code == 200
+        assert asset.headers["content-type"].startswith(media_type)
+        assert "EventSource" in asset.text or "disconnected" in asset.text
 
 
 async def test_player_bad_accuracy_is_400(client: httpx.AsyncClient, five: str) -> None:

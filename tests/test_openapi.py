@@ -80,6 +80,9 @@ def test_every_2xx_references_its_model_with_an_example(document: Document) -> N
             if path == "/metrics":
                 assert list(ok) == ["text/plain"]
                 continue
+            if path.endswith("/events"):  # Server-Sent Events: a stream of text
+                assert list(ok) == ["text/event-stream"] and "example" in ok["text/event-stream"]
+                continue
             media = ok["application/json"]
             assert media["schema"]["$ref"].startswith("#/components/schemas/"), (method, path)
             assert "example" in media, (method, path)

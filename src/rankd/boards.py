@@ -27,7 +27,10 @@ SETTING_FIELDS = (
     "grace_seconds",
     "retention_days",
     "segments",
+    "score_format",
 )
+# How pages and clients display a score; the API always carries the integer.
+SCORE_FORMATS = ("integer", "duration_ms", "decimal_1", "decimal_2", "decimal_3")
 MAX_SEGMENT_DIMENSIONS = 4
 MAX_HOLD_TOP = 10_000
 MAX_GRACE_S = 31_536_000
@@ -48,6 +51,7 @@ class BoardConfig:
     retention_days: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_RETENTION))
     # Dimensions whose values get standings of their own, e.g. ("country", "platform").
     segments: tuple[str, ...] = ()
+    score_format: str = "integer"  # display only: one of SCORE_FORMATS
     created_at: datetime | None = None
 
     @cached_property
@@ -109,7 +113,11 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
                 "all-time, daily, weekly, monthly"
             )
         values["windows"] = list(windows)
-    for name, allowed in (("order", ("desc", "asc")), ("policy", ("best", "sum"))):
+    for name, allowed in (
+        ("order", ("desc", "asc")),
+        ("policy", ("best", "sum")),
+        ("score_format", SCORE_FORMATS),
+    ):
         if name in body:
             if body[name] not in allowed:
                 raise InvalidRequest(f"{name} must be one of {', '.join(allowed)}")
@@ -186,6 +194,7 @@ def from_settings(
         grace_seconds=values["grace_seconds"],
         retention_days=dict(values["retention_days"]),
         segments=tuple(values.get("segments", ())),  # configs stored before segments: none
+        score_format=values.get("score_format", "integer"),  # likewise: plain integers
         created_at=created_at,
     )
 

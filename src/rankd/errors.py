@@ -71,6 +71,10 @@ class LogUnavailable(Unavailable):
     """The run log cannot be reached or did not answer in time."""
 
 
+class TooManyStreams(Unavailable):
+    """This process serves as many live streams as it may (RANKD_LIVE_MAX_STREAMS)."""
+
+
 class UnsupportedMediaType(RankdError):
     code = "unsupported_media_type"
 

@@ -74,3 +74,9 @@ RATE_UNCHECKED = Counter(
     "rankd_rate_limit_unchecked_total",
     "Requests let through without a rate check because Redis could not be asked.",
 )
+LIVE_STREAMS = Gauge("rankd_live_streams", "Live event streams this process serves.")
+LIVE_EVENTS = Counter("rankd_live_events_total", "Top-list events sent to live streams.")
+LIVE_NOTICES = Counter("rankd_live_notices_total", "Change notices received from Redis.")
+LIVE_DROPPED = Counter(
+    "rankd_live_dropped_total", "Live streams dropped because the client did not keep up."
+)

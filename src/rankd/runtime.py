@@ -13,6 +13,7 @@ from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.group_commit import GroupCommitter
+from rankd.services.live import LiveHub
 from rankd.services.moderation import Moderation
 from rankd.services.names import NameCache
 from rankd.services.players import Players
@@ -50,6 +51,7 @@ class Runtime:
     seasons: SeasonJob
     moderation: Moderation
     limiter: RateLimiter
+    live: LiveHub
     consumer: LogConsumer | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -141,6 +143,7 @@ class Runtime:
                 lease_s=s.rate_lease_s,
                 lease_bytes=s.rate_lease_memo_bytes,
             ),
+            live=LiveHub(store, s.live_max_streams),
         )
 
     async def open(self, *, background: bool = True) -> None:
@@ -204,6 +207,7 @@ class Runtime:
         stuck = await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
+        await self.live.close()
         if self.consumer is not None:
             stuck += await self.consumer.stop(CLOSE_TIMEOUT_S)
         if stuck:

@@ -110,6 +110,12 @@ class Settings(BaseSettings):
     # their parameters are plainly valid (api/fastpath.py); off: every request goes through
     # FastAPI (the answers are the same; this is for comparing the two)
     fast_routes: bool = True
+    # Live event streams (GET /v1/boards/{id}/events): at most live_max_streams per process
+    # (past that, 503); a heartbeat comment every live_heartbeat_s; a client whose send
+    # does not complete within live_send_timeout_s (its socket buffer stays full) is dropped.
+    live_max_streams: int = Field(2000, ge=1)
+    live_heartbeat_s: float = Field(15.0, gt=0)
+    live_send_timeout_s: float = Field(10.0, gt=0)
 
     # Log level of the service (and uvicorn's own loggers).
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"

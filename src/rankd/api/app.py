@@ -17,6 +17,7 @@ from rankd.api import (
     errors,
     openapi,
     routes_boards,
+    routes_live,
     routes_moderation,
     routes_ops,
     routes_players,
@@ -112,6 +113,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         routes_reads,
         routes_players,
         routes_moderation,
+        routes_live,
         routes_ops,
     ):
         app.include_router(module.router)

@@ -32,6 +32,7 @@ STATUS: dict[type[errors.RankdError], int] = {
     errors.RateLimited: 429,
     errors.ClientGone: 499,  # nginx's code for it; the client never sees the answer
     errors.Unavailable: 503,
+    errors.TooManyStreams: 503,
 }
 
 

@@ -62,7 +62,21 @@ async def metrics_text() -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
+def _static(name: str) -> str:
+    return resources.files("rankd.static").joinpath(name).read_text("utf-8")
+
+
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 async def live_page() -> Response:
-    page = resources.files("rankd.static").joinpath("index.html").read_text("utf-8")
-    return HTMLResponse(page)
+    return HTMLResponse(_static("index.html"))
+
+
+# The page's own assets, served by the package: it needs no build step and no CDN.
+@router.get("/live.js", include_in_schema=False)
+async def live_script() -> Response:
+    return Response(_static("live.js"), media_type="text/javascript; charset=utf-8")
+
+
+@router.get("/live.css", include_in_schema=False)
+async def live_style() -> Response:
+    return Response(_static("live.css"), media_type="text/css; charset=utf-8")

@@ -27,6 +27,7 @@ BOARD_EXAMPLE: dict[str, Any] = {
     "grace_seconds": 3600,
     "retention_days": {"daily": 8, "weekly": 35, "monthly": 100},
     "segments": ["country"],
+    "score_format": "integer",
     "created_at": "2026-11-03T18:00:00.000Z",
     "tie_resolution_ms": {"all-time": 376_196, "weekly": 73},
 }
@@ -67,6 +68,7 @@ ENTRY_EXAMPLE: dict[str, Any] = {
     "achieved_at": "2026-11-03T18:22:07.123Z",
     "name": "kai_runs",
 }
+ScoreFormat = Literal["integer", "duration_ms", "decimal_1", "decimal_2", "decimal_3"]
 
 
 class ErrorBody(BaseModel):
@@ -97,6 +99,9 @@ class BoardIn(BaseModel):
     grace_seconds: int | None = Field(None, ge=0, le=31_536_000)
     retention_days: dict[str, int] | None = None
     segments: list[str] | None = Field(None, max_length=4)
+    score_format: ScoreFormat | None = Field(
+        None, description="how pages display a score (display only); `duration_ms`: 1:05.364"
+    )
 
 
 class BoardOut(BaseModel):
@@ -113,6 +118,7 @@ class BoardOut(BaseModel):
     grace_seconds: int
     retention_days: dict[str, int]
     segments: list[str]
+    score_format: ScoreFormat
     created_at: str
     tie_resolution_ms: dict[str, int]
 

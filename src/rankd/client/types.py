@@ -59,7 +59,7 @@ class Board(TypedDict):
     segments: list[str]
     created_at: str
     tie_resolution_ms: dict[str, int]
-    score_format: NotRequired[str]
+    score_format: Literal["integer", "duration_ms", "decimal_1", "decimal_2", "decimal_3"]
 
 
 class Run(TypedDict):

@@ -238,13 +238,23 @@ class Reader:
         names = await self.names.lookup(pid for pid, _, _, _ in placed)
         return self._entries(scope, placed, names), view.total
 
-    async def top(self, scope: Scope, n: int, offset: int, viewer: str | None = None) -> Top:
+    async def top(
+        self,
+        scope: Scope,
+        n: int,
+        offset: int,
+        viewer: str | None = None,
+        *,
+        max_age_s: float | None = None,
+    ) -> Top:
+        """``max_age_s``: reuse a cached list only if it is at most this old (a live stream
+        told of a change asks for a list read after it)."""
         if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
             entries, total = await self._viewed_rows(scope, view, offset, n)
             return {**scope.head, "total": total, "entries": entries}
         cache_key = (*scope.ref, n, offset)
         hit = self._tops.get(cache_key)
-        if hit is not None:
+        if hit is not None and (max_age_s is None or hit.age_s <= max_age_s):
             return hit.value
         if await self.from_archive(scope):
             return self._cached(cache_key, await self._archived_top(scope, n, offset))

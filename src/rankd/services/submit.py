@@ -88,7 +88,8 @@ class Submitter:
             for t in targets:
                 t.mark = True  # the log consumer skips what this marks (services/applier.py)
         self.moderation.route(plans)
-        replies = await self.store.apply(board, plans)
+        # announce: live streams (services/live.py) re-read the standings this touched
+        replies = await self.store.apply(board, plans, announce=True)
         if record_holds:
             await self.moderation.record_holds(board, plans)
         late = [t for p in plans for t in p if t.disposition == "late"]

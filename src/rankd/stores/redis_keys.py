@@ -73,6 +73,8 @@ def periods_index(board: str, window: str) -> str:
 NAMES = "rankd:names"
 # Players' profile segments, copied from PostgreSQL: player_id -> JSON {"country": "FR"}.
 PROFILE_SEGMENTS = "rankd:segments"
+# Pub/sub channel of "these standings changed" notices (services/live.py listens).
+CHANGES = "rankd:changes"
 # The Redis run_id the boards were last verified on (see services/rebuild.py).
 VERIFIED_MARKER = "rankd:verified-redis-run-id"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -190,6 +190,27 @@ def coalesce(
     return sent, spread
 
 
+def change_notice(board_id: str, plans: Sequence[Sequence[Target]]) -> list[Command]:
+    """One PUBLISH naming every standings (window, period, segment) the targets touch, or
+    none. It rides at the end of the submit's pipeline: Redis runs it after the scripts,
+    so a listener that reads on receipt sees the change."""
+    touched = {(t.window, t.period.id, t.segment) for p in plans for t in p if t.sendable}
+    if not touched:
+        return []
+    notice = orjson.dumps([board_id, sorted(touched)])
+    return [("PUBLISH", (keys.CHANGES, notice))]
+
+
+def parse_notice(raw: Any) -> tuple[str, list[tuple[str, str, str]]] | None:
+    """A change notice's board and standings, or None for anything malformed."""
+    try:
+        board_id, touched = orjson.loads(raw)
+        parsed = [(str(w), str(p), str(s)) for w, p, s in touched]
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return None
+    return (board_id, parsed) if isinstance(board_id, str) else None
+
+
 class RedisStore:
     """The boards' sorted sets, the periods index, the names hash and the rebuild loader."""
 
@@ -251,14 +272,17 @@ class RedisStore:
     # the write path
 
     async def apply(
-        self, board: BoardConfig, plans: Sequence[Sequence[Target]]
+        self, board: BoardConfig, plans: Sequence[Sequence[Target]], *, announce: bool = False
     ) -> list[list[Reply | None]]:
         """Run every sendable target of ``plans`` in one pipeline, with the periods-index
-        updates they need; replies shaped like ``plans`` (None where nothing was sent)."""
+        updates they need; replies shaped like ``plans`` (None where nothing was sent).
+        With ``announce``, the pipeline ends with one change notice (see change_notice)."""
         now_ms = int(time.time() * 1000)
         keep_ms = self.marks_keep_ms
         calls = [script_call(board, t, now_ms, keep_ms) for p in plans for t in p if t.sendable]
         extra, memos = self._index_commands(board.board_id, plans)
+        if announce:
+            extra += change_notice(board.board_id, plans)
         sent, spread = coalesce(calls)
         with _reachable():
             results = await self._pipeline(sent, extra) if sent or extra else []
@@ -343,6 +367,27 @@ class RedisStore:
                 await load_all(self.redis)
                 allowed, wait_us = await self.redis.evalsha(RATE_LIMIT.sha, 1, *args)
         return 0 if allowed else max(int(wait_us), 1)
+
+    async def changes(
+        self, on_subscribed: Callable[[], None] = lambda: None
+    ) -> AsyncGenerator[tuple[str, list[tuple[str, str, str]]], None]:
+        """Change notices as they are published: (board, [(window, period, segment)]).
+
+        Holds one pooled connection while iterated; ``on_subscribed`` runs once notices
+        flow. Ends with Unavailable when Redis goes away (the caller subscribes again,
+        knowing notices may have been missed meanwhile)."""
+        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            with _reachable():
+                await pubsub.subscribe(keys.CHANGES)
+                on_subscribed()
+                async for message in pubsub.listen():
+                    notice = parse_notice(message.get("data"))
+                    if notice is not None:
+                        yield notice
+        finally:
+            with contextlib.suppress(RedisError, OSError):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     def forget_indexed(self) -> None:
         """After a rebuild the periods index must be written again."""
