@@ -101,8 +101,8 @@ class Settings(BaseSettings):
     # without a round trip each (about 200 bytes a key or address).
     rate_refusal_memo_bytes: int = Field(1 << 20, ge=0)
     # A process pays Redis for this long's worth of an identity's rate at once (at most its
-    # burst) and spends it locally; unspent, it is forfeit (services/rate_limits.py). 0:
-    # one Redis call per request. Leases held are bounded like the refusals.
+    # burst) and spends it locally (services/rate_limits.py). 0: one Redis call per
+    # request. Leases held are bounded like the refusals.
     rate_lease_s: float = Field(0.05, ge=0, le=10)
     rate_lease_memo_bytes: int = Field(1 << 20, ge=0)
 

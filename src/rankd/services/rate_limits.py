@@ -17,12 +17,13 @@ about two calls per slot the rate allows, not one per request.
 
 Leases. Asking Redis on every request cost about as much as the request itself (a rank read
 served half as many requests a second with limits on). So a process takes an identity's
-allowance in leases: one GCRA call for ``lease`` requests at once (``lease_s`` worth of its
-rate, at most its burst; one when only fewer are left), spent locally, and what a lease has
-not spent after ``lease_s`` is forfeit. Every request is still paid for in Redis before it
-is served, so the guarantee above holds exactly; the cost is that an identity spread over
-many processes may be refused up to one lease per process early. Concurrent requests of one
-identity share one lease call. Leases live in a cache bounded in bytes, like refusals.
+allowance in leases: one GCRA call pays for ``lease`` requests at once (``lease_s`` worth of
+its rate, at most its burst; one when fewer are left), which the process then serves from
+memory. Every request is paid for in Redis before it is served, so the guarantee above holds
+exactly; the cost is that an identity spread over many processes may be refused up to one
+lease per process early, and a lease left unspent (kept at most ``LEASE_KEEP_S``) is paid
+for but never served, which delays that identity by at most ``lease_s``. Concurrent
+requests of one identity share one lease call. Leases live in a cache bounded in bytes.
 
 Redis unreachable: the request goes through unchecked (it meets the outage on its own path:
 reads fail or fall back, submits answer 503), and for ``fail_open_s`` afterwards requests are
@@ -48,7 +49,8 @@ Kind = Literal["key", "address"]
 REFUSAL_BYTES = 200
 # the longest a refusal is remembered; a longer wait is asked of Redis again after it
 REFUSAL_MEMO_S = 60.0
-LEASE_BYTES = 200  # one lease: the identity and a two-element list
+LEASE_BYTES = 200  # one lease: the identity and a one-element list
+LEASE_KEEP_S = 10.0  # a lease's remainder is kept this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +95,9 @@ class RateLimiter:
         self.fail_open_s = fail_open_s
         self.lease_s = lease_s
         self._unchecked_until = 0.0
-        # identity -> [requests left, until when (monotonic)] of its current lease
-        self.leases: TTLCache[str, list[float]] = TTLCache(
-            max(lease_s, 0.001), lease_bytes, lambda _, __: LEASE_BYTES
+        # identity -> [requests left] of its current lease (paid for in Redis)
+        self.leases: TTLCache[str, list[int]] = TTLCache(
+            LEASE_KEEP_S, lease_bytes, lambda _, __: LEASE_BYTES
         )
         # identity -> the lease call in flight for it, shared by its concurrent requests
         # (at most one per identity with a request waiting: bounded by the connections)
@@ -120,7 +122,7 @@ class RateLimiter:
         if asked < self._unchecked_until:
             metrics.RATE_UNCHECKED.inc()
             return
-        if self._spend(identity, asked):
+        if self._spend(identity):
             return
         try:
             wait_us = await self._lease(identity, rate)
@@ -134,16 +136,13 @@ class RateLimiter:
         self.refused.put(identity, asked + wait_us / 1_000_000)
         raise self._refusal(kind, rate, wait_us / 1_000_000)
 
-    def _spend(self, identity: str, now: float) -> bool:
-        """Take one request from the identity's lease, if it holds one still valid."""
+    def _spend(self, identity: str) -> bool:
+        """Take one request from the identity's lease, if one is left."""
         held = self.leases.get(identity)
-        if held is None:
+        if held is None or held.value[0] < 1:
             return False
-        lease = held.value
-        if lease[0] >= 1 and lease[1] > now:
-            lease[0] -= 1
-            return True
-        return False
+        held.value[0] -= 1
+        return True
 
     async def _lease(self, identity: str, rate: Rate) -> int:
         """Pay Redis for this request (and a lease of more): 0 when allowed, else the µs to
@@ -151,19 +150,18 @@ class RateLimiter:
         while (pending := self._asking.get(identity)) is not None:
             if wait_us := await asyncio.shield(pending):
                 return wait_us  # refused: so is this one
-            if self._spend(identity, time.monotonic()):
+            if self._spend(identity):
                 return 0
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._asking[identity] = future
         try:
             size = rate.lease(self.lease_s)
-            taken = time.monotonic()
             wait_us = await self.store.rate_limit(identity, rate.interval_us, rate.burst, cost=size)
             if wait_us and size > 1:  # fewer than a lease left: just this request
                 size = 1
                 wait_us = await self.store.rate_limit(identity, rate.interval_us, rate.burst)
             if wait_us == 0 and size > 1:
-                self.leases.put(identity, [size - 1, taken + self.lease_s])
+                self.leases.put(identity, [size - 1])
             future.set_result(wait_us)
             return wait_us
         except BaseException as exc:
