@@ -192,16 +192,22 @@ def test_maintenance_commands_refuse_a_folder_without_data(
 
 
 def test_make_run_passes_port_host_and_data_dir() -> None:
+    # --no-print-directory: run from `make test`, the nested make would add its own lines
+    options = ["PORT=8001", "HOST=0.0.0.0", "DATA_DIR=/srv/rankd"]
     dry = subprocess.run(
-        ["make", "-n", "run", "PORT=8001", "HOST=0.0.0.0", "DATA_DIR=/srv/rankd"],
+        ["make", "-n", "--no-print-directory", "run", *options],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     )
-    command = dry.stdout.strip().splitlines()[-1]
+    [command] = [line for line in dry.stdout.splitlines() if "rankd serve" in line]
     assert "rankd serve --host '0.0.0.0' --port '8001' --data-dir '/srv/rankd'" in command
     default = subprocess.run(
-        ["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "-n", "--no-print-directory", "run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "--port '8000'" in default.stdout
