@@ -152,6 +152,11 @@ class Reader:
             lambda _, body: _TOP_BYTES + _ENTRY_BYTES * len(body["entries"]),
         )
 
+    def forget_tops(self) -> None:
+        """Drop this process's rendered top lists (after a ban or a hold decision, so its
+        own next read shows the change at once; other processes within top_cache_s)."""
+        self._tops.clear()
+
     # Redis or archive
 
     def _closed(self, scope: Scope) -> bool:
