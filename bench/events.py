@@ -18,12 +18,8 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,44 +27,9 @@ import httpx
 import orjson
 from redis.asyncio import Redis
 
-from bench.common import ADMIN, ADMIN_H, SERVER, SERVER_H, servers, write_result
-from rankd.embedded import EmbeddedServers, free_port
+from bench.common import ADMIN_H, SERVER_H, servers, service_process, write_result
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-@contextlib.contextmanager
-def service(stack: EmbeddedServers, **env: str) -> Iterator[tuple[int, int]]:
-    """`rankd serve --workers 1` on ``stack``; yields (port, pid) once /readyz is 200."""
-    port = free_port()
-    environ = {
-        **os.environ,
-        "RANKD_REDIS_URL": stack.redis_url,
-        "RANKD_POSTGRES_URL": stack.postgres_url,
-        "RANKD_NATS_URL": stack.nats_url,
-        "RANKD_ADMIN_KEYS": ADMIN,
-        "RANKD_SERVER_KEYS": SERVER,
-        "RANKD_LOG_LEVEL": "warning",
-        **env,
-    }
-    command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port)]
-    process = subprocess.Popen(command, env=environ)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("rankd serve did not become ready")
-            time.sleep(0.2)
-        yield port, process.pid
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def rss_mib(pid: int) -> float:
@@ -271,11 +232,12 @@ async def idle_streams(port: int, pid: int, count: int, idle_s: float) -> dict[s
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     with (
         servers() as stack,
-        service(stack, RANKD_LIVE_MAX_STREAMS=str(args.streams + 10)) as (
+        service_process(stack, extra_env={"RANKD_LIVE_MAX_STREAMS": str(args.streams + 10)}) as (
             port,
-            pid,
+            process,
         ),
     ):
+        pid = process.pid
         baseline = await pubsub_baseline(stack.redis_url, args.submits)
         lat = await latency(port, args.submits)
         idle = await idle_streams(port, pid, args.streams, args.idle_s)

@@ -354,7 +354,8 @@ class _WindowTemplate:
     prefix: bytes  # EVALSHA sha 2 key key
     time_key: int  # the low bits of the composite for a run ending now
     time_bits: int
-    tail: bytes  # the last arguments (expiry, exact end time), RESP-encoded
+    tail: bytes  # the arguments after the member (expiry, exact end time), RESP-encoded
+    clock: bytes  # the arguments after the mark (now, forget marks before), RESP-encoded
 
 
 def _templates(board: BoardConfig, now_ms: int) -> list[_WindowTemplate]:
@@ -362,16 +363,18 @@ def _templates(board: BoardConfig, now_ms: int) -> list[_WindowTemplate]:
     sha = SUBMIT_BEST.sha.encode()
     out = []
     for target in plan(board, Run("t", "p0", 0, now_ms, now_ms)):
-        call = script_call(board, target)
+        target.mark = True  # as the submit path sends it: marked applied (services/applier.py)
+        call = script_call(board, target, now_ms, 15_000)
         assert target.applies and call[0] is SUBMIT_BEST, target
         _, keys, args = call
-        composite, _, expire, ended = args
+        composite, _, expire, ended, _, now, forget = args
         codec = board.codecs[target.window]
         assert codec.order == "desc" and codec.score_key(0) == 0
-        prefix = b"*9\r\n$7\r\nEVALSHA\r\n$40\r\n%b\r\n$1\r\n2\r\n" % sha
-        prefix += _bulk(keys[0].encode()) + _bulk(keys[1].encode())
+        prefix = b"*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%b\r\n" % (3 + len(keys) + len(args), sha)
+        prefix += _bulk(str(len(keys)).encode()) + b"".join(_bulk(k.encode()) for k in keys)
         tail = _bulk(str(expire).encode()) + _bulk(str(ended).encode())
-        out.append(_WindowTemplate(prefix, int(composite), codec.time_bits, tail))
+        clock = _bulk(str(now).encode()) + _bulk(str(forget).encode())
+        out.append(_WindowTemplate(prefix, int(composite), codec.time_bits, tail, clock))
     return out
 
 
@@ -380,12 +383,16 @@ def _pipeline(board: BoardConfig, rand: random.Random, runs: int) -> bytes:
     parts = []
     for _ in range(runs):
         score = rand.randrange(MAX_SCORE)
-        player = _bulk(b"p%d" % rand.randrange(PLAYERS))
+        name = b"p%d" % rand.randrange(PLAYERS)
+        player = _bulk(name)
+        mark = _bulk(b"%b|b%d" % (name, rand.randrange(1 << 62)))
         for t in templates:
             parts.append(t.prefix)
             parts.append(_bulk(b"%d" % (score << t.time_bits | t.time_key)))
             parts.append(player)
             parts.append(t.tail)
+            parts.append(mark)
+            parts.append(t.clock)
     return b"".join(parts)
 
 

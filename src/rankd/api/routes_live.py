@@ -15,8 +15,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from rankd import metrics
-from rankd.api.routes_reads import Where
-from rankd.api.routes_reads import _open as open_read
+from rankd.api.routes_reads import Where, open_read
 from rankd.api.routes_reads import where as where_params
 from rankd.errors import RankdError
 from rankd.results import Top

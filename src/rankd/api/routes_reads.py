@@ -60,7 +60,7 @@ async def where_for(
     return Where(window, period, segment, viewer)
 
 
-async def _open(
+async def open_read(
     request: Request, board_id: str, where: Where, player_id: str | None = None
 ) -> tuple[Runtime, Scope]:
     """What every read starts with: its ids checked, its board and period resolved."""
@@ -88,7 +88,7 @@ async def top(
     n: Annotated[int, Query(ge=1, le=1000)] = 10,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> Response:
-    rt, scope = await _open(request, board_id, where)
+    rt, scope = await open_read(request, board_id, where)
     return reply(await rt.reader.top(scope, n, offset, where.viewer))
 
 
@@ -104,7 +104,7 @@ async def player(
     where: Annotated[Where, Depends(where_for)],
     accuracy: Literal["exact", "approx"] = "exact",
 ) -> Response:
-    rt, scope = await _open(request, board_id, where, player_id)
+    rt, scope = await open_read(request, board_id, where, player_id)
     if accuracy == "approx":
         # Approximate ranks come with sharded boards, which are not built yet.
         raise InvalidRequest("accuracy=approx is not available yet (boards are not sharded)")
@@ -123,7 +123,7 @@ async def around(
     where: Annotated[Where, Depends(where_for)],
     range: Annotated[int, Query(ge=0, le=100)] = 5,
 ) -> Response:
-    rt, scope = await _open(request, board_id, where, player_id)
+    rt, scope = await open_read(request, board_id, where, player_id)
     return reply(await rt.reader.around(scope, player_id, range, where.viewer))
 
 
@@ -144,7 +144,7 @@ async def friends(
         raise InvalidRequest(f"ids holds {len(friend_ids)} ids; at most {MAX_FRIENDS}")
     for fid in friend_ids:
         check_player_id(fid, "ids")
-    rt, scope = await _open(request, board_id, where, player_id)
+    rt, scope = await open_read(request, board_id, where, player_id)
     return reply(await rt.reader.friends(scope, player_id, friend_ids, where.viewer))
 
 
@@ -159,7 +159,7 @@ async def rank_of(
     where: Annotated[Where, Depends(where)],
     score: Annotated[int, Query(ge=0)],
 ) -> Response:
-    rt, scope = await _open(request, board_id, where)
+    rt, scope = await open_read(request, board_id, where)
     return reply(await rt.reader.rank_of(scope, score))
 
 
@@ -171,5 +171,5 @@ async def rank_of(
 async def periods(
     board_id: str, request: Request, window: WindowQ = None, segment: SegmentQ = None
 ) -> Response:
-    rt, scope = await _open(request, board_id, Where(window, None, segment))
+    rt, scope = await open_read(request, board_id, Where(window, None, segment))
     return reply(await rt.reader.periods(scope.board, scope.window))

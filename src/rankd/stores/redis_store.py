@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 
 from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
@@ -355,17 +355,14 @@ class RedisStore:
         """``cost`` requests of ``identity`` through its GCRA limit (rate_limit.lua): 0 when
         they are allowed, else the µs until they would be. ``now_us`` is for tests only;
         the script reads Redis's clock otherwise."""
-        args: list[str | int] = [keys.rate_limit(identity), interval_us, burst, cost]
+        args: list[str | int] = [interval_us, burst, cost]
         if now_us is not None:
             args.append(now_us)
-        # a bare EVALSHA, not a one-call pipeline: this runs on every request, and the
-        # pipeline's client-side cost is a third more
+        # a bare EVALSHA, not a pipeline: the pipeline's client-side cost is a third more
         with _reachable():
-            try:
-                allowed, wait_us = await self.redis.evalsha(RATE_LIMIT.sha, 1, *args)
-            except NoScriptError:
-                await load_all(self.redis)
-                allowed, wait_us = await self.redis.evalsha(RATE_LIMIT.sha, 1, *args)
+            allowed, wait_us = await call_script(
+                self.redis, (RATE_LIMIT, (keys.rate_limit(identity),), args)
+            )
         return 0 if allowed else max(int(wait_us), 1)
 
     async def changes(
