@@ -245,7 +245,29 @@ async def test_real_answers_of_every_route_match_the_document(
     await call("POST", ban, status=400, headers=ADMIN_H)
     player_id = "p1"
 
+    bans = "/v1/bans"
+    await call("GET", bans, status=200, params={"limit": 5}, headers=ADMIN_H)
+    await call("GET", bans, status=400, params={"after": "x"}, headers=ADMIN_H)
+    await call("GET", bans, status=401)
+    await call("GET", bans, status=403, headers=SERVER_H)
+    await call("GET", profile, status=200, headers=ADMIN_H)  # carries banned
+    segments = "/v1/boards/{board_id}/segments"
+    await call("GET", segments, status=200)
+    await call("GET", segments, status=400, params={"window": "hourly"})
+    player_id = new_board_id("oa-erased")
+    await call("DELETE", profile, status=200, headers=ADMIN_H)
+    await call("DELETE", profile, status=403, headers=SERVER_H)
+    await call("DELETE", profile, status=401)
+    player_id = "bad id"
+    await call("DELETE", profile, status=400, headers=ADMIN_H)
+    player_id = "p1"
+    await call("DELETE", board_path, status=403, headers=SERVER_H)
+    await call("DELETE", board_path, status=200, headers=ADMIN_H)
+    await call("DELETE", board_path, status=404, headers=ADMIN_H)
+    await call("DELETE", board_path, status=401)
+
     board = new_board_id("missing")
+    await call("GET", segments, status=404)
     await call("GET", board_path, status=404)
     await call("POST", runs, status=404, json=run, headers=SERVER_H)
     for template, params in reads.items():

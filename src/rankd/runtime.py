@@ -12,6 +12,7 @@ from rankd.aio import stop_tasks, wait_or_stop
 from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
+from rankd.services.deletion import Deletions
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.live import LiveHub
 from rankd.services.moderation import Moderation
@@ -52,6 +53,7 @@ class Runtime:
     moderation: Moderation
     limiter: RateLimiter
     live: LiveHub
+    deletions: Deletions
     consumer: LogConsumer | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -104,8 +106,20 @@ class Runtime:
             store, pg, boards, settle_s=s.ban_settle_s, applied_through=log_applied_through
         )
 
+        deletions = Deletions(
+            store,
+            pg,
+            log,
+            boards,
+            moderation,
+            names,
+            # every instance has dropped a deleted board's cached config by then
+            settle_s=max(s.config_cache_ttl_s + 1.0, s.ban_settle_s),
+            scrub_interval_s=s.erasure_scrub_interval_s,
+        )
         return cls(
             settings=s,
+            deletions=deletions,
             store=store,
             pg=pg,
             log=log,
@@ -163,6 +177,8 @@ class Runtime:
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
         bans = self.moderation.bans.run_forever(self.settings.ban_refresh_s, self._stopping)
         self._tasks.append(asyncio.create_task(bans, name="ban-refresh"))
+        scrubber = self.deletions.run_scrubber(self._stopping)
+        self._tasks.append(asyncio.create_task(scrubber, name="log-scrubber"))
         if self.settings.season_job_interval_s > 0:
             job = self.seasons.run_forever(self.settings.season_job_interval_s, self._stopping)
             self._tasks.append(asyncio.create_task(job, name="season-job"))
@@ -207,6 +223,7 @@ class Runtime:
         stuck = await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
+        stuck += await self.deletions.close()
         await self.live.close()
         if self.consumer is not None:
             stuck += await self.consumer.stop(CLOSE_TIMEOUT_S)

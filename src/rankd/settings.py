@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     # second sweep runs (after every instance has surely refreshed; well inside 1 s)
     ban_refresh_s: float = Field(0.2, gt=0)
     ban_settle_s: float = Field(0.6, ge=0)
+    # After an erasure (DELETE /v1/players/{id}) the log's copies of the player's runs are
+    # securely deleted at once, and retried this often until done (services/deletion.py)
+    erasure_scrub_interval_s: float = Field(60.0, gt=0)
 
     # A run resent without ended_at within this long keeps its first receipt's time (0: off)
     first_receipt_keep_s: float = Field(120.0, ge=0)

@@ -320,7 +320,13 @@ class ProfileOut(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
-                {"player_id": "48213377", "name": "kai_runs", "segments": {"country": "FR"}}
+                {"player_id": "48213377", "name": "kai_runs", "segments": {"country": "FR"}},
+                {
+                    "player_id": "48213377",
+                    "name": "kai_runs",
+                    "segments": {"country": "FR"},
+                    "banned": False,
+                },
             ]
         }
     )
@@ -328,6 +334,86 @@ class ProfileOut(BaseModel):
     player_id: str
     name: str | None
     segments: dict[str, str]
+    banned: bool | None = Field(
+        None, description="whether the player is banned; only in an admin key's answer"
+    )
+
+
+class BanInfo(BaseModel):
+    player_id: str
+    banned_at: str
+
+
+class BansOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "bans": [{"player_id": "48213377", "banned_at": "2026-11-03T18:22:07.123Z"}],
+                    "next": "17",
+                }
+            ]
+        }
+    )
+
+    bans: list[BanInfo]
+    next: str | None = Field(
+        description="pass as `after` for the next page (null: this is the last page)"
+    )
+
+
+class SegmentValue(BaseModel):
+    value: str
+    total: int = Field(description="public entries with this value in the period")
+
+
+class SegmentValues(BaseModel):
+    dimension: str
+    values: list[SegmentValue]
+
+
+class SegmentsOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    **HEAD_EXAMPLE,
+                    "segments": [
+                        {
+                            "dimension": "country",
+                            "values": [
+                                {"value": "FR", "total": 1204},
+                                {"value": "DE", "total": 877},
+                            ],
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
+    board_id: str
+    window: str
+    period: str
+    segments: list[SegmentValues]
+
+
+class BoardDeletedOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"board_id": "arena", "deleted": True}]}
+    )
+
+    board_id: str
+    deleted: Literal[True]
+
+
+class PlayerErasedOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"player_id": "48213377", "erased": True}]}
+    )
+
+    player_id: str
+    erased: Literal[True]
 
 
 class BanOut(BaseModel):

@@ -32,11 +32,14 @@ class _BoardQueue:
     in_flight: int = 0
 
 
-def message_id(board_id: str, runs: Sequence[Run]) -> str:
+def message_id(board_id: str, runs: Sequence[Run], generation: int = 0) -> str:
+    # a board created again under the same id must not have its runs suppressed as
+    # duplicates of the deleted incarnation's
+    board = f"{board_id}#{generation}" if generation else board_id
     if len(runs) == 1:
-        return f"{board_id}/{runs[0].run_id}"
+        return f"{board}/{runs[0].run_id}"
     digest = hashlib.sha1("\n".join(r.run_id for r in runs).encode()).hexdigest()
-    return f"{board_id}/batch/{len(runs)}/{digest}"
+    return f"{board}/batch/{len(runs)}/{digest}"
 
 
 class GroupCommitter:
@@ -44,18 +47,20 @@ class GroupCommitter:
         self.log = log
         self.max_in_flight = max_in_flight
         self.max_runs = max_runs
-        self._boards: dict[str, _BoardQueue] = defaultdict(_BoardQueue)
+        # one queue per board incarnation: a message carries one board generation
+        self._boards: dict[tuple[str, int], _BoardQueue] = defaultdict(_BoardQueue)
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def append(self, board_id: str, runs: Sequence[Run]) -> int:
+    async def append(self, board_id: str, runs: Sequence[Run], generation: int = 0) -> int:
         """Return once ``runs`` are durable in the log (the message's sequence number)."""
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._boards[board_id].waiting.append(_Waiting(runs, done))
-        self._dispatch(board_id)
+        board = (board_id, generation)
+        self._boards[board].waiting.append(_Waiting(runs, done))
+        self._dispatch(board)
         return await done
 
-    def _dispatch(self, board_id: str) -> None:
-        queue = self._boards[board_id]
+    def _dispatch(self, board: tuple[str, int]) -> None:
+        queue = self._boards[board]
         while queue.waiting and queue.in_flight < self.max_in_flight:
             taken = [queue.waiting.popleft()]
             count = len(taken[0].runs)
@@ -63,15 +68,18 @@ class GroupCommitter:
                 count += len(queue.waiting[0].runs)
                 taken.append(queue.waiting.popleft())
             queue.in_flight += 1
-            task = asyncio.create_task(self._publish(board_id, taken))
+            task = asyncio.create_task(self._publish(board, taken))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _publish(self, board_id: str, taken: list[_Waiting]) -> None:
+    async def _publish(self, board: tuple[str, int], taken: list[_Waiting]) -> None:
+        board_id, generation = board
         runs = [run for item in taken for run in item.runs]
         try:
             seq = await self.log.publish(
-                board_id, encode_message(board_id, runs), message_id(board_id, runs)
+                board_id,
+                encode_message(board_id, runs, generation),
+                message_id(board_id, runs, generation),
             )
         except BaseException as exc:  # every waiter learns the outcome, whatever it was
             for item in taken:
@@ -84,5 +92,5 @@ class GroupCommitter:
                 if not item.done.done():
                     item.done.set_result(seq)
         finally:
-            self._boards[board_id].in_flight -= 1
-            self._dispatch(board_id)
+            self._boards[board].in_flight -= 1
+            self._dispatch(board)

@@ -91,6 +91,20 @@ class BoardRegistry:
         else:
             self._cache.put(board_id, config)
 
+    async def reload(self, board_id: str) -> BoardConfig:
+        """The board's config from PostgreSQL now (not the cache); BoardNotFound if none."""
+        config = await self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
+        if config is None:
+            self.forget(board_id)
+            raise self._not_found(board_id)
+        self._cache.put(board_id, config)
+        return config
+
+    def forget(self, board_id: str) -> None:
+        """A board deleted: this process answers 404 for it at once."""
+        self._cache.pop(board_id)
+        self._unknown.put(board_id, True)
+
     async def list(self) -> list[BoardConfig]:
         return await self.pg.list_boards()
 
@@ -105,6 +119,11 @@ class BoardRegistry:
         check_board_id(board_id)
         current = await self.pg.get_board(board_id)
         new = apply_changes(board_id, current, body)
+        if current is None and await self.store.is_deleting(board_id):
+            raise Unavailable(
+                f"board {board_id!r} was just deleted and its standings are still being "
+                "removed; create it again in a few seconds"
+            )
         if current is not None:
             changed = changed_immutable(current, new)
             if changed and await self.has_runs(current):

@@ -50,7 +50,7 @@ class Submitter:
         await self.players.fill_segments(board, runs)  # before logging: replays agree
         await self._first_receipts(board, runs)
         await self.moderation.decide_holds(board, runs)  # the log carries the decision
-        await self.log.append(board.board_id, runs)
+        await self.log.append(board.board_id, runs, board.generation)
         try:
             return await self.apply(board, runs, record_holds=True)
         except Unavailable as exc:
