@@ -31,7 +31,7 @@ def board_out(config: BoardConfig) -> dict[str, Any]:
 @router.put(
     "/v1/boards/{board_id}",
     response_model=schemas.BoardOut,
-    openapi_extra=schemas.body_schema(schemas.BoardIn),
+    openapi_extra=schemas.body_schema(schemas.BoardIn, schemas.BOARD_IN_EXAMPLE),
     summary="Create or update a board (admin); omitted fields keep their value",
 )
 async def put_board(board_id: str, request: Request) -> Response:

@@ -37,7 +37,7 @@ def _name(body: dict[str, Any]) -> str | None:
 @router.put(
     "/v1/players/{player_id}",
     response_model=schemas.ProfileOut,
-    openapi_extra=schemas.body_schema(schemas.ProfileIn),
+    openapi_extra=schemas.body_schema(schemas.ProfileIn, schemas.PROFILE_IN_EXAMPLE),
     summary="Set a player's display name and/or segments (server)",
 )
 async def put_profile(player_id: str, request: Request) -> Response:

@@ -95,7 +95,12 @@ class BoardIn(BaseModel):
     max_score: int | None = Field(None, ge=1, le=2**53 - 1)
     max_run_score: int | None = Field(None, ge=1, le=2**53 - 1)
     shards: int | None = Field(None, ge=1, le=1024, description="only 1 until sharding is built")
-    hold_top: int | None = Field(None, ge=0, description="only 0 until review holds are built")
+    hold_top: int | None = Field(
+        None,
+        ge=0,
+        le=10_000,
+        description="a run that would enter the top hold_top is held for review (0: off)",
+    )
     grace_seconds: int | None = Field(None, ge=0, le=31_536_000)
     retention_days: dict[str, int] | None = None
     segments: list[str] | None = Field(None, max_length=4)
@@ -513,7 +518,35 @@ class ReadyOut(BaseModel):
     error: ErrorBody | None = Field(None, description="on 503: code unavailable")
 
 
-def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+# Request bodies as a client would send them (ReDoc and Swagger UI show these, not a sample
+# made up from the schema's bounds).
+BOARD_IN_EXAMPLE: dict[str, Any] = {
+    "windows": ["all-time", "weekly"],
+    "order": "asc",
+    "policy": "best",
+    "max_score": 3_600_000,
+    "hold_top": 10,
+    "grace_seconds": 3600,
+    "segments": ["country"],
+    "score_format": "duration_ms",
+    "retention_days": {"weekly": 35},
+}
+RUN_IN_EXAMPLE: dict[str, Any] = {
+    "run_id": "r-7f3a91",
+    "player_id": "48213377",
+    "score": 1284500,
+    "ended_at": "2026-11-03T18:22:07.123Z",
+}
+BATCH_IN_EXAMPLE: dict[str, Any] = {
+    "runs": [
+        RUN_IN_EXAMPLE,
+        {"run_id": "r-7f3a92", "player_id": "90211", "score": 990000},
+    ]
+}
+PROFILE_IN_EXAMPLE: dict[str, Any] = {"name": "kai_runs", "segments": {"country": "FR"}}
+
+
+def body_schema(model: type[BaseModel], example: dict[str, Any]) -> dict[str, Any]:
     """An inline OpenAPI request body for endpoints that parse JSON themselves."""
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
@@ -531,6 +564,6 @@ def body_schema(model: type[BaseModel]) -> dict[str, Any]:
     return {
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": inline(schema)}},
+            "content": {"application/json": {"schema": inline(schema), "example": example}},
         }
     }
