@@ -664,12 +664,14 @@ class RedisStore:
                     (MOVE_ENTRIES, (key, key, pk.public), ("drop", "", "", "", *player_ids))
                 )
         with _reachable():
-            dropped = sum(int(n) for n in await run_pipeline(self.redis, calls))
-            for ref in refs:
-                pk = keys.period_keys(*ref)
-                for key in (pk.runs, pk.applied):
-                    await self._drop_marks(key, player_ids)
-        return dropped
+            counts = [int(n) for n in await run_pipeline(self.redis, calls)]
+            # marks are written with an entry, so only periods that held one can hold them
+            for i, ref in enumerate(refs):
+                if sum(counts[3 * i : 3 * i + 3]):
+                    pk = keys.period_keys(*ref)
+                    for key in (pk.runs, pk.applied):
+                        await self._drop_marks(key, player_ids)
+        return sum(counts)
 
     async def _drop_marks(self, key: str, player_ids: Sequence[str]) -> None:
         """ZREM the members "<player>|..." of ``key`` (ZSCAN in steps; a few per player)."""
