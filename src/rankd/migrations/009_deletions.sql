@@ -26,6 +26,8 @@ CREATE TABLE erasures (
     scrubbed_ms bigint
 );
 CREATE INDEX erasures_unscrubbed ON erasures (log_seq) WHERE scrubbed_ms IS NULL;
+-- the consumer asks, per batch, whether any erasure reaches past its first message
+CREATE INDEX erasures_log_seq ON erasures (log_seq);
 
 -- GET /v1/bans pages through the players banned now, newest first, by ban seq.
 CREATE INDEX bans_banned ON bans (seq) WHERE banned;

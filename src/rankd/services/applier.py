@@ -178,7 +178,8 @@ class Applier:
         incarnation are planned again with the current one."""
         boards = await deletions.current_generations(conn, plans)
         players = {p[0].run.player_id for entries in plans.values() for _, _, p in entries if p}
-        erased = await deletions.erased_through(conn, players)
+        first_seq = min((seq for entries in plans.values() for seq, _, _ in entries), default=0)
+        erased = await deletions.erased_through(conn, players, first_seq)
         wanted: dict[str, list[list[Target]]] = {}
         for board_id, entries in plans.items():
             if board_id not in boards:

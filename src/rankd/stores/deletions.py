@@ -40,10 +40,18 @@ async def deleted_generation(pg: PostgresStore, board_id: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-async def erased_through(conn: Conn, player_ids: Collection[str]) -> dict[str, int]:
-    """For each erased player among ``player_ids``: the last log sequence whose runs of
-    theirs are erased (runs logged later are a new player's)."""
+async def erased_through(conn: Conn, player_ids: Collection[str], first_seq: int) -> dict[str, int]:
+    """For each erased player among ``player_ids`` whose erasure reaches log sequence
+    ``first_seq`` or later: the last log sequence whose runs of theirs are erased (runs
+    logged later are a new player's). A caught-up consumer's batches start past every
+    erasure, so this is one index probe for them, whatever the batch holds."""
     if not player_ids:
+        return {}
+    cur = await conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM erasures WHERE log_seq >= %s)", (first_seq,)
+    )
+    row = await cur.fetchone()
+    if not (row and row[0]):
         return {}
     cur = await conn.execute(
         "SELECT player_id, log_seq FROM erasures WHERE player_id = ANY(%s)", (list(player_ids),)
