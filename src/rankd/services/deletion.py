@@ -150,8 +150,13 @@ class Deletions:
         """Erase a player from every store; the log's copies follow (see the module
         docstring)."""
         # the durable copy lists every period they have entries in once the consumer has
-        # applied what was logged before now (segments their runs named included)
-        await self.moderation.caught_up(_now_ms(), CATCH_UP_S)
+        # applied what was logged before now (segments their runs named included); without
+        # that list an entry could be missed, so nothing is done until it is there
+        if not await self.moderation.caught_up(_now_ms(), CATCH_UP_S):
+            raise Unavailable(
+                "the log consumer is behind, so the erasure could not find every entry yet; "
+                "nothing was changed, retry shortly"
+            )
         configs = await self.boards.list()
         live = await self.moderation.live_refs(player_id, configs)
         async with self._exclusive() as conn:

@@ -205,17 +205,18 @@ class Moderation:
         except Exception as exc:
             log.warning("second sweep for %s: %s: %s", player_id, type(exc).__name__, exc)
 
-    async def caught_up(self, at_ms: int, timeout_s: float) -> None:
+    async def caught_up(self, at_ms: int, timeout_s: float) -> bool:
         """Wait (at most ``timeout_s``) until the consumer has applied every run received
-        before ``at_ms``."""
+        before ``at_ms``; whether it has."""
         if self.applied_through is None:
-            return
+            return True
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             oldest = await self.applied_through()
             if oldest is None or oldest > at_ms:
-                return
+                return True
             await asyncio.sleep(0.05)
+        return False
 
     async def sweep(self, player_id: str, banned: bool) -> int:
         """Move the player's entries to :shadow (``banned``) or back to the public keys, in
