@@ -401,3 +401,31 @@ async def test_erasing_a_player_never_seen_is_harmless(client: httpx.AsyncClient
         "name": None,
         "segments": {},
     }
+
+
+async def test_held_runs_show_in_no_segment_and_leave_with_an_erasure(
+    client: httpx.AsyncClient, make_board: Any, runtime: Runtime, redis: Redis
+) -> None:
+    board = await make_board(windows=["all-time"], segments=["country"])
+    await submit(client, board, "r1", "a", 10, segments={"country": "FR"})
+    response = await client.put(f"/v1/boards/{board}", json={"hold_top": 1}, headers=ADMIN_H)
+    assert response.status_code == 200, response.text
+    player = new_board_id("held")
+    held = await submit(client, board, "r2", player, 99, segments={"country": "JP"})
+    assert held["standings"][0]["status"] == "held"
+    await wait_consumer_idle(client, runtime)
+    body = await get(client, f"/v1/boards/{board}/segments")
+    assert body["segments"] == [{"dimension": "country", "values": [{"value": "FR", "total": 1}]}]
+    holds = (await client.get(f"/v1/boards/{board}/holds", headers=ADMIN_H)).json()["holds"]
+    assert [h["player_id"] for h in holds] == [player]
+
+    response = await client.delete(f"/v1/players/{player}", headers=ADMIN_H)
+    assert response.status_code == 200, response.text
+    holds = (await client.get(f"/v1/boards/{board}/holds", headers=ADMIN_H)).json()["holds"]
+    assert holds == []
+    for segment in ("", "country:JP"):
+        pk = keys.period_keys(board, "all-time", "all-time", segment)
+        assert await redis.zscore(pk.pending, player) is None, segment
+    await replay_everything(runtime)
+    assert (await client.get(f"/v1/boards/{board}/holds", headers=ADMIN_H)).json()["holds"] == []
+    assert ids(await get(client, f"/v1/boards/{board}/top")) == ["a"]
