@@ -102,10 +102,9 @@ class Deletions:
             async with self.pg.apply_lock(exclusive=True, lock_timeout_s=LOCK_WAIT_S) as conn:
                 yield conn
 
-    def _in_background(self, work: Coroutine[Any, Any, None], name: str) -> None:
+    async def _in_background(self, work: Coroutine[Any, Any, None], name: str) -> None:
         if len(self._later) >= MAX_LATER_TASKS:
-            log.warning("%s: too many deletions at once; it waits for the next one", name)
-            work.close()
+            await work  # too many at once: this caller waits for its own
             return
         task = asyncio.create_task(work, name=name)
         self._later.add(task)
@@ -132,7 +131,7 @@ class Deletions:
                 await self.store.set_deleting(board_id, 0)
             raise
         self.boards.forget(board_id)
-        self._in_background(self._sweep_board(board_id), f"delete-board-{board_id}")
+        await self._in_background(self._sweep_board(board_id), f"delete-board-{board_id}")
 
     async def _sweep_board(self, board_id: str) -> None:
         try:
@@ -167,7 +166,7 @@ class Deletions:
         await self.store.forget_player(player_id, [b.board_id for b in configs])
         self.names.forget(player_id)
         await self.moderation.bans.refresh()
-        self._in_background(self._sweep_player(player_id, refs), f"erase-{player_id}")
+        await self._in_background(self._sweep_player(player_id, refs), f"erase-{player_id}")
         self._scrub_now.set()
 
     async def _sweep_player(self, player_id: str, refs: set[PeriodRef]) -> None:
