@@ -89,7 +89,7 @@ class Fuzz:
         names = {p.name for p in operation.path_parameters}
         generated = operation.as_strategy(mode)
         method = operation.method.upper()
-        if method in ("PUT", "DELETE"):
+        if method in ("PUT", "DELETE") or operation.path.startswith("/v1/players/"):
             generated = generated.map(own_ids)
         variants = [generated]
         # a DELETE never names the real boards: deleting them (or erasing their players)
@@ -109,9 +109,9 @@ class Fuzz:
 
 
 def own_ids(case: Any) -> Any:
-    """A PUT's or DELETE's generated ids get a prefix of their own: the boards it creates or
-    deletes, the names it sets and the players it erases must not be other tests' (names and
-    erasures are global: player "0" is in other tests' boards)."""
+    """A PUT's or DELETE's generated ids, and any player route's, get a prefix of their own:
+    the boards it creates or deletes, the names it sets and the players it bans or erases
+    must not be other tests' (they are global: player "0" is in other tests' boards)."""
     for name, value in case.path_parameters.items():
         if isinstance(value, str):
             case.path_parameters[name] = f"{OWN_PREFIX}{value}"

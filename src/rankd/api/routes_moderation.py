@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -46,11 +47,14 @@ async def unban(player_id: str, request: Request) -> Response:
     return await _ban(request, player_id, False)
 
 
+_CURSOR = re.compile(r"[1-9][0-9]{0,17}")
+
+
 def _cursor(after: str | None) -> int | None:
     """``after`` is the ``next`` of the previous page: a ban sequence number, in decimal."""
     if after is None:
         return None
-    if not (after.isascii() and after.isdigit() and 0 < len(after) <= 18 and after[0] != "0"):
+    if not _CURSOR.fullmatch(after):
         raise InvalidRequest("after must be the next value of a previous page of bans")
     return int(after)
 
