@@ -33,6 +33,7 @@ from tests.durable_helpers import (
     submit,
     wait_consumer_idle,
     wait_until,
+    zscore_of,
 )
 from tests.wire import ago, iso, ms
 
@@ -284,7 +285,7 @@ async def test_sum_rebuild_keeps_a_run_submitted_during_the_swap(
     assert rows[(ALL_TIME, ALL_TIME, "newcomer")][1] == 77
     pk = keys.period_keys(board_id, ALL_TIME, ALL_TIME)
     assert await redis.zscore(pk.runs, "newcomer|late-run") is not None
-    held = await redis.zscore(pk.public, "newcomer")
+    held = await zscore_of(redis, pk.public, "newcomer")
     board = await runtime.boards.get(board_id)
     assert held is not None, "the run is in the counted set but not on the board"
     assert board.codecs[ALL_TIME].unpack(int(held))[0] == 77

@@ -29,7 +29,7 @@ BOARD_EXAMPLE: dict[str, Any] = {
     "segments": ["country"],
     "score_format": "integer",
     "created_at": "2026-11-03T18:00:00.000Z",
-    "tie_resolution_ms": {"all-time": 376_196, "weekly": 73},
+    "tie_resolution_ms": {"all-time": 1, "weekly": 1},
 }
 SUBMIT_EXAMPLE: dict[str, Any] = {
     "run_id": "r-7f3a91",

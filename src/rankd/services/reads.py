@@ -2,9 +2,10 @@
 archive.
 
 Every read is one Redis round trip (a pipeline or a read-only script), plus a cached name
-lookup. Ranks are unique: by composite (score, then earlier achiever at the board's tie
-resolution), then by player id in descending byte order, which is how Redis orders equal
-scores in a reversed range.
+lookup. Ranks are unique: by composite (score, then the earlier achiever's time unit), then
+by member, the exact achieved time's stamp and the player id (codec.member), in descending
+byte order, which is how Redis orders equal scores in a reversed range: equal scores go to
+the earliest, to the millisecond, then to the larger player id.
 
 A closed period is read from Redis while it is there and from the archive (PostgreSQL, see
 stores/archive.py and services/seasons.py) once it has left: ``from_archive`` decides, and

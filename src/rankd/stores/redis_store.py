@@ -17,6 +17,7 @@ import orjson
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
+from rankd import codec
 from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
 from rankd.periods import PeriodRef
@@ -32,6 +33,7 @@ from rankd.stores.redis_scripts import (
     MOVE_ENTRIES,
     OWN_ENTRY,
     RATE_LIMIT,
+    SET_ENTRY,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
@@ -444,16 +446,18 @@ class RedisStore:
     ) -> list[tuple[int, int | None]]:
         """For (period, player, composite): how many public entries are strictly above the
         composite, and the player's public composite (None: no entry). One round trip."""
+        calls: list[Call] = []
+        counts: list[Command] = []
+        for ref, player_id, composite in checks:
+            key = keys.period_keys(*ref).public
+            calls.append((ENTRY, (key,), (player_id,)))
+            counts.append(("ZCOUNT", (key, f"({composite}", "+inf")))
         with _reachable():
-            pipe = self.redis.pipeline(transaction=False)
-            for ref, player_id, composite in checks:
-                key = keys.period_keys(*ref).public
-                pipe.zcount(key, f"({composite}", "+inf")
-                pipe.zscore(key, player_id)
-            raw = await pipe.execute()
+            raw = await run_pipeline(self.redis, calls, counts)
+        entries, above = raw[: len(checks)], raw[len(checks) :]
         return [
-            (int(raw[i]), None if raw[i + 1] is None else _number(raw[i + 1]))
-            for i in range(0, len(raw), 2)
+            (int(n), None if len(e) == 1 else _number(e[1]))
+            for n, e in zip(above, entries, strict=True)
         ]
 
     async def settle_holds(
@@ -466,7 +470,6 @@ class RedisStore:
         approved run is raised into its side like a submit; the :pending entry becomes the
         best of the holds still waiting, or goes."""
         calls: list[Call] = []
-        commands: list[Command] = []
         for ref, hold, approved, side, waiting in decided:
             pk = keys.period_keys(*ref)
             player = hold.player_id
@@ -478,15 +481,18 @@ class RedisStore:
                         (hold.composite, player, 0, hold.ended_ms, "", 0, 0),
                     )
                 )
-            times = keys.times(pk.public, player)
-            commands.append(("ZREM", (pk.pending, player)))
-            commands.append(("HDEL", (times, f"{player}~p")))
-            if waiting:
-                composite, ended_ms = max(waiting)
-                commands.append(("ZADD", (pk.pending, composite, player)))
-                commands.append(("HSET", (times, f"{player}~p", ended_ms)))
+            # the :pending entry becomes the best hold still waiting (a higher composite, or
+            # an equal one reached earlier), or goes
+            best = min(waiting, key=lambda w: (-w[0], codec.stamp_offset(w[1])), default=None)
+            calls.append(
+                (
+                    SET_ENTRY,
+                    (pk.pending, pk.public),
+                    (player, "", 0) if best is None else (player, *best),
+                )
+            )
         with _reachable():
-            await run_pipeline(self.redis, calls, commands)
+            await run_pipeline(self.redis, calls)
 
     async def own(self, ref: PeriodRef, player_id: str) -> tuple[Own, int]:
         """A player's own view of a period (see ``Own``) and the public total."""
@@ -582,13 +588,16 @@ class RedisStore:
                 else:  # RESP2: member, score, member, score, ...
                     members = raw[0::2]
                     composites = [int(float(s)) for s in raw[1::2]]
-                players = [m.decode() for m in members]
-                pipe = self.redis.pipeline(transaction=False)
-                pipe.hmget(keys.NAMES, members)
-                for player in players:
-                    pipe.hget(keys.times(key, player), player)
-                names, *times = await pipe.execute()
-            yield players, composites, [_name(n) for n in names], [int(t or 0) for t in times]
+                # the ids and exact times are in the members (see codec.member)
+                decoded = [m.decode() for m in members]
+                players = [codec.player_of(m) for m in decoded]
+                names = await self.redis.hmget(keys.NAMES, players)
+            yield (
+                players,
+                composites,
+                [_name(n) for n in names],
+                [codec.achieved_of(m) for m in decoded],
+            )
             if len(members) < size:
                 return
             first += size
@@ -717,7 +726,7 @@ class RedisStore:
             # are applied again by the log consumer
             pending: list[Command] = [("DEL", (pk.pending, pk.applied))]
             for player, composite, achieved_ms in held:
-                pending.append(("ZADD", (pk.pending, composite, player)))
+                pending.append(("ZADD", (pk.pending, composite, codec.member(player, achieved_ms))))
                 pending.append(
                     ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
                 )

@@ -2,8 +2,9 @@
 
 Writes come from the log consumer in batches, sorted by key so concurrent consumers lock rows
 in the same order. A ``best`` entry is a conditional max (``ON CONFLICT ... WHERE`` the new
-composite is higher); a ``sum`` entry grows only by runs whose id is new in ``sum_runs``.
-Both are idempotent, so a redelivered or replayed message changes nothing.
+composite is higher, or equal and reached earlier); a ``sum`` entry grows only by runs
+whose id is new in ``sum_runs``. Both are idempotent, so a redelivered or replayed message
+changes nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from rankd.boards import BoardConfig
+from rankd.codec import STAMP_EPOCH_MS, STAMP_MAX, STAMP_WIDTH, stamp_offset
 from rankd.periods import PeriodRef, parse_period
 from rankd.stores.redis_keys import time_bucket
 
@@ -58,7 +60,10 @@ class StandingsBatch:
     def add_best(self, key: PeriodKey, start_ms: int, row: BestRow) -> None:
         self.periods[key] = start_ms
         held = self.best[key].get(row.player_id)
-        if held is None or row.composite > held.composite:
+        if held is None or (row.composite, -stamp_offset(row.achieved_ms)) > (
+            held.composite,
+            -stamp_offset(held.achieved_ms),
+        ):
             self.best[key][row.player_id] = row
 
     def add_sum(self, key: PeriodKey, start_ms: int, run: SumRun) -> None:
@@ -131,8 +136,18 @@ async def _write_best(
         " ON CONFLICT (board_id, win, period, segment, player_id) DO UPDATE SET"
         "   composite = EXCLUDED.composite, score = EXCLUDED.score,"
         "   achieved_ms = EXCLUDED.achieved_ms, run_id = EXCLUDED.run_id"
+        # the better entry: a higher composite, or an equal one reached earlier (Redis's
+        # order, lua/lib.lua better; the time clamped as the member's stamp clamps it)
         " WHERE EXCLUDED.composite > player_best.composite"
+        "  OR (EXCLUDED.composite = player_best.composite"
+        f"   AND {_stamp_offset('EXCLUDED.achieved_ms')}"
+        f"    < {_stamp_offset('player_best.achieved_ms')})"
     )
+
+
+def _stamp_offset(achieved_ms: str) -> str:
+    """SQL for codec.stamp_offset."""
+    return f"LEAST(GREATEST({achieved_ms} - {STAMP_EPOCH_MS}::bigint, 0), {STAMP_MAX}::bigint)"
 
 
 async def _write_sums(
@@ -184,7 +199,8 @@ async def count_once(
         (*key, run.run_id, run.player_id, run.score, run.ended_ms, run.counted_ms),
     )
     entry = (
-        "SELECT composite FROM player_best WHERE board_id = %s AND win = %s AND period = %s"
+        "SELECT composite, achieved_ms FROM player_best"
+        " WHERE board_id = %s AND win = %s AND period = %s"
         " AND segment = %s AND player_id = %s"
     )
     where_run = (
@@ -343,9 +359,29 @@ def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where
     )
 
 
+def member_sql(player: str, achieved_ms: str) -> str:
+    """SQL for an entry's sorted-set member, as codec.member builds it: the reversed,
+    clamped time in base 64 (chr(48)..chr(111)), STAMP_WIDTH characters, then the id."""
+    value = f"({STAMP_MAX}::bigint - {_stamp_offset(achieved_ms)})"
+    digits = " || ".join(
+        f"chr(48 + (({value} >> {6 * i}) & 63)::int)" for i in range(STAMP_WIDTH - 1, -1, -1)
+    )
+    return f"({digits} || {player})"
+
+
+def redis_order_sql(player: str, achieved_ms: str, composite: str) -> str:
+    """SQL ORDER BY terms for Redis's order of a period's entries, best first (equal
+    composites: members in descending byte order)."""
+    return f'{composite} DESC, {member_sql(player, achieved_ms)} COLLATE "C" DESC'
+
+
 # One period's entries in composite order (Redis loads sorted input fastest).
 ENTRY_PAGE_SQL = _page_sql(
-    "player_best", "composite::text", "player_id", ("composite", "player_id"), ""
+    "player_best",
+    "composite::text",
+    member_sql("player_id", "achieved_ms"),
+    ("composite", "player_id"),
+    "",
 )
 # A sum period's counted run ids as Redis keeps them, "<player>|<run_id>" -> ended_ms, or
 # for a late run (counted more than a horizon after it ended) when it was counted; since a
