@@ -30,6 +30,7 @@ from rich.progress import (
 
 from rankd import datadir
 from rankd.embedded import EmbeddedServerError, EmbeddedServers, start_embedded
+from rankd.embedded.supervisor import STATUS_FILE, Supervisor
 from rankd.settings import Settings, settings_error
 
 app = typer.Typer(add_completion=False, help="Rankd: real-time leaderboards for games.")
@@ -150,16 +151,24 @@ def _services(
             servers: EmbeddedServers = start_embedded(data_dir)
         except EmbeddedServerError as exc:
             _fail(f"{command}: the embedded servers did not start: {exc}")
+        supervisor: Supervisor | None = None
         try:
-            urls_now = {
+            urls_now: dict[str, object] = {
                 "redis_url": servers.redis_url,
                 "postgres_url": servers.postgres_url,
                 "nats_url": servers.nats_url,
             }
             if serving:
                 shared.write_text(json.dumps({**urls_now, "pid": os.getpid()}))
+                # restarts a server that dies (embedded/supervisor.py); /readyz reads its
+                # status file
+                supervisor = Supervisor(servers.servers, data_dir / STATUS_FILE)
+                supervisor.start()
+                urls_now["embedded_status_file"] = data_dir / STATUS_FILE
             yield settings.model_copy(update=urls_now)
         finally:
+            if supervisor is not None:
+                supervisor.stop()  # before the servers stop on purpose
             if serving:
                 shared.unlink(missing_ok=True)
             typer.echo("stopping embedded servers ...", err=True)

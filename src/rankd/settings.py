@@ -19,6 +19,9 @@ class Settings(BaseSettings):
     postgres_url: str | None = None
     nats_url: str | None = None
     data_dir: Path = Path(".rankd")
+    # Set by `rankd serve` on its embedded default, not by hand: where the supervisor of
+    # the embedded servers says which one is restarting (read by /readyz).
+    embedded_status_file: Path | None = None
 
     # Comma-separated bearer keys per role.
     admin_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
