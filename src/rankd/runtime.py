@@ -10,6 +10,7 @@ from typing import Any
 
 from rankd.aio import stop_tasks, wait_or_stop
 from rankd.api.auth import Authenticator
+from rankd.embedded.supervisor import describe, read_status
 from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.group_commit import GroupCommitter
@@ -20,6 +21,7 @@ from rankd.services.players import Players
 from rankd.services.rate_limits import Rate, RateLimiter
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
+from rankd.services.recovery import Recovery
 from rankd.services.registry import BoardRegistry
 from rankd.services.seasons import SeasonJob
 from rankd.services.submit import Submitter
@@ -32,6 +34,8 @@ from rankd.stores.runlog import Durable, JetStreamLog, RunLog
 log = logging.getLogger("rankd")
 
 CLOSE_TIMEOUT_S = 5.0
+# How often each dependency is pinged to notice it lost and back (three small round trips).
+HEALTH_INTERVAL_S = 0.25
 
 
 @dataclass
@@ -53,8 +57,12 @@ class Runtime:
     limiter: RateLimiter
     live: LiveHub
     consumer: LogConsumer | None = None
+    # what is recovering and how far (services/recovery.py); /readyz is 503 until empty
+    recovery: Recovery = field(default_factory=Recovery)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _wake_redis_watch: asyncio.Event = field(default_factory=asyncio.Event)
+    _rebuilding: bool = False
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -155,12 +163,16 @@ class Runtime:
             return
         # A restarted Redis is rebuilt whole; otherwise any period whose key has gone (e.g.
         # deleted by hand) while PostgreSQL still holds its entries.
+        self.recovery.begin("startup", "restoring Redis from PostgreSQL where it changed")
         if await self.rebuilder.rebuild(when="redis_changed") is None:
             await self.rebuilder.rebuild(when="missing")
+        # ready once the log's tail (whatever was logged but not applied yet) is applied
+        self.recovery.back("startup", await self.log.last_sequence())
         self._stopping.clear()
         self.consumer = self.log_consumer()
         await self.consumer.start()
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
+        self._tasks.append(asyncio.create_task(self._watch_health(), name="health-watch"))
         bans = self.moderation.bans.run_forever(self.settings.ban_refresh_s, self._stopping)
         self._tasks.append(asyncio.create_task(bans, name="ban-refresh"))
         if self.settings.season_job_interval_s > 0:
@@ -191,19 +203,70 @@ class Runtime:
         )
 
     async def _watch_redis(self) -> None:
-        """Rebuild from PostgreSQL whenever Redis comes back as a different process."""
-        while not await wait_or_stop(self._stopping, self.settings.redis_watch_interval_s):
+        """Rebuild from PostgreSQL whenever Redis comes back as a different process (checked
+        every interval, and at once when the health watch sees Redis answer again)."""
+        interval = self.settings.redis_watch_interval_s
+        while True:
+            await wait_or_stop(self._wake_redis_watch, interval)
+            self._wake_redis_watch.clear()
+            if self._stopping.is_set():
+                return
             try:
-                await self.rebuilder.rebuild(when="redis_changed")
+                if await self.store.is_verified():
+                    continue
+                self._rebuilding = True
+                self.recovery.begin("redis", "rebuilding from PostgreSQL")
+                loaded = 0
+
+                def progress(members: int) -> None:
+                    nonlocal loaded
+                    loaded += members
+                    self.recovery.begin("redis", f"rebuilding: {loaded} members loaded")
+
+                await self.rebuilder.rebuild(when="redis_changed", progress=progress)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("redis watch: %r", exc)
+            finally:
+                self._rebuilding = False
+
+    async def _watch_health(self) -> None:
+        """Notice a dependency lost and back, and when reads are complete again."""
+        while not await wait_or_stop(self._stopping, HEALTH_INTERVAL_S):
+            try:
+                await self._check_health()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a dependency failing mid-check: next round
+                log.debug("health watch: %r", exc)
+
+    async def _check_health(self) -> None:
+        checks = await self._probe(timeout_s=1.0)
+        for name, state in checks.items():
+            if state != "ok":
+                self.recovery.begin(name, state)
+        if checks["redis"] == "ok" and self.recovery.waiting("redis"):
+            self._wake_redis_watch.set()  # a restarted Redis is rebuilt now, not in a second
+        if not self.recovery.pending or checks["nats"] != "ok":
+            return
+        for name in list(self.recovery.pending):
+            if not self.recovery.waiting(name) or checks.get(name, "ok") != "ok":
+                continue
+            if name == "redis" and (self._rebuilding or not await self.store.is_verified()):
+                continue  # the rebuild sets its target when done
+            if name == "postgres":
+                await self.pg.pool.check()  # drop the pooled connections that died with it
+            self.recovery.back(name, await self.log.last_sequence())
+        if any(p.target is not None for p in self.recovery.pending.values()):
+            lag = await self.log.lag(DURABLE)
+            self.recovery.applied(lag.ack_floor, not lag.pending and not lag.ack_pending)
 
     async def close(self) -> None:
         """Stop the background work, then the connections; bounded, so a task stuck in a
         driver call cannot hold up a shutdown."""
         self._stopping.set()
+        self._wake_redis_watch.set()
         stuck = await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
@@ -223,11 +286,25 @@ class Runtime:
         )
 
     async def readiness(self) -> dict[str, str]:
-        """Each dependency's state: "ok" or why not."""
+        """Each dependency's state: "ok" or why not (with what the supervisor of the
+        embedded servers is doing about it, if anything)."""
+        checks = await self._probe(timeout_s=2.0)
+        path = self.settings.embedded_status_file
+        if path is not None and any(state != "ok" for state in checks.values()):
+            for name, status in read_status(path).items():
+                said = describe(status)
+                if said is not None and checks.get(name, "ok") != "ok":
+                    checks[name] = f"down: {said}"[:300]
+        return checks
 
+    def recovering(self) -> dict[str, str]:
+        """What is recovering and how far; reads may miss acknowledged runs until empty."""
+        return self.recovery.describe()
+
+    async def _probe(self, timeout_s: float) -> dict[str, str]:
         async def check(name: str, probe: Awaitable[Any]) -> tuple[str, str]:
             try:
-                await asyncio.wait_for(probe, timeout=2)
+                await asyncio.wait_for(probe, timeout=timeout_s)
                 return name, "ok"
             except Exception as exc:
                 cause = exc.__cause__ or exc
