@@ -248,6 +248,8 @@ def serve(
             header_timeout_s=settings.http_header_timeout_s,
             body_timeout_s=settings.http_body_timeout_s,
             max_connections=settings.http_max_connections,
+            max_connections_per_address=settings.http_max_connections_per_address,
+            probe_connections=settings.http_probe_connections,
         )
         if workers == 1:
             server = uvicorn.Server(config)

@@ -151,7 +151,7 @@ class Runtime:
                 lease_s=s.rate_lease_s,
                 lease_bytes=s.rate_lease_memo_bytes,
             ),
-            live=LiveHub(store, s.live_max_streams),
+            live=LiveHub(store, s.live_max_streams, max_per_address=s.live_max_streams_per_address),
         )
 
     async def open(self, *, background: bool = True) -> None:

@@ -85,6 +85,12 @@ class Settings(BaseSettings):
     http_header_timeout_s: float = Field(10.0, gt=0)
     http_body_timeout_s: float = Field(30.0, gt=0)
     http_max_connections: int = Field(4096, ge=1)
+    # One client address may hold at most this many of them (0: no cap); past it a new one
+    # gets 429. Behind a proxy that opens many connections itself, raise it or set 0.
+    http_max_connections_per_address: int = Field(256, ge=0)
+    # Past http_max_connections this many more are still taken, for /healthz and /readyz
+    # only (any other request on them gets 503), so a full process answers its probes.
+    http_probe_connections: int = Field(64, ge=0, le=4096)
     # longer than a load balancer's usual 60 s idle timeout, so the balancer (or a client
     # pool) closes idle keep-alive connections first, never mid-request
     http_keep_alive_s: int = Field(75, ge=1)
@@ -122,6 +128,8 @@ class Settings(BaseSettings):
     # (past that, 503); a heartbeat comment every live_heartbeat_s; a client whose send
     # does not complete within live_send_timeout_s (its socket buffer stays full) is dropped.
     live_max_streams: int = Field(2000, ge=1)
+    # of which one client address may hold at most this many (past it, 429; 0: no cap)
+    live_max_streams_per_address: int = Field(20, ge=0)
     live_heartbeat_s: float = Field(15.0, gt=0)
     live_send_timeout_s: float = Field(10.0, gt=0)
 
