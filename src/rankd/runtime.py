@@ -99,11 +99,11 @@ class Runtime:
             unknown_ttl_s=s.unknown_board_ttl_s,
             unknown_max_bytes=s.unknown_board_cache_bytes,
         )
-        players = Players(pg, store, names)
+        rebuilder = Rebuilder(store, pg, boards)
+        players = Players(pg, store, names, lambda: rebuilder.restoring_profiles)
         committer = GroupCommitter(
             log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
         )
-        rebuilder = Rebuilder(store, pg, boards)
 
         async def log_applied_through() -> int | None:
             return await applied_through(log)
@@ -129,6 +129,7 @@ class Runtime:
                 archive=ArchiveStore(pg),
                 archive_state_s=s.archive_state_cache_s,
                 archive_state_bytes=s.archive_state_cache_bytes,
+                restoring=rebuilder.is_restoring,
             ),
             auth=Authenticator(s.admin_keys, s.server_keys),
             applier=Applier(boards, store, pg, moderation),
@@ -163,10 +164,16 @@ class Runtime:
             return
         # A restarted Redis is rebuilt whole; otherwise any period whose key has gone (e.g.
         # deleted by hand) while PostgreSQL still holds its entries.
-        self.recovery.begin("startup", "restoring Redis from PostgreSQL where it changed")
-        if await self.rebuilder.rebuild(when="redis_changed") is None:
+        if await self.store.is_verified():
             await self.rebuilder.rebuild(when="missing")
+        else:
+            # rebuilt in the background by the Redis watch (woken at once), so the periods
+            # already in place are served while the rest load (reads of the others are
+            # 503); /readyz says "redis" recovering until it is done and the tail applied
+            self.recovery.begin("redis", "rebuilding from PostgreSQL")
+            self._wake_redis_watch.set()
         # ready once the log's tail (whatever was logged but not applied yet) is applied
+        self.recovery.begin("startup", "applying the log's tail")
         self.recovery.back("startup", await self.log.last_sequence())
         self._stopping.clear()
         self.consumer = self.log_consumer()

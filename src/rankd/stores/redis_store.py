@@ -23,7 +23,14 @@ from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_batch import Batcher
-from rankd.stores.redis_loader import Loader, Progress
+from rankd.stores.redis_loader import (
+    Loader,
+    Progress,
+    SmallPeriod,
+    command,
+    run_commands,
+    with_arguments,
+)
 from rankd.stores.redis_scripts import (
     AROUND,
     ENTRY,
@@ -725,6 +732,55 @@ class RedisStore:
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
         return staged[pk.public] + len(held)
 
+    async def load_small_periods(self, periods: Sequence[SmallPeriod]) -> int:
+        """Load many small periods (no bans, no held runs, not a sum board: see
+        services/rebuild.py) in one round trip: each one staged, given its exact times, and
+        swapped in by a MULTI/EXEC of its own (its keys share a hash tag), so readers
+        never see half of one. Returns the entries loaded."""
+        commands: list[bytes] = []
+        for small in periods:
+            pk = keys.period_keys(*small.ref)
+            public, staging = pk.public.encode(), keys.staging(pk.public).encode()
+            commands.append(command(b"DEL", staging))
+            if small.members:
+                commands.append(with_arguments((b"ZADD", staging), small.members, small.entries))
+            for bucket, fields, arguments in small.times:
+                hash_key = f"{pk.public}:at:{bucket}".encode()
+                commands.append(with_arguments((b"HSET", hash_key), fields, arguments))
+            commands.append(command(b"MULTI"))
+            if small.members:
+                commands.append(command(b"RENAME", staging, public))
+            else:
+                commands.append(command(b"DEL", public))
+            # the marks go with the board they were made on (see load_period)
+            commands.append(command(b"DEL", pk.pending.encode(), pk.applied.encode()))
+            commands.append(command(b"EXEC"))
+            index = keys.periods_index(small.ref[0], small.ref[1]).encode()
+            start = b"%d" % small.start_ms
+            commands.append(command(b"ZADD", index, b"NX", start, small.ref[2].encode()))
+        with _reachable():
+            replies = await run_commands(self.redis, commands)
+        failed = [
+            r for r in replies if isinstance(r, list) and any(isinstance(x, Exception) for x in r)
+        ]
+        if failed:
+            raise Unavailable(f"a batched period swap failed: {failed[0]!r}"[:300])
+        return sum(small.members for small in periods)
+
+    async def missing_periods(self, refs: Sequence[PeriodRef]) -> set[PeriodRef]:
+        """Which of ``refs`` have no board key, asked in pipelined chunks (one round trip
+        per 1,000 periods, not one each)."""
+        missing: set[PeriodRef] = set()
+        for i in range(0, len(refs), 1000):
+            chunk = refs[i : i + 1000]
+            with _reachable():
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for ref in chunk:
+                        pipe.exists(keys.period_keys(*ref).public)
+                    found = await pipe.execute()
+            missing.update(ref for ref, exists in zip(chunk, found, strict=True) if not exists)
+        return missing
+
     async def _swap(
         self, staged: dict[str, int], expires_ms: int | None, also: Sequence[Command] = ()
     ) -> None:
@@ -739,6 +795,6 @@ class RedisStore:
             pipe.rename(keys.staging(live), live)
             if expires_ms is not None:
                 pipe.pexpireat(live, expires_ms)
-        for command, args in also:  # e.g. the :pending key, put in place with the board
-            pipe.execute_command(command, *args)
+        for name, args in also:  # e.g. the :pending key, put in place with the board
+            pipe.execute_command(name, *args)
         await pipe.execute()
