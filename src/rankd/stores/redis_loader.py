@@ -36,8 +36,12 @@ class SmallPeriod:
     times: list[tuple[int, int, bytes]] = field(default_factory=list)  # bucket, n, HSET args
 
 
-def _bulk(value: bytes) -> bytes:
+def bulk(value: bytes) -> bytes:
+    """One RESP bulk string."""
     return b"$%d\r\n%b\r\n" % (len(value), value)
+
+
+_bulk = bulk
 
 
 class Loader:
@@ -139,12 +143,6 @@ class Loader:
 def command(*args: bytes) -> bytes:
     """One command in RESP."""
     return b"*%d\r\n%b" % (len(args), b"".join(_bulk(a) for a in args))
-
-
-def with_arguments(head: tuple[bytes, ...], pairs: int, arguments: bytes) -> bytes:
-    """``head`` plus ``pairs`` argument pairs PostgreSQL formatted (chr(1) for CR LF)."""
-    body = arguments.replace(b"\x01", b"\r\n")
-    return b"*%d\r\n%b%b" % (len(head) + 2 * pairs, b"".join(_bulk(h) for h in head), body)
 
 
 async def run_commands(redis: Redis, commands: list[bytes]) -> list[Any]:

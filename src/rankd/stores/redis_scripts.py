@@ -50,6 +50,7 @@ MOVE_ENTRIES = Script.load("move_entries")
 OWN_ENTRY = Script.load("own_entry")
 ENTRY = Script.load("entry")
 RATE_LIMIT = Script.load("rate_limit")
+LOAD_PERIOD = Script.load("load_period")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -62,6 +63,7 @@ ALL_SCRIPTS = (
     OWN_ENTRY,
     ENTRY,
     RATE_LIMIT,
+    LOAD_PERIOD,
 )
 
 

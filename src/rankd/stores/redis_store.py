@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
@@ -27,15 +27,16 @@ from rankd.stores.redis_loader import (
     Loader,
     Progress,
     SmallPeriod,
+    bulk,
     command,
     run_commands,
-    with_arguments,
 )
 from rankd.stores.redis_scripts import (
     AROUND,
     ENTRY,
     FIRST_RECEIPTS,
     FRIENDS,
+    LOAD_PERIOD,
     MOVE_ENTRIES,
     OWN_ENTRY,
     RATE_LIMIT,
@@ -734,37 +735,35 @@ class RedisStore:
 
     async def load_small_periods(self, periods: Sequence[SmallPeriod]) -> int:
         """Load many small periods (no bans, no held runs, not a sum board: see
-        services/rebuild.py) in one round trip: each one staged, given its exact times, and
-        swapped in by a MULTI/EXEC of its own (its keys share a hash tag), so readers
-        never see half of one. Returns the entries loaded."""
+        services/rebuild.py) in one round trip: one load_period script call each (atomic:
+        readers never see half of a period), then the periods indexes. Returns the entries
+        loaded."""
         commands: list[bytes] = []
+        indexed: dict[tuple[str, str], list[bytes]] = {}
+        sha = LOAD_PERIOD.sha.encode()
         for small in periods:
             pk = keys.period_keys(*small.ref)
-            public, staging = pk.public.encode(), keys.staging(pk.public).encode()
-            commands.append(command(b"DEL", staging))
-            if small.members:
-                commands.append(with_arguments((b"ZADD", staging), small.members, small.entries))
+            head = (b"EVALSHA", sha, b"3", pk.public.encode(), pk.pending.encode(),
+                    pk.applied.encode(), b"%d" % small.members)  # fmt: skip
+            parts = [bulk(h) for h in head]
+            parts.append(small.entries.replace(b"\x01", b"\r\n"))
+            size = len(head) + 2 * small.members
             for bucket, fields, arguments in small.times:
-                hash_key = f"{pk.public}:at:{bucket}".encode()
-                commands.append(with_arguments((b"HSET", hash_key), fields, arguments))
-            commands.append(command(b"MULTI"))
-            if small.members:
-                commands.append(command(b"RENAME", staging, public))
-            else:
-                commands.append(command(b"DEL", public))
-            # the marks go with the board they were made on (see load_period)
-            commands.append(command(b"DEL", pk.pending.encode(), pk.applied.encode()))
-            commands.append(command(b"EXEC"))
-            index = keys.periods_index(small.ref[0], small.ref[1]).encode()
-            start = b"%d" % small.start_ms
-            commands.append(command(b"ZADD", index, b"NX", start, small.ref[2].encode()))
+                parts += [bulk(b"%d" % bucket), bulk(b"%d" % fields)]
+                parts.append(arguments.replace(b"\x01", b"\r\n"))
+                size += 2 + 2 * fields
+            commands.append(b"*%d\r\n%b" % (size, b"".join(parts)))
+            index = indexed.setdefault((small.ref[0], small.ref[1]), [])
+            index += [b"%d" % small.start_ms, small.ref[2].encode()]
+        for (board, window), members in indexed.items():
+            key = keys.periods_index(board, window).encode()
+            commands.append(command(b"ZADD", key, b"NX", *members))
         with _reachable():
-            replies = await run_commands(self.redis, commands)
-        failed = [
-            r for r in replies if isinstance(r, list) and any(isinstance(x, Exception) for x in r)
-        ]
-        if failed:
-            raise Unavailable(f"a batched period swap failed: {failed[0]!r}"[:300])
+            try:
+                await run_commands(self.redis, commands)
+            except NoScriptError:
+                await load_all(self.redis)  # Redis lost its scripts (restarted): load, again
+                await run_commands(self.redis, commands)
         return sum(small.members for small in periods)
 
     async def missing_periods(self, refs: Sequence[PeriodRef]) -> set[PeriodRef]:
