@@ -253,8 +253,10 @@ class Runtime:
         for name, state in checks.items():
             if state != "ok":
                 self.recovery.begin(name, state)
-        if checks["redis"] == "ok" and self.recovery.waiting("redis"):
-            self._wake_redis_watch.set()  # a restarted Redis is rebuilt now, not in a second
+        if checks["redis"] == "ok" and self.recovery.stage("redis").startswith("down"):
+            # back after this watch saw it down: if it restarted, rebuild now, not in a
+            # second (a rebuild that fails is retried by the Redis watch's own interval)
+            self._wake_redis_watch.set()
         if not self.recovery.pending or checks["nats"] != "ok":
             return
         for name in list(self.recovery.pending):

@@ -48,6 +48,11 @@ class Recovery:
         found = self.pending.get(name)
         return found is not None and found.target is None
 
+    def stage(self, name: str) -> str:
+        """What ``name``'s recovery is doing ("" when it is not recovering)."""
+        found = self.pending.get(name)
+        return "" if found is None else found.stage
+
     def back(self, name: str, target: int) -> None:
         """``name`` answers again (Redis: and is rebuilt); reads are complete once the log
         is applied up to ``target``."""

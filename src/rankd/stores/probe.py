@@ -55,12 +55,16 @@ async def _nats(url: str, timeout_s: float) -> None:
     for one in url.split(","):
         split = urlsplit(one.strip())
         try:
+            default_port = {"ws": 80, "wss": 443}.get(split.scheme, 4222)
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(split.hostname, split.port or 4222), timeout_s
+                asyncio.open_connection(split.hostname, split.port or default_port), timeout_s
             )
         except (OSError, TimeoutError) as exc:
             failure = exc
             continue
+        if split.scheme in ("ws", "wss"):  # a websocket endpoint says nothing first
+            writer.close()
+            return
         try:
             line = await asyncio.wait_for(reader.readline(), timeout_s)
         finally:
