@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class Runtime:
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _wake_redis_watch: asyncio.Event = field(default_factory=asyncio.Event)
     _rebuilding: bool = False
+    _consumer_started: bool = False  # background work runs (not so for `rankd rebuild`)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -178,6 +180,7 @@ class Runtime:
         self._stopping.clear()
         self.consumer = self.log_consumer()
         await self.consumer.start()
+        self._consumer_started = True
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
         self._tasks.append(asyncio.create_task(self._watch_health(), name="health-watch"))
         bans = self.moderation.bans.run_forever(self.settings.ban_refresh_s, self._stopping)
@@ -253,10 +256,8 @@ class Runtime:
         for name, state in checks.items():
             if state != "ok":
                 self.recovery.begin(name, state)
-        if checks["redis"] == "ok" and self.recovery.stage("redis").startswith("down"):
-            # back after this watch saw it down: if it restarted, rebuild now, not in a
-            # second (a rebuild that fails is retried by the Redis watch's own interval)
-            self._wake_redis_watch.set()
+        if checks["redis"] == "ok":
+            await self._notice_redis_restart()
         if not self.recovery.pending or checks["nats"] != "ok":
             return
         for name in list(self.recovery.pending):
@@ -306,8 +307,26 @@ class Runtime:
                     checks[name] = f"down: {said}"[:300]
         return checks
 
-    def recovering(self) -> dict[str, str]:
-        """What is recovering and how far; reads may miss acknowledged runs until empty."""
+    async def _notice_redis_restart(self) -> None:
+        """A Redis that is not the process the boards were verified on (it restarted, maybe
+        faster than a ping could see it down) is recovering from now on, and the Redis
+        watch is woken to rebuild it at once rather than at its next interval."""
+        stage = self.recovery.stage("redis")
+        if stage and not stage.startswith("down"):
+            return  # being rebuilt, or rebuilt and waiting for the log's tail
+        if self._consumer_started and not await self.store.is_verified():
+            self.recovery.begin("redis", "restarted: rebuilding from PostgreSQL")
+            self._wake_redis_watch.set()
+        elif stage:
+            self._wake_redis_watch.set()  # seen down, back: the watch decides
+
+    async def recovering(self) -> dict[str, str]:
+        """What is recovering and how far; reads may miss acknowledged runs until empty.
+        Asks Redis whether it is still the verified process (a restart may be too quick
+        for the health watch to have seen it down)."""
+        if self._consumer_started and "redis" not in self.recovery.pending:
+            with contextlib.suppress(Exception):  # Redis down: /readyz says so already
+                await asyncio.wait_for(self._notice_redis_restart(), 1.0)
         return self.recovery.describe()
 
     async def _probe(self, timeout_s: float) -> dict[str, str]:

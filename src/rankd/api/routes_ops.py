@@ -48,7 +48,7 @@ async def readyz(request: Request) -> Response:
     rt = runtime(request)
     checks = await rt.readiness()
     lag = rt.consumer_lag()
-    recovering = rt.recovering()
+    recovering = await rt.recovering()
     down = sorted(name for name, state in checks.items() if state != "ok")
     if down or recovering:
         body = {"status": "unavailable", "checks": checks, "consumer": lag}
