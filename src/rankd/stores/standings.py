@@ -344,9 +344,16 @@ def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where
     )
 
 
+def entry_member_sql(alias: str = "") -> str:
+    """SQL for an entry's sorted-set member as the submit scripts write it, for a row of
+    player_best (``alias``: its table alias with the dot). The one-period pages and the
+    batched small periods both load members from here, so they cannot differ."""
+    return f"{alias}player_id"
+
+
 # One period's entries in composite order (Redis loads sorted input fastest).
 ENTRY_PAGE_SQL = _page_sql(
-    "player_best", "composite::text", "player_id", ("composite", "player_id"), ""
+    "player_best", "composite::text", entry_member_sql(), ("composite", "player_id"), ""
 )
 # A sum period's counted run ids as Redis keeps them, "<player>|<run_id>" -> ended_ms, or
 # for a late run (counted more than a horizon after it ended) when it was counted; since a
@@ -417,7 +424,7 @@ _BATCH_JOIN = (
 )
 BATCH_ENTRIES_SQL = (
     "SELECT e.board_id, e.win, e.period, e.segment, count(*),"
-    f" string_agg({_resp_fragment('e.composite::text', 'e.player_id')}, ''"
+    f" string_agg({_resp_fragment('e.composite::text', entry_member_sql('e.'))}, ''"
     "  ORDER BY e.composite, e.player_id)"
     f"{_BATCH_JOIN} GROUP BY 1, 2, 3, 4"
 )
