@@ -51,6 +51,7 @@ OWN_ENTRY = Script.load("own_entry")
 ENTRY = Script.load("entry")
 RATE_LIMIT = Script.load("rate_limit")
 SET_ENTRY = Script.load("set_entry")
+LOAD_PERIOD = Script.load("load_period")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -64,6 +65,7 @@ ALL_SCRIPTS = (
     ENTRY,
     RATE_LIMIT,
     SET_ENTRY,
+    LOAD_PERIOD,
 )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from rankd import codec
 from rankd.boards import BoardConfig
@@ -24,12 +24,20 @@ from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_batch import Batcher
-from rankd.stores.redis_loader import Loader, Progress
+from rankd.stores.redis_loader import (
+    Loader,
+    Progress,
+    SmallPeriod,
+    bulk,
+    command,
+    run_commands,
+)
 from rankd.stores.redis_scripts import (
     AROUND,
     ENTRY,
     FIRST_RECEIPTS,
     FRIENDS,
+    LOAD_PERIOD,
     MOVE_ENTRIES,
     OWN_ENTRY,
     RATE_LIMIT,
@@ -734,6 +742,53 @@ class RedisStore:
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
         return staged[pk.public] + len(held)
 
+    async def load_small_periods(self, periods: Sequence[SmallPeriod]) -> int:
+        """Load many small periods (no bans, no held runs, not a sum board: see
+        services/rebuild.py) in one round trip: one load_period script call each (atomic:
+        readers never see half of a period), then the periods indexes. Returns the entries
+        loaded."""
+        commands: list[bytes] = []
+        indexed: dict[tuple[str, str], list[bytes]] = {}
+        sha = LOAD_PERIOD.sha.encode()
+        for small in periods:
+            pk = keys.period_keys(*small.ref)
+            head = (b"EVALSHA", sha, b"3", pk.public.encode(), pk.pending.encode(),
+                    pk.applied.encode(), b"%d" % small.members)  # fmt: skip
+            parts = [bulk(h) for h in head]
+            parts.append(small.entries.replace(b"\x01", b"\r\n"))
+            size = len(head) + 2 * small.members
+            for bucket, fields, arguments in small.times:
+                parts += [bulk(b"%d" % bucket), bulk(b"%d" % fields)]
+                parts.append(arguments.replace(b"\x01", b"\r\n"))
+                size += 2 + 2 * fields
+            commands.append(b"*%d\r\n%b" % (size, b"".join(parts)))
+            index = indexed.setdefault((small.ref[0], small.ref[1]), [])
+            index += [b"%d" % small.start_ms, small.ref[2].encode()]
+        for (board, window), members in indexed.items():
+            key = keys.periods_index(board, window).encode()
+            commands.append(command(b"ZADD", key, b"NX", *members))
+        with _reachable():
+            try:
+                await run_commands(self.redis, commands)
+            except NoScriptError:
+                await load_all(self.redis)  # Redis lost its scripts (restarted): load, again
+                await run_commands(self.redis, commands)
+        return sum(small.members for small in periods)
+
+    async def missing_periods(self, refs: Sequence[PeriodRef]) -> set[PeriodRef]:
+        """Which of ``refs`` have no board key, asked in pipelined chunks (one round trip
+        per 1,000 periods, not one each)."""
+        missing: set[PeriodRef] = set()
+        for i in range(0, len(refs), 1000):
+            chunk = refs[i : i + 1000]
+            with _reachable():
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for ref in chunk:
+                        pipe.exists(keys.period_keys(*ref).public)
+                    found = await pipe.execute()
+            missing.update(ref for ref, exists in zip(chunk, found, strict=True) if not exists)
+        return missing
+
     async def _swap(
         self, staged: dict[str, int], expires_ms: int | None, also: Sequence[Command] = ()
     ) -> None:
@@ -748,6 +803,6 @@ class RedisStore:
             pipe.rename(keys.staging(live), live)
             if expires_ms is not None:
                 pipe.pexpireat(live, expires_ms)
-        for command, args in also:  # e.g. the :pending key, put in place with the board
-            pipe.execute_command(command, *args)
+        for name, args in also:  # e.g. the :pending key, put in place with the board
+            pipe.execute_command(name, *args)
         await pipe.execute()
