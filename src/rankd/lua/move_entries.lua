@@ -15,7 +15,7 @@
 -- Returns how many entries moved (or were dropped). Moving again moves nothing, so a sweep
 -- may be repeated.
 
--- at_key, rank_in, side_field, absorb: see lib.lua, loaded before this.
+-- see lib.lua, loaded before this.
 
 local sum = nil
 if ARGV[1] == 'sum' then
@@ -24,11 +24,10 @@ end
 local moved = 0
 for i = 5, #ARGV do
   if ARGV[1] == 'drop' then
-    moved = moved + redis.call('ZREM', KEYS[2], ARGV[i])
-    redis.call('HDEL', at_key(KEYS[3], ARGV[i]), side_field(KEYS[2], KEYS[3], ARGV[i]))
+    moved = moved + drop(KEYS[2], KEYS[3], ARGV[i])
   else
     if ARGV[1] == 'replace' then
-      redis.call('ZREM', KEYS[1], ARGV[i])
+      drop(KEYS[1], KEYS[3], ARGV[i])
     end
     moved = moved + absorb(KEYS[1], KEYS[2], KEYS[3], ARGV[i], sum)
   end
