@@ -23,6 +23,16 @@ _PLAYER_ID = re.compile(PLAYER_ID_PATTERN.strip("^$"))
 _RUN_ID = re.compile(RUN_ID_PATTERN.strip("^$"))
 
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# Longest piece of client input an error message repeats (longer is cut, with an ellipsis).
+ECHO_MAX = 80
+
+
+def clip(text: str, limit: int = ECHO_MAX) -> str:
+    """``text`` as an error message may echo it: at most ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 SEGMENT_DIMENSION_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 SEGMENT_VALUE_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 _SEGMENT_DIMENSION = re.compile(SEGMENT_DIMENSION_PATTERN.strip("^$"))

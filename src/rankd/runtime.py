@@ -21,6 +21,7 @@ from rankd.services.rate_limits import Rate, RateLimiter
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
+from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
 from rankd.services.submit import Submitter
 from rankd.settings import Settings
@@ -96,6 +97,7 @@ class Runtime:
             log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
         )
         rebuilder = Rebuilder(store, pg, boards)
+        run_ids = RunIds(store, pg, log, memory_s=s.run_memory_s, durable=DURABLE)
 
         async def log_applied_through() -> int | None:
             return await applied_through(log)
@@ -112,7 +114,7 @@ class Runtime:
             boards=boards,
             names=names,
             players=players,
-            submitter=Submitter(store, pg, committer, players, moderation, s.first_receipt_keep_s),
+            submitter=Submitter(store, pg, committer, players, moderation, run_ids),
             reader=Reader(
                 store,
                 names,
@@ -123,7 +125,7 @@ class Runtime:
                 archive_state_bytes=s.archive_state_cache_bytes,
             ),
             auth=Authenticator(s.admin_keys, s.server_keys),
-            applier=Applier(boards, store, pg, moderation),
+            applier=Applier(boards, store, pg, moderation, run_memory_s=s.run_memory_s),
             moderation=moderation,
             rebuilder=rebuilder,
             seasons=SeasonJob(
@@ -133,6 +135,7 @@ class Runtime:
                 rebuilder,
                 log_applied_through,
                 settle_ms=int(s.season_settle_s * 1000),
+                run_memory_s=s.run_memory_s,
             ),
             limiter=RateLimiter(
                 store,
@@ -183,6 +186,7 @@ class Runtime:
                 self.pg,
                 self.moderation,
                 mark_wait_s=s.consumer_mark_wait_s,
+                run_memory_s=s.run_memory_s,
             ),
             self.pg,
             durable,

@@ -135,8 +135,11 @@ class Settings(BaseSettings):
     ban_refresh_s: float = Field(0.2, gt=0)
     ban_settle_s: float = Field(0.6, ge=0)
 
-    # A run resent without ended_at within this long keeps its first receipt's time (0: off)
-    first_receipt_keep_s: float = Field(120.0, ge=0)
+    # How long a run id's first content stays binding on its board (services/run_ids.py): a
+    # resend with another player, score or ended_at is refused (409 run_conflict) for at
+    # least this long and at most a quarter longer; a resend without ended_at keeps the
+    # first send's. The contract asks for at least a day; every instance must agree on it.
+    run_memory_s: float = Field(86_400.0, ge=1)
 
     # Runs may end at most this far in the future (clock skew between game servers and us).
     max_future_skew_s: int = 300

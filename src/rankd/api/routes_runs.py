@@ -34,6 +34,8 @@ async def submit_run(board_id: str, request: Request) -> Response:
     now_ms = int(time.time() * 1000)
     run = parse_run(body, board, now_ms, rt.settings.max_future_skew_s * 1000)
     [standings] = await rt.submitter.submit(board, [run])
+    if isinstance(standings, RankdError):
+        raise standings
     metrics.RUNS_ACCEPTED.labels("single").inc()
     return reply(
         {
@@ -84,7 +86,12 @@ async def submit_batch(board_id: str, request: Request) -> Response:
         valid.append((len(results), run))
         results.append({"run_id": run.run_id})
     standings = await rt.submitter.submit(board, [run for _, run in valid])
-    for (index, _), runs_standings in zip(valid, standings, strict=True):
-        results[index]["standings"] = runs_standings
-    metrics.RUNS_ACCEPTED.labels("batch").inc(len(valid))
+    accepted = 0
+    for (index, _), outcome in zip(valid, standings, strict=True):
+        if isinstance(outcome, RankdError):
+            results[index]["error"] = {"code": outcome.code, "message": outcome.message}
+        else:
+            results[index]["standings"] = outcome
+            accepted += 1
+    metrics.RUNS_ACCEPTED.labels("batch").inc(accepted)
     return reply({"results": results})

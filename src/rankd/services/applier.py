@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from rankd import metrics
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound, Unavailable
-from rankd.formats import is_board_id
+from rankd.formats import clip, is_board_id
 from rankd.periods import PeriodRef
 from rankd.plan import Target, plan
 from rankd.runs import decode_message
 from rankd.services import late_sums
 from rankd.services.moderation import Moderation
 from rankd.services.registry import BoardRegistry
-from rankd.stores import standings
-from rankd.stores.postgres import PostgresStore
+from rankd.stores import fingerprints, standings
+from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis_store import RedisStore
 from rankd.stores.runlog import LogMessage
 from rankd.stores.standings import BestRow, StandingsBatch, SumRun
@@ -103,6 +103,7 @@ class Applier:
         moderation: Moderation,
         *,
         mark_wait_s: float | None = None,
+        run_memory_s: float = 86_400.0,
     ) -> None:
         """``mark_wait_s`` (the log consumer's): trust the submit path's marks, skipping
         the Redis writes of targets it marked as applied, and wait up to this long for the
@@ -113,6 +114,8 @@ class Applier:
         self.pg = pg
         self.moderation = moderation
         self.mark_wait_ms = None if mark_wait_s is None else int(mark_wait_s * 1000)
+        # how long a run id's first content is binding (services/run_ids.py)
+        self.run_memory_ms = int(run_memory_s * 1000)
 
     async def _plan(
         self, messages: list[LogMessage], now_ms: int, outcome: Outcome
@@ -217,6 +220,27 @@ class Applier:
         if skipped:
             metrics.TARGETS_ALREADY_APPLIED.inc(skipped)
 
+    async def _first_content(
+        self, conn: Conn, board_id: str, board_plans: list[list[Target]]
+    ) -> list[list[Target]]:
+        """The plans of runs whose id is not recorded with other content (first writer
+        wins, in log order; see services/run_ids.py). The submit path refused such runs
+        before logging them; one here means Redis lost the claim of the first."""
+        runs = [p[0].run for p in board_plans]
+        conflicts = await fingerprints.record(conn, board_id, runs, self.run_memory_ms)
+        if not any(conflicts):
+            return board_plans
+        skipped = [r.run_id for r, c in zip(runs, conflicts, strict=True) if c]
+        metrics.CONFLICTS_SKIPPED.inc(len(skipped))
+        log.warning(
+            "board %s: %d logged run(s) reuse a run_id with other content and apply nowhere"
+            " (first: %s)",
+            board_id,
+            len(skipped),
+            clip(skipped[0]),
+        )
+        return [p for p, c in zip(board_plans, conflicts, strict=True) if not c]
+
     async def _apply_together(self, messages: list[LogMessage]) -> Outcome:
         """Apply ``messages`` in one transaction, parking the ones that cannot be planned."""
         outcome = Outcome()
@@ -225,8 +249,9 @@ class Applier:
         batch = StandingsBatch.empty()
         batch.configs.update(configs)
         async with self.pg.apply_lock(exclusive=False) as conn:
-            for board_id, board_plans in plans.items():
+            for board_id, all_plans in plans.items():
                 config = configs[board_id]
+                board_plans = await self._first_content(conn, board_id, all_plans)
                 self.moderation.route(board_plans)
                 await self.moderation.follow_decisions(conn, config, board_plans)
                 if self.mark_wait_ms is not None:

@@ -142,6 +142,14 @@ class Moderation:
             assert t.composite is not None
             if above < board.hold_top and (current is None or t.composite > current):
                 run.held = (*run.held, t.window)
+        # a run held before stays held where it was, whatever the board says now: the
+        # decision made on it (or still to make) is followed (follow_decisions), so a
+        # resent rejected run is never published by being sent again
+        async with self.pg.connection() as conn:
+            before = await db.held_windows(conn, board.board_id, [r.run_id for r, _ in candidates])
+        for run, t in candidates:
+            if t.window in before.get(run.run_id, ()) and t.window not in run.held:
+                run.held = (*run.held, t.window)
 
     async def record_holds(self, board: BoardConfig, plans: Sequence[Sequence[Target]]) -> None:
         """Put held targets in the holds table (idempotent: a resend adds nothing)."""
@@ -153,7 +161,8 @@ class Moderation:
     async def follow_decisions(
         self, conn: Conn, board: BoardConfig, plans: Sequence[Sequence[Target]]
     ) -> None:
-        """For the log consumer and replays, inside their transaction on ``conn``: a held
+        """For the submit path, the log consumer and replays, inside their transaction on
+        ``conn``: a held
         target whose hold was approved since is applied publicly; one rejected is not
         applied at all; one still waiting (or not recorded yet) goes to :pending and is
         recorded. The hold rows stay locked until that transaction ends, so a decision made
@@ -164,8 +173,14 @@ class Moderation:
         await db.add_holds(conn, _holds(board, plans), _now_ms())
         status = await db.decisions(conn, board.board_id, [t.run.run_id for t in held])
         for t in held:
-            decision = status.get((t.run.run_id, t.window), "pending")
-            if decision == "approved":
+            decision, player_id, score = status.get(
+                (t.run.run_id, t.window), ("pending", t.run.player_id, t.run.score)
+            )
+            if (player_id, score) != (t.run.player_id, t.run.score):
+                # the run id was held for other content (a reuse the run-id registry no
+                # longer remembers): this run was never reviewed, so it counts nowhere
+                t.disposition = "closed"
+            elif decision == "approved":
                 t.side = "shadow" if t.run.player_id in self.bans.banned else "public"
             elif decision == "rejected":
                 t.disposition = "closed"

@@ -44,7 +44,7 @@ SUBMIT_BEST_MANY = Script.load("submit_best_many")
 SUBMIT_SUM = Script.load("submit_sum")
 AROUND = Script.load("around")
 TOP = Script.load("top")
-FIRST_RECEIPTS = Script.load("first_receipts")
+RUN_IDS = Script.load("run_ids")
 FRIENDS = Script.load("friends")
 MOVE_ENTRIES = Script.load("move_entries")
 OWN_ENTRY = Script.load("own_entry")
@@ -57,7 +57,7 @@ ALL_SCRIPTS = (
     AROUND,
     TOP,
     FRIENDS,
-    FIRST_RECEIPTS,
+    RUN_IDS,
     MOVE_ENTRIES,
     OWN_ENTRY,
     ENTRY,

@@ -27,11 +27,11 @@ from rankd.stores.redis_loader import Loader, Progress
 from rankd.stores.redis_scripts import (
     AROUND,
     ENTRY,
-    FIRST_RECEIPTS,
     FRIENDS,
     MOVE_ENTRIES,
     OWN_ENTRY,
     RATE_LIMIT,
+    RUN_IDS,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
@@ -330,18 +330,44 @@ class RedisStore:
                 commands.append(("ZADD", (index, "NX", t.period.start_ms, t.period.id)))
         return commands, memos
 
-    async def first_receipts(
-        self, board_id: str, runs: Sequence[tuple[str, str, int]], keep_ms: int
-    ) -> list[int]:
-        """For (player, run id, receipt ms) of runs sent without ended_at: the receipt time
-        of each one's first sending within ``keep_ms`` (this one's, if it is the first)."""
-        now = runs[0][2]  # one receipt time for a request's runs
-        args: list[str | int] = [now, now - keep_ms]
-        args += [f"{player_id}|{run_id}" for player_id, run_id, _ in runs]
-        call: Call = (FIRST_RECEIPTS, (keys.first_receipts(board_id),), args)
+    async def claim_run_ids(
+        self,
+        board_id: str,
+        buckets: Sequence[int],
+        expire_at_s: int,
+        runs: Sequence[tuple[str, str, int, int, bool]],
+    ) -> list[int] | None:
+        """Check and claim (run_id, player, score, ended ms, ended given) of each run in
+        the board's run-id registry (run_ids.lua): per run, -1 for a conflict, else the
+        ended ms it is logged with. ``buckets``: the current one first, where claims go.
+        None when the registry is not armed on this Redis (nothing was claimed)."""
+        args: list[str | int] = [expire_at_s]
+        for run_id, player_id, score, ended_ms, given in runs:
+            args += [run_id, player_id, str(score), str(ended_ms), "1" if given else "0"]
+        call_keys = [keys.run_ids_armed(board_id), *(keys.run_ids(board_id, b) for b in buckets)]
         with _reachable():
-            firsts = await self._call(call)
-        return [int(t) for t in firsts]
+            reply = await call_script(self.redis, (RUN_IDS, call_keys, args))
+        if not isinstance(reply, list):
+            return None
+        return [int(x) for x in reply]
+
+    async def restore_run_ids(
+        self, board_id: str, buckets: dict[int, tuple[int, dict[str, str]]]
+    ) -> None:
+        """Put remembered runs back in the board's registry, then arm it: per bucket, its
+        expiry (unix s) and run_id -> fingerprint. A run already there keeps its own
+        (HSETNX): a claim made meanwhile by another instance's restore wins nothing new."""
+        with _reachable():
+            for bucket, (expire_at_s, entries) in buckets.items():
+                key = keys.run_ids(board_id, bucket)
+                items = list(entries.items())
+                for i in range(0, len(items), 1000):
+                    pipe = self.redis.pipeline(transaction=False)
+                    for run_id, fingerprint in items[i : i + 1000]:
+                        pipe.hsetnx(key, run_id, fingerprint)
+                    pipe.expireat(key, expire_at_s)
+                    await pipe.execute()
+            await self.redis.set(keys.run_ids_armed(board_id), "1")
 
     async def rate_limit(
         self,
@@ -665,6 +691,13 @@ class RedisStore:
         with _reachable():
             marker = await self.redis.get(keys.VERIFIED_MARKER)
         return bool(marker == (await self.server_run_id()).encode())
+
+    async def disarm_run_ids(self, board_ids: Sequence[str]) -> None:
+        """Remove the boards' run-id registry markers: their next submit restores the
+        registry (a Redis that restarted may have lost its last claims)."""
+        with _reachable():
+            for board_id in board_ids:
+                await self.redis.delete(keys.run_ids_armed(board_id))
 
     async def mark_verified(self, run_id: str) -> None:
         with _reachable():
