@@ -80,9 +80,7 @@ async def test_a_best_run_resent_with_another_score_is_refused(
     assert await top(client, board) == [("carol", 5)]
 
 
-async def test_an_identical_resend_stays_harmless(
-    client: httpx.AsyncClient, make_board
-) -> None:
+async def test_an_identical_resend_stays_harmless(client: httpx.AsyncClient, make_board) -> None:
     board = await make_board(windows=["all-time", "daily"])
     ended = datetime.now(UTC) - timedelta(seconds=5)
     first = await post(client, board, body("same", "dan", 7, ended))
@@ -109,9 +107,9 @@ async def test_another_ended_at_conflicts_only_when_both_sends_carry_one(
     first = await post(client, board, body("t2", "eve", 2))
     later = await post(client, board, body("t2", "eve", 2, ended))
     assert first.status_code == later.status_code == 200
-    assert later.json()["standings"][0]["achieved_at"] == first.json()["standings"][0][
-        "achieved_at"
-    ]
+    assert (
+        later.json()["standings"][0]["achieved_at"] == first.json()["standings"][0]["achieved_at"]
+    )
 
 
 async def test_a_batch_with_conflicts_refuses_only_those_runs(
