@@ -65,15 +65,24 @@ def is_segment_value(value: object) -> bool:
     return isinstance(value, str) and _SEGMENT_VALUE.fullmatch(value) is not None
 
 
+# A profile's segments serve every board (each has at most 4 dimensions): bounded so a
+# profile stays small (16 dimensions of 32-character values: under 1 KB).
+MAX_PROFILE_DIMENSIONS = 16
+
+
 def check_segments(value: object, field: str, dimensions: tuple[str, ...] | None) -> dict[str, str]:
     """A ``{"dimension": "value"}`` object; with ``dimensions``, only those dimensions."""
     if not isinstance(value, dict):
         raise InvalidRequest(f'{field} must be an object such as {{"country": "FR"}}')
+    most = MAX_PROFILE_DIMENSIONS if dimensions is None else len(dimensions)
+    if len(value) > most and dimensions is None:
+        raise InvalidRequest(f"{field} holds {len(value)} dimensions; at most {most}")
     for dimension, item in value.items():
         if dimensions is not None and dimension not in dimensions:
             known = ", ".join(dimensions) or "none"
             raise InvalidRequest(
-                f"{field} names the dimension {dimension!r}, which this board does not have "
+                f"{field} names the dimension {clip(str(dimension))!r}, which this board does"
+                f" not have "
                 f"(its dimensions: {known})"
             )
         if not is_segment_dimension(dimension):

@@ -22,6 +22,10 @@ RUNS_APPLIED = Counter(
     "where the submit path had not), counted again on each redelivery or replay, whether "
     "or not they changed an entry.",
 )
+REDIS_MEMORY_USED = Gauge(
+    "rankd_redis_memory_used_ratio",
+    "Redis used_memory over its maxmemory (0 when Redis has no limit); writes fail at 1.",
+)
 RUN_CONFLICTS = Counter(
     "rankd_run_conflicts_total",
     "Runs refused with run_conflict: their run_id was sent before with other content.",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankd import metrics
 from rankd.aio import stop_tasks, wait_or_stop
 from rankd.api.auth import Authenticator
 from rankd.services.applier import Applier
@@ -141,6 +143,7 @@ class Runtime:
                 store,
                 per_key=Rate(s.rate_key_per_s, s.rate_key_burst),
                 per_address=Rate(s.rate_address_per_s, s.rate_address_burst),
+                runs_per_key=Rate(s.rate_key_runs_per_s, s.rate_key_runs_burst),
                 fail_open_s=s.rate_fail_open_s,
                 refusal_memo_bytes=s.rate_refusal_memo_bytes,
                 lease_s=s.rate_lease_s,
@@ -195,14 +198,35 @@ class Runtime:
         )
 
     async def _watch_redis(self) -> None:
-        """Rebuild from PostgreSQL whenever Redis comes back as a different process."""
+        """Rebuild from PostgreSQL whenever Redis comes back as a different process; warn
+        when its memory nears its limit."""
+        memory_checked = 0.0
         while not await wait_or_stop(self._stopping, self.settings.redis_watch_interval_s):
             try:
                 await self.rebuilder.rebuild(when="redis_changed")
+                if time.monotonic() - memory_checked >= self.settings.redis_memory_check_s:
+                    memory_checked = time.monotonic()
+                    await self.check_redis_memory()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("redis watch: %r", exc)
+
+    async def check_redis_memory(self) -> float:
+        """Redis's used share of its maxmemory (0: no limit), logged past the warning ratio."""
+        used, limit = await self.store.memory()
+        ratio = used / limit if limit else 0.0
+        metrics.REDIS_MEMORY_USED.set(ratio)
+        if ratio >= self.settings.redis_memory_warn_ratio:
+            log.warning(
+                "Redis uses %.0f%% of its maxmemory (%d of %d bytes): past 100%% it refuses"
+                " writes and submits fail; raise RANKD_REDIS_MAX_MEMORY or let closed periods"
+                " expire",
+                ratio * 100,
+                used,
+                limit,
+            )
+        return ratio
 
     async def close(self) -> None:
         """Stop the background work, then the connections; bounded, so a task stuck in a

@@ -14,9 +14,20 @@ from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest, RankdError
 from rankd.runs import Run
+from rankd.runtime import Runtime
+from rankd.services.rate_limits import key_identity
 from rankd.validation import parse_run
 
 router = APIRouter(tags=["runs"])
+
+
+async def _count_runs(rt: Runtime, request: Request, runs: int) -> None:
+    """Count a submit's runs against its key's run rate (a batch of N is N runs)."""
+    key = rt.auth.valid_key(request.headers.get("authorization"))
+    if key is not None:
+        await rt.limiter.check("runs", "r" + key_identity(key)[1:], runs)
+
+
 MAX_BATCH = 1000
 
 
@@ -29,6 +40,7 @@ MAX_BATCH = 1000
 async def submit_run(board_id: str, request: Request) -> Response:
     rt = runtime(request)
     rt.auth.require(request, "server")
+    await _count_runs(rt, request, 1)
     board = await rt.boards.get(board_id)
     body = await read_json(request)
     now_ms = int(time.time() * 1000)
@@ -67,6 +79,7 @@ async def submit_batch(board_id: str, request: Request) -> Response:
     payloads: list[Any] = body["runs"]
     if len(payloads) > MAX_BATCH:
         raise InvalidRequest(f"runs holds {len(payloads)} runs; at most {MAX_BATCH} per batch")
+    await _count_runs(rt, request, max(1, len(payloads)))
     now_ms = int(time.time() * 1000)
     skew_ms = rt.settings.max_future_skew_s * 1000
     results: list[dict[str, Any]] = []

@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from rankd.aio import stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.errors import HoldNotFound
+from rankd.formats import clip
 from rankd.periods import ALL_TIME, PeriodRef, period_at
 from rankd.plan import Target, plan
 from rankd.runs import Run
@@ -275,7 +276,7 @@ class Moderation:
             )
             if not holds:
                 raise HoldNotFound(
-                    f"no run {run_id!r} is waiting for review on board {board.board_id!r}"
+                    f"no run {clip(run_id)!r} is waiting for review on board {board.board_id!r}"
                 )
             if approve:
                 batch = StandingsBatch.empty()

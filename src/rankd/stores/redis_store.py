@@ -692,6 +692,12 @@ class RedisStore:
             marker = await self.redis.get(keys.VERIFIED_MARKER)
         return bool(marker == (await self.server_run_id()).encode())
 
+    async def memory(self) -> tuple[int, int]:
+        """(used_memory, maxmemory) in bytes; maxmemory 0: no limit."""
+        with _reachable():
+            info = await self.redis.info("memory")
+        return int(info.get("used_memory", 0)), int(info.get("maxmemory", 0))
+
     async def disarm_run_ids(self, board_ids: Sequence[str]) -> None:
         """Remove the boards' run-id registry markers: their next submit restores the
         registry (a Redis that restarted may have lost its last claims)."""
