@@ -110,7 +110,7 @@ async def test_error_messages_cut_echoed_input(client: httpx.AsyncClient) -> Non
     response = await client.get(f"/v1/boards/{long_id}/top")
     assert response.status_code in (400, 404)
     message = response.json()["error"]["message"]
-    assert len(message) < 300 and "…" in message or long_id not in message
+    assert len(message) < 300 and long_id not in message
     response = await client.get("/v1/boards/anything/top", params={"window": "w" * 5000})
     assert len(response.text) < 400
 
@@ -130,6 +130,7 @@ def test_the_embedded_redis_has_a_memory_limit(monkeypatch: Any) -> None:
 
 async def test_redis_memory_is_watched_against_its_limit(runtime: Runtime) -> None:
     used, limit = await runtime.store.memory()
+    assert limit > 0  # the embedded Redis has its maxmemory
     assert used > 0
     ratio = await runtime.check_redis_memory()
     assert 0.0 <= ratio < 1.0
