@@ -152,13 +152,6 @@ class Moderation:
             if t.window in before.get(run.run_id, ()) and t.window not in run.held:
                 run.held = (*run.held, t.window)
 
-    async def record_holds(self, board: BoardConfig, plans: Sequence[Sequence[Target]]) -> None:
-        """Put held targets in the holds table (idempotent: a resend adds nothing)."""
-        holds = _holds(board, plans)
-        if holds:
-            async with self.pg.connection() as conn:
-                await db.add_holds(conn, holds, _now_ms())
-
     async def follow_decisions(
         self, conn: Conn, board: BoardConfig, plans: Sequence[Sequence[Target]]
     ) -> None:
