@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import uvicorn
+from redis.asyncio import Redis
 
 from rankd.api.app import create_app
 from rankd.api.rate_limit import client_address
@@ -17,7 +19,11 @@ from rankd.api.server import ServerConfig
 from rankd.embedded import free_port
 from rankd.embedded.redis_server import max_memory
 from rankd.runtime import Runtime
+from rankd.services.reads import Reader, resolve_scope
+from rankd.stores import redis_keys as keys
+from rankd.stores.archive import ArchiveStore
 from tests.conftest import SERVER, Urls, make_settings
+from tests.durable_helpers import wait_consumer_idle
 from tests.wire import assert_error
 
 
@@ -134,3 +140,88 @@ async def test_redis_memory_is_watched_against_its_limit(runtime: Runtime) -> No
     assert used > 0
     ratio = await runtime.check_redis_memory()
     assert 0.0 <= ratio < 1.0
+
+
+async def test_closed_period_reads_with_random_segments_ask_postgresql_once(
+    runtime: Runtime, make_board: Any
+) -> None:
+    """Reads of closed periods naming segment values nobody has, or periods that never
+    existed, missed every cache: one PostgreSQL query per read. Now: one per board window
+    (and per frozen period) a second at most."""
+    board_id = await make_board(windows=["all-time", "daily"], segments=["country"])
+    board = await runtime.boards.get(board_id)
+    archive = ArchiveStore(runtime.pg)
+    queries = 0
+    real_query = archive._query
+
+    async def counted(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        nonlocal queries
+        queries += 1
+        return await real_query(sql, params)
+
+    archive._query = counted  # type: ignore[method-assign]
+    reader = Reader(runtime.store, runtime.names, archive=archive, archive_state_s=60.0)
+    today = datetime.now(UTC).date()
+    reads = 0
+    for i in range(300):
+        period = (today - timedelta(days=3 + i % 40)).isoformat()
+        segment = f"country:{uuid.uuid4().hex[:12]}" if i % 3 else None
+        scope = resolve_scope(board, "daily", period, segment)
+        assert (await reader.top(scope, 10, 0))["entries"] == []
+        reads += 1
+    assert reads == 300
+    assert queries <= 3, queries
+
+
+async def test_each_segment_dimension_takes_a_bounded_number_of_values(
+    urls: Urls, client: httpx.AsyncClient, runtime: Runtime, redis: Redis, make_board: Any
+) -> None:
+    """Every new value made keys in every window (+45 MB for 5,000 unique values); now a
+    dimension takes at most RANKD_SEGMENT_VALUES_MAX values, refused with a clear 400."""
+    settings = make_settings(urls, segment_values_max=3)
+    rt = Runtime.build(settings)
+    await rt.open(background=False)
+    app = create_app(settings)
+    app.state.runtime = rt
+    board = await make_board(segments=["country"])
+    headers = {"Authorization": f"Bearer {SERVER}"}
+
+    def run(i: int, country: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"run_id": f"sv{i}", "player_id": f"p{i}", "score": i}
+        if country is not None:
+            body["segments"] = {"country": country}
+        return body
+
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://rankd.test") as http:
+            url = f"/v1/boards/{board}/runs"
+            for i, country in enumerate(("FR", "DE", "JP")):
+                assert (await http.post(url, json=run(i, country), headers=headers)).is_success
+            error = assert_error(
+                await http.post(url, json=run(3, "US"), headers=headers), 400, "invalid_request"
+            )
+            assert "3 distinct values" in error["message"]
+            assert (await http.post(url, json=run(4, "FR"), headers=headers)).is_success
+            batch = {"runs": [run(5, "BR"), run(6, "DE"), run(7, None)]}
+            results = (await http.post(f"{url}:batch", json=batch, headers=headers)).json()
+            assert [r.get("error", {}).get("code") for r in results["results"]] == [
+                "invalid_request",
+                None,
+                None,
+            ]
+            # a value from the player's profile counts the same
+            await http.put("/v1/players/p8", json={"segments": {"country": "IT"}}, headers=headers)
+            assert_error(
+                await http.post(url, json=run(8, None), headers=headers), 400, "invalid_request"
+            )
+            # a Redis that lost the count restores it from PostgreSQL
+            await wait_consumer_idle(client, runtime)
+            await redis.delete(keys.segment_values(board, "country"))
+            assert_error(
+                await http.post(url, json=run(9, "CN"), headers=headers), 400, "invalid_request"
+            )
+            assert (await http.post(url, json=run(10, "JP"), headers=headers)).is_success
+        assert await redis.scard(keys.segment_values(board, "country")) == 4  # 3 + marker
+    finally:
+        await rt.close()

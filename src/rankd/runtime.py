@@ -25,6 +25,7 @@ from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
+from rankd.services.segment_values import SegmentValues
 from rankd.services.submit import Submitter
 from rankd.settings import Settings
 from rankd.stores.archive import ArchiveStore
@@ -116,7 +117,15 @@ class Runtime:
             boards=boards,
             names=names,
             players=players,
-            submitter=Submitter(store, pg, committer, players, moderation, run_ids),
+            submitter=Submitter(
+                store,
+                pg,
+                committer,
+                players,
+                moderation,
+                run_ids,
+                SegmentValues(store, pg, s.segment_values_max),
+            ),
             reader=Reader(
                 store,
                 names,

@@ -150,6 +150,10 @@ class Settings(BaseSettings):
     # first send's. The contract asks for at least a day; every instance must agree on it.
     run_memory_s: float = Field(86_400.0, ge=1)
 
+    # Distinct values each segment dimension of a board may take (every value makes keys in
+    # every window); a run bringing one more is refused with 400 (services/segment_values.py)
+    segment_values_max: int = Field(10_000, ge=1, le=10_000_000)
+
     # Runs may end at most this far in the future (clock skew between game servers and us).
     max_future_skew_s: int = 300
 

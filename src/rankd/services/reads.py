@@ -44,7 +44,8 @@ from rankd.ttlcache import TTLCache
 _TOP_BYTES = 400
 _ENTRY_BYTES = 450
 _STATE_BYTES = 300  # a cached archive state: its key tuple and the small state object
-_PERIOD_STATE_BYTES = 120  # one period's state in a cached /periods listing
+_PERIOD_STATE_BYTES = 120  # one period's (or segment's) state in a cached listing
+_PERIOD_ID_BYTES = 70  # one period id in a cached set of frozen periods
 # A read that finds a closed period's key gone re-reads its archive state if what this
 # process knows is older than this: a just-archived period turns to the archive within
 # a second, and reads of closed periods that never had data cost PostgreSQL one query per
@@ -136,8 +137,18 @@ class Reader:
         # Whether a closed period is frozen or has left Redis. Only moves forward (a raised
         # grace reopens a period, which reads decide without this), and a read that finds
         # the Redis key gone asks again (see _RECHECK_S), so a stale answer costs little.
-        self._states: TTLCache[PeriodRef, ArchiveState | None] = TTLCache(
-            archive_state_s, archive_state_bytes, lambda *_: _STATE_BYTES
+        # Two levels, so a read of a period never frozen, or of a segment value nobody
+        # has, is answered from memory: the frozen period ids of a board window (one
+        # query), then the frozen segments of one of those periods (one query each).
+        self._frozen: TTLCache[tuple[str, str], frozenset[str]] = TTLCache(
+            archive_state_s,
+            archive_state_bytes,
+            lambda _, ids: _STATE_BYTES + _PERIOD_ID_BYTES * len(ids),
+        )
+        self._states: TTLCache[tuple[str, str, str], dict[str, ArchiveState]] = TTLCache(
+            archive_state_s,
+            archive_state_bytes,
+            lambda _, states: _STATE_BYTES + _PERIOD_STATE_BYTES * len(states),
         )
         self._listed: TTLCache[tuple[str, str], dict[str, ArchiveState]] = TTLCache(
             archive_state_s,
@@ -166,13 +177,27 @@ class Reader:
         return period.window != ALL_TIME and period.status(self.clock(), grace_ms) == "closed"
 
     async def _archive_state(self, ref: PeriodRef, *, recheck: bool) -> ArchiveState | None:
+        """The period's archive state from the two cached levels (see __init__): at most
+        one PostgreSQL query per board window and per frozen period every _RECHECK_S,
+        whatever segment values or period ids the reads name."""
         assert self.archive is not None
-        hit = self._states.get(ref)
-        if hit is not None and (not recheck or hit.age_s < _RECHECK_S):
-            return hit.value
-        state = await self.archive.state(ref)
-        self._states.put(ref, state)
-        return state
+        window = (ref.board, ref.window)
+        frozen = self._frozen.get(window)
+        if frozen is None or (recheck and frozen.age_s >= _RECHECK_S):
+            ids = await self.archive.frozen_periods(ref.board, ref.window)
+            self._frozen.put(window, ids)
+        else:
+            ids = frozen.value
+        if ref.period not in ids:
+            return None
+        period = (ref.board, ref.window, ref.period)
+        hit = self._states.get(period)
+        if hit is None or (recheck and hit.age_s >= _RECHECK_S):
+            states = await self.archive.period_states(*period)
+            self._states.put(period, states)
+        else:
+            states = hit.value
+        return states.get(ref.segment)
 
     async def from_archive(self, scope: Scope, *, key_missing: bool = False) -> bool:
         """Whether a read of ``scope`` is served from the archive instead of Redis.

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rankd.boards import BoardConfig
-from rankd.errors import RunConflict, Unavailable
+from rankd.errors import RankdError, Unavailable
 from rankd.plan import plan, standing
 from rankd.results import Standing
 from rankd.runs import Run
@@ -25,6 +25,7 @@ from rankd.services.group_commit import GroupCommitter
 from rankd.services.moderation import Moderation
 from rankd.services.players import Players
 from rankd.services.run_ids import RunIds
+from rankd.services.segment_values import SegmentValues
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
 
@@ -38,6 +39,7 @@ class Submitter:
         players: Players,
         moderation: Moderation,
         run_ids: RunIds,
+        segment_values: SegmentValues,
     ) -> None:
         self.store = store
         self.pg = pg
@@ -45,22 +47,26 @@ class Submitter:
         self.players = players
         self.moderation = moderation
         self.run_ids = run_ids
+        self.segment_values = segment_values
 
     async def submit(
         self, board: BoardConfig, runs: Sequence[Run]
-    ) -> list[list[Standing] | RunConflict]:
+    ) -> list[list[Standing] | RankdError]:
         """Make ``runs`` durable, apply them, and return each run's standings, or the
-        conflict that refused it (its run_id was sent before with other content: it is
-        neither logged nor applied)."""
+        error that refused it (its run_id was sent before with other content, or a segment
+        value past the board's bound): such a run is neither logged nor applied."""
         if not runs:
             return []
+        await self.players.fill_segments(board, runs)  # before logging: replays agree
+        refused: list[RankdError | None] = list(await self.segment_values.admit(board, runs))
+        admitted = [run for run, r in zip(runs, refused, strict=True) if r is None]
         # before logging: conflicting content never enters the log, and an accepted resend
         # carries the first send's ended_at (services/run_ids.py)
-        conflicts = await self.run_ids.claim(board.board_id, runs)
-        accepted = [run for run, c in zip(runs, conflicts, strict=True) if c is None]
+        conflicts = iter(await self.run_ids.claim(board.board_id, admitted))
+        refused = [next(conflicts) if r is None else r for r in refused]
+        accepted = [run for run, r in zip(runs, refused, strict=True) if r is None]
         applied: list[list[Standing]] = []
         if accepted:
-            await self.players.fill_segments(board, accepted)  # before logging: replays agree
             await self.moderation.decide_holds(board, accepted)  # the log carries the decision
             await self.log.append(board.board_id, accepted)
             try:
@@ -71,7 +77,7 @@ class Submitter:
                     "the run was logged but the boards are unreachable; retrying is safe"
                 ) from exc
         results = iter(applied)
-        return [next(results) if c is None else c for c in conflicts]
+        return [next(results) if r is None else r for r in refused]
 
     async def apply(
         self,

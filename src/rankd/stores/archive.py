@@ -165,6 +165,25 @@ class ArchiveStore:
         )
         return None if not rows else ArchiveState(int(rows[0][0]), bool(rows[0][1]))
 
+    async def frozen_periods(self, board_id: str, window: str) -> frozenset[str]:
+        """The ids of the board window's periods frozen in any standings (one index scan)."""
+        rows = await self._query(
+            "SELECT DISTINCT period FROM period_archives WHERE board_id = %(b)s AND win = %(w)s",
+            {"b": board_id, "w": window},
+        )
+        return frozenset(str(r[0]) for r in rows)
+
+    async def period_states(
+        self, board_id: str, window: str, period: str
+    ) -> dict[str, ArchiveState]:
+        """Every frozen standings of one period (the global one is ""), by segment."""
+        rows = await self._query(
+            "SELECT segment, entries, archived_ms IS NOT NULL FROM period_archives"
+            " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s",
+            {"b": board_id, "w": window, "p": period},
+        )
+        return {str(r[0]): ArchiveState(int(r[1]), bool(r[2])) for r in rows}
+
     async def states(
         self, board_id: str, window: str, segment: str = ""
     ) -> dict[str, ArchiveState]:

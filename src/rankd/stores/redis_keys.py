@@ -110,6 +110,12 @@ def run_ids(board: str, bucket: int) -> str:
     return f"rk:{{{board}}}:ids:{bucket}"
 
 
+def segment_values(board: str, dimension: str) -> str:
+    """The distinct values of one segment dimension the board has taken (see
+    services/segment_values.py); "" is the marker that the set is complete."""
+    return f"rk:{{{board}}}:segvals:{dimension}"
+
+
 def rate_limit(identity: str) -> str:
     """An identity's GCRA state (its theoretical arrival time, µs); ``identity`` is
     ``k:<hash of a bearer key>`` or ``a:<client address>``, never a key itself. It expires

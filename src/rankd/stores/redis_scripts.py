@@ -45,6 +45,7 @@ SUBMIT_SUM = Script.load("submit_sum")
 AROUND = Script.load("around")
 TOP = Script.load("top")
 RUN_IDS = Script.load("run_ids")
+SEGMENT_VALUES = Script.load("segment_values")
 FRIENDS = Script.load("friends")
 MOVE_ENTRIES = Script.load("move_entries")
 OWN_ENTRY = Script.load("own_entry")
@@ -58,6 +59,7 @@ ALL_SCRIPTS = (
     TOP,
     FRIENDS,
     RUN_IDS,
+    SEGMENT_VALUES,
     MOVE_ENTRIES,
     OWN_ENTRY,
     ENTRY,

@@ -21,6 +21,7 @@ from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
 from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target
+from rankd.runs import Segments
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_batch import Batcher
 from rankd.stores.redis_loader import Loader, Progress
@@ -32,6 +33,7 @@ from rankd.stores.redis_scripts import (
     OWN_ENTRY,
     RATE_LIMIT,
     RUN_IDS,
+    SEGMENT_VALUES,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
@@ -350,6 +352,33 @@ class RedisStore:
         if not isinstance(reply, list):
             return None
         return [int(x) for x in reply]
+
+    async def admit_segment_values(
+        self, board_id: str, dimensions: Sequence[str], most: int, runs: Sequence[Segments]
+    ) -> list[bool] | None:
+        """Whether each run's segment values are known or fit the board's bound of ``most``
+        distinct values per dimension (segment_values.lua; those that fit are added). None
+        when a dimension's set is not complete on this Redis (nothing was added)."""
+        index = {d: i + 1 for i, d in enumerate(dimensions)}
+        args: list[str | int] = [most]
+        for segments in runs:
+            args.append(len(segments))
+            for dimension, value in segments:
+                args += [index[dimension], value]
+        call_keys = [keys.segment_values(board_id, d) for d in dimensions]
+        with _reachable():
+            reply = await call_script(self.redis, (SEGMENT_VALUES, call_keys, args))
+        if not isinstance(reply, list):
+            return None
+        return [bool(x) for x in reply]
+
+    async def restore_segment_values(self, board_id: str, values: dict[str, set[str]]) -> None:
+        """Put a board's known segment values back, each set with its marker."""
+        with _reachable():
+            pipe = self.redis.pipeline(transaction=False)
+            for dimension, found in values.items():
+                pipe.sadd(keys.segment_values(board_id, dimension), "", *found)
+            await pipe.execute()
 
     async def restore_run_ids(
         self, board_id: str, buckets: dict[int, tuple[int, dict[str, str]]]
