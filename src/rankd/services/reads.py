@@ -282,6 +282,8 @@ class Reader:
         if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
             entries, total = await self._viewed_rows(scope, view, offset, n)
             return {**scope.head, "total": total, "entries": entries}
+        if viewer is not None and await self.from_archive(scope):
+            return await self._archived_top(scope, n, offset, viewer)  # never cached
         cache_key = (*scope.ref, n, offset)
         hit = self._tops.get(cache_key)
         if hit is not None and (max_age_s is None or hit.age_s <= max_age_s):
@@ -307,10 +309,10 @@ class Reader:
         if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
             return await self._viewed_player(scope, view, player_id)
         if await self.from_archive(scope):
-            return await self._archived_player(scope, player_id)
+            return await self._archived_player(scope, player_id, viewer)
         held, total = await self.store.entry(scope.ref, player_id)
         if total == 0 and await self.from_archive(scope, key_missing=True):
-            return await self._archived_player(scope, player_id)
+            return await self._archived_player(scope, player_id, viewer)
         if held is None:
             raise scope.not_ranked(player_id)
         composite, rank0, achieved_ms = held
@@ -356,10 +358,10 @@ class Reader:
             entries, total = await self._viewed_rows(scope, view, first, center + span - first + 1)
             return {**scope.head, "total": total, "entries": entries}
         if await self.from_archive(scope):
-            return await self._archived_around(scope, player_id, span)
+            return await self._archived_around(scope, player_id, span, viewer)
         found = await self.store.around(scope.ref, player_id, span)
         if found is None and await self._gone_to_archive(scope):
-            return await self._archived_around(scope, player_id, span)
+            return await self._archived_around(scope, player_id, span, viewer)
         if found is None:
             raise scope.not_ranked(player_id)
         first0, total, slice_ = found
@@ -379,14 +381,14 @@ class Reader:
         if viewer is not None:
             view = await self.own_view(scope, viewer)
         if view is None and await self.from_archive(scope):
-            return await self._archived_friends(scope, ids)
+            return await self._archived_friends(scope, ids, viewer)
         standings, raw_names = await self.store.group(scope.ref, ids)
         if (
             view is None
             and all(held is None for held in standings)
             and await self._gone_to_archive(scope)
         ):
-            return await self._archived_friends(scope, ids)
+            return await self._archived_friends(scope, ids, viewer)
         present = [
             (pid, held[0], held[2], held[1] + 1)
             for pid, held in zip(ids, standings, strict=True)
@@ -433,7 +435,7 @@ class Reader:
 
     async def periods(self, board: BoardConfig, window: str) -> Periods:
         now_ms = self.clock()
-        ids = set(await self.store.period_ids(board.board_id, window))
+        ids = set(await self.store.public_periods(board.board_id, window))
         ids.add(period_at(window, now_ms).id)
         states: dict[str, ArchiveState] = {}
         if self.archive is not None and window != ALL_TIME:
@@ -482,18 +484,22 @@ class Reader:
             for rank, pid, score, achieved_ms, name in rows
         ]
 
-    async def _archived_top(self, scope: Scope, n: int, offset: int) -> Top:
+    async def _archived_top(
+        self, scope: Scope, n: int, offset: int, viewer: str | None = None
+    ) -> Top:
         assert self.archive is not None
-        rows, total = await self.archive.top(scope.ref, offset, n)
+        rows, total = await self.archive.top(scope.ref, offset, n, viewer)
         return {
             **scope.head,
             "total": total,
             "entries": self._archived_entries(rows),
         }
 
-    async def _archived_player(self, scope: Scope, player_id: str) -> PlayerStanding:
+    async def _archived_player(
+        self, scope: Scope, player_id: str, viewer: str | None = None
+    ) -> PlayerStanding:
         assert self.archive is not None
-        row, total = await self.archive.entry(scope.ref, player_id)
+        row, total = await self.archive.entry(scope.ref, player_id, viewer)
         if row is None:
             raise scope.not_ranked(player_id)
         [entry] = self._archived_entries([row])
@@ -504,9 +510,11 @@ class Reader:
             "percentile": _percentile(entry["rank"], total),
         }
 
-    async def _archived_around(self, scope: Scope, player_id: str, span: int) -> Around:
+    async def _archived_around(
+        self, scope: Scope, player_id: str, span: int, viewer: str | None = None
+    ) -> Around:
         assert self.archive is not None
-        found = await self.archive.around(scope.ref, player_id, span)
+        found = await self.archive.around(scope.ref, player_id, span, viewer)
         if found is None:
             raise scope.not_ranked(player_id)
         rows, total = found
@@ -516,9 +524,11 @@ class Reader:
             "entries": self._archived_entries(rows),
         }
 
-    async def _archived_friends(self, scope: Scope, ids: list[str]) -> Friends:
+    async def _archived_friends(
+        self, scope: Scope, ids: list[str], viewer: str | None = None
+    ) -> Friends:
         assert self.archive is not None
-        rows = await self.archive.group(scope.ref, ids)
+        rows = await self.archive.group(scope.ref, ids, viewer)
         entries: list[FriendEntry] = [
             {**entry, "position": position}
             for position, entry in enumerate(self._archived_entries(rows), start=1)

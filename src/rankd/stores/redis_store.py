@@ -603,6 +603,20 @@ class RedisStore:
             members = await self.redis.zrange(keys.periods_index(board_id, window), 0, -1)
         return [_text(m) for m in members]
 
+    async def public_periods(self, board_id: str, window: str) -> list[str]:
+        """Ids of the window's periods in the index whose public standings hold an entry
+        (one ZCARD each, one round trip): a period whose only entries are banned players'
+        or held runs is not listed to the public."""
+        ids = await self.period_ids(board_id, window)
+        if not ids:
+            return []
+        with _reachable():
+            pipe = self.redis.pipeline(transaction=False)
+            for pid in ids:
+                pipe.zcard(keys.period_keys(board_id, window, pid).public)
+            counts = await pipe.execute()
+        return [pid for pid, n in zip(ids, counts, strict=True) if int(n) > 0]
+
     async def has_periods(self, board_id: str, windows: Sequence[str]) -> bool:
         with _reachable():
             found = await self.redis.exists(*(keys.periods_index(board_id, w) for w in windows))
