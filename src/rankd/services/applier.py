@@ -249,7 +249,9 @@ class Applier:
         batch = StandingsBatch.empty()
         batch.configs.update(configs)
         async with self.pg.apply_lock(exclusive=False) as conn:
-            for board_id, all_plans in plans.items():
+            # boards in id order: fingerprint rows are locked per board, so two consumers
+            # never wait on each other crosswise
+            for board_id, all_plans in sorted(plans.items()):
                 config = configs[board_id]
                 board_plans = await self._first_content(conn, board_id, all_plans)
                 self.moderation.route(board_plans)

@@ -348,7 +348,9 @@ class RedisStore:
             args += [run_id, player_id, str(score), str(ended_ms), "1" if given else "0"]
         call_keys = [keys.run_ids_armed(board_id), *(keys.run_ids(board_id, b) for b in buckets)]
         with _reachable():
-            reply = await call_script(self.redis, (RUN_IDS, call_keys, args))
+            # shares a pipeline with concurrent requests' calls; a resent claim (NOSCRIPT
+            # retry) finds its own fingerprint and answers alike
+            reply = await self._call((RUN_IDS, call_keys, args))
         if not isinstance(reply, list):
             return None
         return [int(x) for x in reply]
@@ -367,7 +369,7 @@ class RedisStore:
                 args += [index[dimension], value]
         call_keys = [keys.segment_values(board_id, d) for d in dimensions]
         with _reachable():
-            reply = await call_script(self.redis, (SEGMENT_VALUES, call_keys, args))
+            reply = await self._call((SEGMENT_VALUES, call_keys, args))
         if not isinstance(reply, list):
             return None
         return [bool(x) for x in reply]
