@@ -267,3 +267,27 @@ async def test_the_registry_forgets_after_its_memory(
 
     assert not await forgotten()
     assert await wait_until(forgotten, timeout_s=8.0, step_s=0.5)
+
+
+async def test_redis_is_healed_when_a_conflicting_run_reached_it(
+    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, pg: AsyncConnection[Any], make_board
+) -> None:
+    """A registry lost between a claim and its restore could let a submitter log and apply a
+    conflicting run; the consumer applies it nowhere and rebuilds its periods from
+    PostgreSQL, so Redis agrees again."""
+    board_id = await make_board(windows=["all-time", "daily"], policy="sum")
+    assert (await post(client, board_id, body("heal-1", "alice", 10))).status_code == 200
+    await wait_consumer_idle(client, runtime)
+    board = await runtime.boards.get(board_id)
+    now = int(datetime.now(UTC).timestamp() * 1000)
+    bob = Run("heal-1", "bob", 20, now - 1000, now)
+    payload = encode_message(board_id, [bob])
+    await runtime.log.publish(board_id, payload, message_id(board_id, payload))
+    await runtime.submitter.apply(board, [bob])  # as its submitter would have
+    assert ("bob", 20) in await top(client, board_id)
+
+    async def healed() -> bool:
+        return await top(client, board_id) == [("alice", 10)]
+
+    assert await wait_until(healed, timeout_s=15.0, step_s=0.25)
+    await assert_stores_agree(client, runtime, redis, pg, board_id)

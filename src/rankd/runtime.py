@@ -36,6 +36,7 @@ from rankd.stores.runlog import Durable, JetStreamLog, RunLog
 log = logging.getLogger("rankd")
 
 CLOSE_TIMEOUT_S = 5.0
+MAX_HEALS = 64  # pending rebuilds after run-id conflicts (each a few periods)
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Runtime:
     consumer: LogConsumer | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _heals: set[asyncio.Task[None]] = field(default_factory=set)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -199,12 +201,35 @@ class Runtime:
                 self.moderation,
                 mark_wait_s=s.consumer_mark_wait_s,
                 run_memory_s=s.run_memory_s,
+                heal=self.heal_periods,
             ),
             self.pg,
             durable,
             batch=s.consumer_batch,
             lag_refresh_s=s.lag_refresh_s,
         )
+
+    def heal_periods(self, periods: list[tuple[str, str, str]]) -> None:
+        """Rebuild these (board, window, period)s from PostgreSQL once their submitters
+        have surely written to Redis (the consumer's mark wait, plus a margin): the log
+        consumer applied a run of theirs nowhere for a run-id conflict (services/run_ids.py),
+        which only happens after Redis lost claims, and Redis may hold it. Rare; at most
+        MAX_HEALS pending, past that a warning says to run `rankd rebuild`."""
+        if len(self._heals) >= MAX_HEALS:
+            log.warning("run-id conflicts: too many heals pending; run `rankd rebuild`")
+            return
+
+        async def later() -> None:
+            await asyncio.sleep(self.settings.consumer_mark_wait_s + 1.0)
+            for board, window, period in periods:
+                try:
+                    await self.rebuilder.rebuild(board=board, window=window, period=period)
+                except Exception as exc:
+                    log.warning("heal of %s %s %s: %r", board, window, period, exc)
+
+        task = asyncio.create_task(later(), name="run-id-conflict-heal")
+        self._heals.add(task)
+        task.add_done_callback(self._heals.discard)
 
     async def _watch_redis(self) -> None:
         """Rebuild from PostgreSQL whenever Redis comes back as a different process; warn
@@ -241,7 +266,7 @@ class Runtime:
         """Stop the background work, then the connections; bounded, so a task stuck in a
         driver call cannot hold up a shutdown."""
         self._stopping.set()
-        stuck = await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
+        stuck = await stop_tasks([*self._tasks, *self._heals], CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
         await self.live.close()

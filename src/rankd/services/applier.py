@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rankd import metrics
@@ -104,6 +105,7 @@ class Applier:
         *,
         mark_wait_s: float | None = None,
         run_memory_s: float = 86_400.0,
+        heal: Callable[[list[tuple[str, str, str]]], None] | None = None,
     ) -> None:
         """``mark_wait_s`` (the log consumer's): trust the submit path's marks, skipping
         the Redis writes of targets it marked as applied, and wait up to this long for the
@@ -116,6 +118,10 @@ class Applier:
         self.mark_wait_ms = None if mark_wait_s is None else int(mark_wait_s * 1000)
         # how long a run id's first content is binding (services/run_ids.py)
         self.run_memory_ms = int(run_memory_s * 1000)
+        # told the (board, window, period)s of runs applied nowhere for a run-id conflict:
+        # their submitter may have written them to Redis, which is then rebuilt from
+        # PostgreSQL (runtime.py), so the two agree again
+        self.heal = heal
 
     async def _plan(
         self, messages: list[LogMessage], now_ms: int, outcome: Outcome
@@ -221,7 +227,11 @@ class Applier:
             metrics.TARGETS_ALREADY_APPLIED.inc(skipped)
 
     async def _first_content(
-        self, conn: Conn, board_id: str, board_plans: list[list[Target]]
+        self,
+        conn: Conn,
+        board_id: str,
+        board_plans: list[list[Target]],
+        conflicted: set[tuple[str, str, str]],
     ) -> list[list[Target]]:
         """The plans of runs whose id is not recorded with other content (first writer
         wins, in log order; see services/run_ids.py). The submit path refused such runs
@@ -239,6 +249,9 @@ class Applier:
             len(skipped),
             clip(skipped[0]),
         )
+        for p, c in zip(board_plans, conflicts, strict=True):
+            if c:
+                conflicted.update((board_id, t.window, t.period.id) for t in p if t.applies)
         return [p for p, c in zip(board_plans, conflicts, strict=True) if not c]
 
     async def _apply_together(self, messages: list[LogMessage]) -> Outcome:
@@ -248,12 +261,13 @@ class Applier:
         configs, plans, unusable = await self._plan(messages, now_ms, outcome)
         batch = StandingsBatch.empty()
         batch.configs.update(configs)
+        conflicted: set[tuple[str, str, str]] = set()
         async with self.pg.apply_lock(exclusive=False) as conn:
             # boards in id order: fingerprint rows are locked per board, so two consumers
             # never wait on each other crosswise
             for board_id, all_plans in sorted(plans.items()):
                 config = configs[board_id]
-                board_plans = await self._first_content(conn, board_id, all_plans)
+                board_plans = await self._first_content(conn, board_id, all_plans, conflicted)
                 self.moderation.route(board_plans)
                 await self.moderation.follow_decisions(conn, config, board_plans)
                 if self.mark_wait_ms is not None:
@@ -271,4 +285,6 @@ class Applier:
             metrics.MESSAGES_PARKED.inc()
             log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
         metrics.RUNS_APPLIED.inc(sum(len(p) for p in plans.values()))
+        if conflicted and self.heal is not None:
+            self.heal(sorted(conflicted))
         return outcome
