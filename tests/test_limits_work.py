@@ -86,6 +86,10 @@ async def test_a_batch_counts_each_of_its_runs_against_the_key(urls: Urls, make_
             error = assert_error(again, 429, "rate_limited")
             assert "runs" in error["message"]
             assert int(again.headers["Retry-After"]) >= 1
+            # more runs than the burst could never pass: refused outright, not let through
+            many = [{"run_id": f"m{i}", "player_id": "p", "score": i} for i in range(60)]
+            too_big = await http.post(url, json={"runs": many}, headers=headers)
+            assert "at most 50" in assert_error(too_big, 400, "invalid_request")["message"]
     finally:
         await rt.close()
 

@@ -24,8 +24,16 @@ router = APIRouter(tags=["runs"])
 async def _count_runs(rt: Runtime, request: Request, runs: int) -> None:
     """Count a submit's runs against its key's run rate (a batch of N is N runs)."""
     key = rt.auth.valid_key(request.headers.get("authorization"))
-    if key is not None:
-        await rt.limiter.check("runs", "r" + key_identity(key)[1:], runs)
+    if key is None:
+        return
+    rate = rt.limiter.rates["runs"]
+    if rate.per_s > 0 and runs > rate.burst:
+        # it could never pass, and counting it as the burst would let batches exceed the rate
+        raise InvalidRequest(
+            f"runs holds {runs} runs; this service takes at most {rate.burst} at once"
+            " per key (RANKD_RATE_KEY_RUNS_BURST): send smaller batches"
+        )
+    await rt.limiter.check("runs", "r" + key_identity(key)[1:], runs)
 
 
 MAX_BATCH = 1000

@@ -115,8 +115,8 @@ class RateLimiter:
 
     async def check(self, kind: Kind, identity: str, cost: int = 1) -> None:
         """Count ``cost`` requests (or runs) of ``identity``; RateLimited (with its
-        Retry-After) when it is over its rate. A cost above the burst is counted as the
-        burst: a batch larger than a key's burst passes only when the key is idle."""
+        Retry-After) when it is over its rate. A cost above the burst can never pass:
+        callers refuse it first (routes_runs.py)."""
         rate = self.rates[kind]
         if rate.per_s <= 0:
             return
@@ -136,7 +136,7 @@ class RateLimiter:
                 wait_us = await self._lease(identity, rate)
             else:  # a batch pays for all its runs at once, past any lease
                 wait_us = await self.store.rate_limit(
-                    identity, rate.interval_us, rate.burst, cost=min(cost, rate.burst)
+                    identity, rate.interval_us, rate.burst, cost=cost
                 )
         except Unavailable:
             self._unchecked_until = time.monotonic() + self.fail_open_s
