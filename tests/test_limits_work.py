@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 from redis.asyncio import Redis
 
@@ -25,6 +27,13 @@ from rankd.stores.archive import ArchiveStore
 from tests.conftest import SERVER, Urls, make_settings
 from tests.durable_helpers import wait_consumer_idle
 from tests.wire import assert_error
+
+
+@pytest.fixture(autouse=True)
+async def _consumer_idle_after(client: httpx.AsyncClient, runtime: Runtime) -> AsyncIterator[None]:
+    """Leave the shared log consumer idle: later tests count what it applies."""
+    yield
+    await wait_consumer_idle(client, runtime)
 
 
 async def _echo_client(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -10,10 +10,12 @@ order; a lost registry is restored from PostgreSQL and the log's tail.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
@@ -25,6 +27,13 @@ from rankd.stores import redis_keys as keys
 from tests.conftest import ADMIN_H, SERVER_H
 from tests.durable_helpers import pg_composites, redis_state, wait_consumer_idle, wait_until
 from tests.wire import assert_error, iso
+
+
+@pytest.fixture(autouse=True)
+async def _consumer_idle_after(client: httpx.AsyncClient, runtime: Runtime) -> AsyncIterator[None]:
+    """Leave the shared log consumer idle: later tests count what it applies."""
+    yield
+    await wait_consumer_idle(client, runtime)
 
 
 def body(run_id: str, player: str, score: int, ended: datetime | None = None) -> dict[str, Any]:

@@ -4,16 +4,26 @@ player sees."""
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 
 from rankd.runtime import Runtime
 from tests.conftest import ADMIN_H, SERVER_H
+from tests.durable_helpers import wait_consumer_idle
 from tests.test_moderation_archive import set_banned
 from tests.test_seasons import WINDOWS, closed_periods, job, put_board, random_board
 from tests.wire import iso
+
+
+@pytest.fixture(autouse=True)
+async def _consumer_idle_after(client: httpx.AsyncClient, runtime: Runtime) -> AsyncIterator[None]:
+    """Leave the shared log consumer idle: later tests count what it applies."""
+    yield
+    await wait_consumer_idle(client, runtime)
 
 
 async def test_public_metrics_do_not_count_bans(client: httpx.AsyncClient, make_board) -> None:

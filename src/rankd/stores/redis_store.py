@@ -747,8 +747,11 @@ class RedisStore:
         """Remove the boards' run-id registry markers: their next submit restores the
         registry (a Redis that restarted may have lost its last claims)."""
         with _reachable():
-            for board_id in board_ids:
-                await self.redis.delete(keys.run_ids_armed(board_id))
+            for first in range(0, len(board_ids), 1000):  # one round trip per 1000 boards
+                pipe = self.redis.pipeline(transaction=False)
+                for board_id in board_ids[first : first + 1000]:
+                    pipe.delete(keys.run_ids_armed(board_id))
+                await pipe.execute()
 
     async def mark_verified(self, run_id: str) -> None:
         with _reachable():
