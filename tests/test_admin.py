@@ -217,7 +217,8 @@ async def test_a_deleted_board_is_gone_everywhere_and_its_id_starts_afresh(
     )
     assert_error(await client.delete(path, headers=ADMIN_H), 404, "board_not_found")
     assert board not in [b["board_id"] for b in (await get(client, "/v1/boards"))["boards"]]
-    for table in ("player_best", "sum_runs", "periods_seen", "holds", "period_archives"):
+    tables = ("player_best", "sum_runs", "periods_seen", "holds", "period_archives")
+    for table in (*tables, "run_fingerprints"):
         cur = await pg.execute(f"SELECT count(*) FROM {table} WHERE board_id = %s", (board,))
         assert (await cur.fetchone()) == (0,), table
     assert await wait_until(lambda: _no_keys(redis, board), timeout_s=15)
@@ -378,12 +379,19 @@ async def test_an_erased_player_is_gone_from_every_store_and_the_log(
         return not await log_runs_of(runtime, gone)
 
     assert await wait_until(scrubbed, timeout_s=30, step_s=0.5)
-    cur = await pg.execute(
-        "SELECT scrubbed_ms IS NOT NULL FROM erasures WHERE player_id = %s", (gone,)
-    )
-    assert await cur.fetchone() == (True,)
+
+    async def marked() -> bool:
+        cur = await pg.execute(
+            "SELECT scrubbed_ms IS NOT NULL FROM erasures WHERE player_id = %s", (gone,)
+        )
+        return await cur.fetchone() == (True,)
+
+    assert await wait_until(marked, timeout_s=30, step_s=0.2)
     for player in ("a", "b", "c"):
         assert len(await log_runs_of(runtime, player)) >= 1
+    # nor does the run-id registry remember their runs
+    cur = await pg.execute("SELECT count(*) FROM run_fingerprints WHERE player_id = %s", (gone,))
+    assert (await cur.fetchone()) == (0,)
 
     # no replay or rebuild brings them back; the others are all still there
     await wait_consumer_idle(client, runtime)

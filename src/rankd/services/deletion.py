@@ -79,6 +79,7 @@ class Deletions:
         *,
         settle_s: float,
         scrub_interval_s: float = 60.0,
+        run_id_bucket_ms: int = 21_600_000,
     ) -> None:
         """``settle_s``: how long until every instance has surely dropped a deleted
         board's cached config or learnt of an erased player's ban being lifted."""
@@ -90,6 +91,7 @@ class Deletions:
         self.names = names
         self.settle_s = settle_s
         self.scrub_interval_s = scrub_interval_s
+        self.run_id_bucket_ms = max(1, run_id_bucket_ms)  # see services/run_ids.py
         self._later: set[asyncio.Task[None]] = set()
         self._scrub_now = asyncio.Event()
 
@@ -163,7 +165,7 @@ class Deletions:
             refs = await db.erase_player(conn, player_id, log_seq, _now_ms())
         refs |= live
         await self.store.drop_entries(sorted(refs), [player_id])
-        await self.store.forget_player(player_id, [b.board_id for b in configs])
+        await self.store.forget_player(player_id)
         self.names.forget(player_id)
         await self.moderation.bans.refresh()
         await self._in_background(self._sweep_player(player_id, refs), f"erase-{player_id}")
@@ -248,6 +250,13 @@ class Deletions:
         kept = [r for r in runs if message.seq > pending.get(r.player_id, 0)]
         if len(kept) == len(runs):
             return False
+        # the run-id registry remembers each run's player and score for a day: not these
+        erased = [r for r in runs if message.seq <= pending.get(r.player_id, 0)]
+        async with self.pg.connection() as conn:
+            await db.forget_fingerprints(conn, board_id, [(r.run_id, r.player_id) for r in erased])
+        await self.store.forget_run_ids(
+            [(board_id, r.received_at_ms // self.run_id_bucket_ms, r.run_id) for r in erased]
+        )
         if kept:
             # the other runs stay in the log, in a message of their own, before the
             # original goes (publishing again is harmless: applying is idempotent)

@@ -32,14 +32,11 @@ class _BoardQueue:
     in_flight: int = 0
 
 
-def message_id(board_id: str, runs: Sequence[Run], generation: int = 0) -> str:
-    # a board created again under the same id must not have its runs suppressed as
-    # duplicates of the deleted incarnation's
-    board = f"{board_id}#{generation}" if generation else board_id
-    if len(runs) == 1:
-        return f"{board}/{runs[0].run_id}"
-    digest = hashlib.sha1("\n".join(r.run_id for r in runs).encode()).hexdigest()
-    return f"{board}/batch/{len(runs)}/{digest}"
+def message_id(board_id: str, payload: bytes) -> str:
+    """The log's duplicate detection id: a digest of the whole message, so only a
+    byte-identical message (a publish retried) is ever dropped as a duplicate, never a
+    send whose content differs (its ack would answer for content the log never took)."""
+    return f"{board_id}/{hashlib.sha256(payload).hexdigest()[:32]}"
 
 
 class GroupCommitter:
@@ -76,11 +73,8 @@ class GroupCommitter:
         board_id, generation = board
         runs = [run for item in taken for run in item.runs]
         try:
-            seq = await self.log.publish(
-                board_id,
-                encode_message(board_id, runs, generation),
-                message_id(board_id, runs, generation),
-            )
+            payload = encode_message(board_id, runs, generation)
+            seq = await self.log.publish(board_id, payload, message_id(board_id, payload))
         except BaseException as exc:  # every waiter learns the outcome, whatever it was
             for item in taken:
                 if not item.done.done():

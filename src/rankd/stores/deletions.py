@@ -8,7 +8,7 @@ the batch's transaction, see services/applier.py), so no replay brings either ba
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import orjson
 
@@ -74,7 +74,14 @@ async def delete_board(conn: Conn, board_id: str, generation: int, now_ms: int) 
         " (SELECT archive_id FROM period_archives WHERE board_id = %s)",
         (board_id,),
     )
-    for table in ("period_archives", "player_best", "sum_runs", "periods_seen", "holds"):
+    for table in (
+        "period_archives",
+        "player_best",
+        "sum_runs",
+        "periods_seen",
+        "holds",
+        "run_fingerprints",
+    ):
         await conn.execute(f"DELETE FROM {table} WHERE board_id = %s", (board_id,))
     await conn.execute("DELETE FROM boards WHERE board_id = %s", (board_id,))
 
@@ -172,6 +179,15 @@ async def _erase_parked(conn: Conn, player_id: str) -> None:
             )
         else:
             await conn.execute("DELETE FROM parked_messages WHERE stream_seq = %s", (seq,))
+
+
+async def forget_fingerprints(conn: Conn, board_id: str, runs: Sequence[tuple[str, str]]) -> None:
+    """Remove the run-id registry's rows of these (run id, player) on a board."""
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "DELETE FROM run_fingerprints WHERE board_id = %s AND run_id = %s AND player_id = %s",
+            [(board_id, run_id, player_id) for run_id, player_id in runs],
+        )
 
 
 async def unscrubbed(conn: Conn) -> dict[str, int]:
