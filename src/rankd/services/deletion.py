@@ -15,7 +15,7 @@ Players. An erasure records the log's last sequence for the player, then deletes
 PostgreSQL holds of them (entries, counted runs, holds, profile, ban, archived entries with
 the ranks behind them closed up, their runs in parked messages) in the same kind of
 transaction, and then their entries on every side of every period in Redis (twice, as for
-a ban), their name and profile copies and their first-receipt marks. The log consumer and
+a ban), and their name and profile copies. The log consumer and
 every replay skip a run of an erased player logged at or before that sequence; later runs
 are a new player's.
 
@@ -25,7 +25,9 @@ time, under a PostgreSQL lease) reads the log up to each pending erasure's seque
 every message holding an erased player's run it publishes the message's other runs again
 (applying is idempotent, so the consumer applying them again changes nothing) and then
 deletes the original with JetStream's secure erase (the stored bytes are overwritten, on
-every replica). It starts right after each erasure and again every
+every replica); the player's runs leave the run-id registry (services/run_ids.py) too,
+which would otherwise remember their player and score for a day. It starts right after
+each erasure and again every
 ``RANKD_ERASURE_SCRUB_INTERVAL_S`` until every erasure is scrubbed; the time taken is one
 read of the log (about a million runs a second). Until then the erased runs are in the log
 but skipped by every reader.

@@ -129,8 +129,8 @@ def rate_limit(identity: str) -> str:
 
 def board_patterns(board: str) -> tuple[str, ...]:
     """SCAN patterns matching every key of a board: its periods and segments with their
-    side keys and exact-times hashes, its periods index and its first receipts (board ids
-    hold no glob characters)."""
+    side keys and exact-times hashes, its periods index and its ``rk:`` keys (the run-id
+    registry, segment values; board ids hold no glob characters)."""
     return (f"lb:{{{board}:*", f"lb:{{{board}/*", f"lb:periods:{{{board}}}:*", f"rk:{{{board}}}:*")
 
 
