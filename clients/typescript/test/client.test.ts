@@ -1,12 +1,16 @@
 // The TypeScript client against a real `rankd serve` (started here, embedded servers): every
 // endpoint, errors as classes with status/code/message, the Python client's retry rules
 // (through a small HTTP front that answers 503/429 before passing requests on to the real
-// service), the event stream, and src/wire.ts checked against the service's /openapi.json.
+// service), the event stream, src/wire.ts checked against the service's /openapi.json, and
+// the README's TypeScript example type-checked and run as written (only the port changed).
 
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, describe, test } from "node:test";
+
+import ts from "typescript";
 
 import {
   BoardNotFound,
@@ -267,6 +271,55 @@ test("events: the top list on connect and after each change", async () => {
   stop.abort();
   await assert.rejects(stream.next(), { name: "AbortError" });
   await assert.rejects(server.events("no-such-board").next(), BoardNotFound);
+});
+
+// --- the README's example ---------------------------------------------------------------
+
+const PACKAGE = new URL("../../", import.meta.url);
+// inside the package, so `import ... from "@rankd/client"` resolves to this package itself
+const SNIPPETS = new URL(".snippets/", PACKAGE);
+
+after(async () => {
+  await rm(SNIPPETS, { recursive: true, force: true });
+});
+
+async function examples(): Promise<string[]> {
+  const readme = await readFile(new URL("README.md", PACKAGE), "utf8");
+  return [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? "");
+}
+
+test("the README's TypeScript examples type-check and run", async () => {
+  const blocks = await examples();
+  assert.ok(blocks.length > 0, "the README has a ```ts example");
+  await mkdir(SNIPPETS, { recursive: true });
+  const port = new URL(service.base).port;
+  const files: string[] = [];
+  for (const [i, code] of blocks.entries()) {
+    const file = new URL(`readme-${i}.mts`, SNIPPETS);
+    await writeFile(file, `export {};\n${code.replaceAll("127.0.0.1:8000", `127.0.0.1:${port}`)}`);
+    files.push(file.pathname);
+  }
+  const options: ts.CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    outDir: SNIPPETS.pathname,
+    rootDir: SNIPPETS.pathname,
+    types: ["node"],
+    lib: ["lib.es2022.d.ts", "lib.dom.d.ts", "lib.dom.iterable.d.ts"],
+  };
+  const program = ts.createProgram(files, options);
+  const emitted = program.emit();
+  const problems = [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map((d) =>
+    ts.flattenDiagnosticMessageText(d.messageText, "\n"),
+  );
+  assert.deepEqual(problems, [], "the README's example does not type-check");
+  for (const file of files) {
+    const run = spawnSync(process.execPath, [file.replace(/\.mts$/, ".mjs")], { encoding: "utf8", timeout: 30_000 });
+    assert.equal(run.status, 0, `${file} failed:\n${run.stdout}\n${run.stderr}`);
+    assert.match(run.stdout, /board_not_found/); // the example's error handling ran
+  }
 });
 
 // --- helpers ------------------------------------------------------------------------------

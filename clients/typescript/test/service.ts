@@ -8,8 +8,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
-export const ADMIN = "ts-admin-key";
-export const SERVER = "ts-server-key";
+export const ADMIN = "dev-admin-key"; // the README's keys, so its example runs as written
+export const SERVER = "dev-server-key";
 
 export interface Service {
   base: string;
