@@ -33,6 +33,7 @@ from redis.asyncio import Redis
 from bench.common import create_board, machine_line, servers, service, write_result
 from bench.rawhttp import Connection
 from bench.reads import check_board, load_board, multiplier, player_id, run, score_at
+from rankd.codec import member
 from rankd.stores import redis_keys as keys
 
 POSITIONS = ("top", "median", "bottom")
@@ -103,7 +104,7 @@ async def measure_redis_side(
                 return status == 200 and orjson.loads(body)["rank"] == rank
 
             async def bare_rank(key: str = key, pid: str = pid, rank: int = rank) -> bool:
-                return await client.zrevrank(key, pid) == rank - 1
+                return await client.zrevrank(key, member(pid, 0)) == rank - 1
 
             calls[(n, "rankd", position)] = http_rank
             calls[(n, "redis", position)] = bare_rank

@@ -47,6 +47,8 @@ from bench.common import (
     write_result,
 )
 from bench.rawhttp import Connection
+from rankd.codec import member as member_of
+from rankd.codec import stamp
 from rankd.embedded import find_redis_server
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_scripts import AROUND
@@ -56,6 +58,8 @@ T = TypeVar("T")
 MAX_SCORE = 1_000_000_000  # the board default; 30 score bits leave 23 time bits
 TIME_BITS = 53 - MAX_SCORE.bit_length()
 TIME_PART = (1 << TIME_BITS) - 1  # achieved at the epoch's start: the earliest time unit
+# the members' stamp (codec.member): no exact time recorded, as the board keeps no times hash
+STAMP = stamp(0).encode()
 CHUNK = 1000  # members per ZADD
 KINDS = ("top", "player", "around", "friends")
 FRIENDS = 40
@@ -104,7 +108,7 @@ def _resp_chunks(key: str, n: int) -> Iterator[bytes]:
         parts = [b"*%d\r\n" % (2 + 2 * (top - low)), head]
         for rank in range(top, low, -1):
             composite = b"%d" % ((((n - rank + 1) * step) << TIME_BITS) | TIME_PART)
-            member = b"p%d" % ((rank - 1) * a % n + 1)
+            member = STAMP + b"p%d" % ((rank - 1) * a % n + 1)
             parts.append(
                 b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(composite), composite, len(member), member)
             )
@@ -254,11 +258,12 @@ def baseline_call(
                 pipe.zrevrange(key, 0, 99, withscores=True)
                 pipe.zcard(key)
             elif r.kind == "player":
-                pipe.zscore(key, r.player)
-                pipe.zrevrank(key, r.player)
+                # the member itself, known here: Rankd finds it through the times hash
+                pipe.zscore(key, member_of(r.player, 0))
+                pipe.zrevrank(key, member_of(r.player, 0))
                 pipe.zcard(key)
             else:
-                ids = list(dict.fromkeys([r.player, *r.friends]))
+                ids = [member_of(p, 0) for p in dict.fromkeys([r.player, *r.friends])]
                 pipe.zmscore(key, ids)
                 for pid in ids:
                     pipe.zrevrank(key, pid)

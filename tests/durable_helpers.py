@@ -17,6 +17,7 @@ import httpx
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
+from rankd.codec import member, player_of
 from rankd.runtime import Runtime
 from rankd.stores import redis_keys as keys
 from tests.conftest import SERVER_H
@@ -47,15 +48,22 @@ def ranked(result: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 async def redis_state(redis: Redis, board_id: str, windows: list[str]) -> BoardState:
-    """Every period the board's periods index lists, with each member's composite."""
+    """Every period the board's periods index lists, with each player's composite."""
     state: BoardState = {}
     for window in windows:
         for raw in await redis.zrange(keys.periods_index(board_id, window), 0, -1):
             period = raw.decode()
             pk = keys.period_keys(board_id, window, period)
             members = await redis.zrange(pk.public, 0, -1, withscores=True)
-            state[(window, period)] = {m.decode(): int(s) for m, s in members}
+            state[(window, period)] = {player_of(m.decode()): int(s) for m, s in members}
     return state
+
+
+async def zscore_of(redis: Redis, key: str, player: str) -> float | None:
+    """A player's composite on the sorted set ``key``, found as the scripts find it: the
+    member from the exact time kept beside the key (lua/lib.lua locate)."""
+    at = await redis.hget(keys.times(key, player), player)
+    return await redis.zscore(key, member(player, int(at or 0)))
 
 
 async def redis_runs(redis: Redis, board_id: str, windows: list[str]) -> BoardState:

@@ -157,21 +157,14 @@ async def test_list_boards_includes_created_boards(client: httpx.AsyncClient, ma
     assert boards[second] == await get_board(client, second)
 
 
-async def test_tie_resolution_ms_has_one_positive_int_per_window(client: httpx.AsyncClient) -> None:
+@pytest.mark.parametrize("max_score", [1000, 1_000_000_000, 2**53 - 1])
+async def test_tie_resolution_ms_is_1_on_every_window_whatever_max_score(
+    client: httpx.AsyncClient, max_score: int
+) -> None:
     windows = ["all-time", "daily", "weekly", "monthly"]
-    response = await put_board(client, new_board_id(), {"windows": windows})
-    resolution = response.json()["tie_resolution_ms"]
-    assert set(resolution) == set(windows)
-    assert all(isinstance(v, int) and v >= 1 for v in resolution.values())
-    # longer periods need coarser time units in the same bits
-    assert resolution["daily"] <= resolution["weekly"] <= resolution["monthly"]
-    assert resolution["monthly"] <= resolution["all-time"]
-
-
-async def test_tie_resolution_ms_is_1_for_small_max_score(client: httpx.AsyncClient) -> None:
-    body = {"windows": ["daily", "all-time"], "max_score": 1000}
+    body = {"windows": windows, "max_score": max_score}
     response = await put_board(client, new_board_id(), body)
-    assert response.json()["tie_resolution_ms"] == {"daily": 1, "all-time": 1}
+    assert response.json()["tie_resolution_ms"] == dict.fromkeys(windows, 1)
 
 
 async def test_created_at_is_utc_with_milliseconds(client: httpx.AsyncClient) -> None:

@@ -12,6 +12,8 @@ import httpx
 import orjson
 import pytest
 
+from rankd.codec import Codec
+from rankd.periods import SPAN_MS
 from tests.conftest import SERVER_H
 from tests.wire import assert_error, daily_id, iso, monthly_id, now_ms, weekly_id
 
@@ -140,44 +142,48 @@ async def test_standing_has_exactly_the_contract_fields(
         assert standing["improved"] is True and standing["is_best"] is True
 
 
-async def test_achieved_at_is_the_exact_ended_at_while_ties_keep_the_resolution(
+async def test_achieved_at_is_the_exact_ended_at_and_decides_ties_inside_a_time_unit(
     client: httpx.AsyncClient, make_board
 ) -> None:
-    """Reads and submits report the run's exact end time (ms), not its tie bucket's start;
-    ties are still decided at tie_resolution_ms (then by player id, descending)."""
+    """Reads and submits report the run's exact end time (ms), not its time unit's start;
+    equal scores within one unit of the composite (about 6 minutes for all-time with the
+    default max_score) still rank the earlier run first: tie_resolution_ms is 1."""
     board_id = await make_board(windows=["all-time", "daily"])
     resolution = (await board(client, board_id))["tie_resolution_ms"]
-    assert resolution["all-time"] > 60_000  # about 6 minutes with the default max_score
-    unit = timedelta(milliseconds=resolution["all-time"])
+    assert resolution == {"all-time": 1, "daily": 1}
+    unit_ms = Codec.create(1_000_000_000, "desc", SPAN_MS["all-time"]).resolution_ms
+    assert unit_ms > 60_000
+    unit = timedelta(milliseconds=unit_ms)
     bucket_start = EPOCH + (now_ms() - timedelta(minutes=20) - EPOCH) // unit * unit
     first, second = bucket_start + timedelta(milliseconds=7), bucket_start + unit / 2
-    result = by_window(await submit(client, board_id, "r1", "pa", 5, second))
+    # "pb" would win on the player id rule; the earlier "pa" must rank first
+    result = by_window(await submit(client, board_id, "r1", "pb", 5, second))
     assert result["all-time"]["achieved_at"] == iso(second)
     assert result["daily"]["achieved_at"] == iso(second)
-    await submit(client, board_id, "r2", "pb", 5, first)
+    result = by_window(await submit(client, board_id, "r2", "pa", 5, first))
+    assert result["all-time"]["rank"] == 1
     entries = (await top(client, board_id, window="all-time"))["entries"]
-    # one tie bucket: equal composites, so the larger player id ranks first
     assert [(e["player_id"], e["achieved_at"]) for e in entries] == [
-        ("pb", iso(first)),
-        ("pa", iso(second)),
+        ("pa", iso(first)),
+        ("pb", iso(second)),
     ]
     for window in ("all-time", "daily"):
-        me = await client.get(f"/v1/boards/{board_id}/players/pa", params={"window": window})
-        assert me.json()["achieved_at"] == iso(second)
+        me = await client.get(f"/v1/boards/{board_id}/players/pb", params={"window": window})
+        assert (me.json()["rank"], me.json()["achieved_at"]) == (2, iso(second))
         around = await client.get(
-            f"/v1/boards/{board_id}/players/pa/around", params={"window": window}
+            f"/v1/boards/{board_id}/players/pb/around", params={"window": window}
         )
-        assert {e["player_id"]: e["achieved_at"] for e in around.json()["entries"]} == {
-            "pa": iso(second),
-            "pb": iso(first),
-        }
+        assert [(e["player_id"], e["achieved_at"]) for e in around.json()["entries"]] == [
+            ("pa", iso(first)),
+            ("pb", iso(second)),
+        ]
         friends = await client.get(
-            f"/v1/boards/{board_id}/players/pa/friends", params={"window": window, "ids": "pb"}
+            f"/v1/boards/{board_id}/players/pb/friends", params={"window": window, "ids": "pa"}
         )
-        assert {e["player_id"]: e["achieved_at"] for e in friends.json()["entries"]} == {
-            "pa": iso(second),
-            "pb": iso(first),
-        }
+        assert [(e["player_id"], e["achieved_at"]) for e in friends.json()["entries"]] == [
+            ("pa", iso(first)),
+            ("pb", iso(second)),
+        ]
 
 
 async def test_ended_at_with_offset_is_converted_to_utc(
@@ -320,8 +326,7 @@ async def test_equal_scores_rank_the_earlier_run_first(
     client: httpx.AsyncClient, make_board
 ) -> None:
     board_id = await make_board(windows=["daily"])
-    resolution = (await board(client, board_id))["tie_resolution_ms"]["daily"]
-    assert resolution < 1000
+    assert (await board(client, board_id))["tie_resolution_ms"]["daily"] == 1
     earlier, later = same_day_pair(timedelta(seconds=5))
     # "z" would win an exact tie (Redis orders equal members descending); time must decide
     late = await submit(client, board_id, "r-late", "z-late", 500, later)

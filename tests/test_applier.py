@@ -32,6 +32,7 @@ from tests.durable_helpers import (
     submit,
     wait_consumer_idle,
     wait_until,
+    zscore_of,
 )
 from tests.wire import ago, ms, now_ms
 
@@ -121,7 +122,7 @@ async def test_best_board_player_best_follows_redis(
     assert set(rows) == set(best)
     for (window, period, player), (score, ended_ms, run_id) in best.items():
         composite, pg_score, achieved_ms, pg_run = rows[(window, period, player)]
-        held = await redis.zscore(keys.period_keys(board_id, window, period).public, player)
+        held = await zscore_of(redis, keys.period_keys(board_id, window, period).public, player)
         assert held is not None and composite == int(held)
         assert composite == redis_now[(window, period)][player]
         assert board.codecs[window].unpack(composite)[0] == score
@@ -159,7 +160,7 @@ async def test_sum_board_totals_and_sum_runs_follow_redis(
     }
     assert runs == counted
     for (window, period, player), total in totals.items():
-        held = await redis.zscore(keys.period_keys(board_id, window, period).public, player)
+        held = await zscore_of(redis, keys.period_keys(board_id, window, period).public, player)
         assert held is not None
         assert board.codecs[window].unpack(int(held))[0] == total
         assert rows[(window, period, player)][1] == total, (window, period, player)
@@ -237,7 +238,7 @@ async def test_malformed_messages_are_parked_and_the_rest_applies(
     for run in (good_a, good_b):
         for window, period in ((ALL_TIME, ALL_TIME), ("daily", daily)):
             pk = keys.period_keys(board_id, window, period)
-            assert await redis.zscore(pk.public, run.player_id) is not None
+            assert await zscore_of(redis, pk.public, run.player_id) is not None
             assert rows[(window, period, run.player_id)][3] == run.run_id
 
     # applying the parked batch again parks nothing new and changes nothing

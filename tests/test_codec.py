@@ -92,7 +92,8 @@ def test_max_score_must_fit(bad: int) -> None:
 
 
 def test_default_board_resolutions() -> None:
-    # max_score 1e9 leaves 23 time bits: the resolutions reported as tie_resolution_ms
+    # max_score 1e9 leaves 23 time bits: the composite's time units (the member's stamp
+    # orders ties within one, so tie_resolution_ms is 1)
     res = {w: Codec.create(1_000_000_000, "desc", s).resolution_ms for w, s in SPAN_MS.items()}
     assert res == {"all-time": 376_196, "daily": 11, "weekly": 73, "monthly": 320}
 

@@ -822,3 +822,56 @@ async def test_script_flush_during_a_stream_fails_no_submit(server_dir: Path) ->
         assert set(ledger.outcomes) == {"200"}, f"failed submits: {ledger.summary()}"
         await recover_and_check(name, d, ledger, within_s=10)
     print(f"[{name}] took {time.monotonic() - began:.1f}s")
+
+
+@pytest.mark.slow
+async def test_ready_only_once_reads_reflect_every_acknowledged_run_after_an_outage_and_restart(
+    server_dir: Path,
+) -> None:
+    """Runs acknowledged while PostgreSQL is down are only in Redis and the log. Then the
+    service and Redis die (Redis wiped), PostgreSQL comes back and a new service starts:
+    its rebuild from PostgreSQL lacks those runs until the log's tail is applied, so
+    /readyz must stay 503 until then, and the moment it is 200 every one is readable."""
+    name = "ready-while-wrong"
+    began = time.monotonic()
+    async with deployment(server_dir) as d:
+        postgres, redis = d.servers.postgres, d.servers.redis
+        assert postgres is not None and redis is not None
+        ledger = Ledger()
+        await stream(d.http, d.board, ledger, seconds=1, count=300)
+        await asyncio.to_thread(postgres.stop)
+        await stream(d.http, d.board, ledger, seconds=3, count=3000)
+        outage = len(ledger.acked)
+        await asyncio.to_thread(d.kill_service)
+        await asyncio.to_thread(redis.kill)
+        wipe(redis.directory)
+        await asyncio.to_thread(redis.start)
+        await asyncio.to_thread(postgres.start)
+        started = time.monotonic()
+        d.processes.append(d._spawn())
+        states: Counter[int] = Counter()
+        while True:
+            assert time.monotonic() - started < 60, f"not ready:\n{d.service_log()}"
+            assert d.service.poll() is None, d.service_log()
+            try:
+                response = await d.http.get("/readyz", timeout=2)
+            except httpx.HTTPError:
+                await asyncio.sleep(0.05)
+                continue
+            states[response.status_code] += 1
+            if response.status_code == 200:
+                break
+            if response.status_code == 503 and states[503] == 1:
+                print(f"\n[{name}] first 503 while starting: {response.json().get('recovering')}")
+            await asyncio.sleep(0.05)
+        ready_s = time.monotonic() - started
+        # at once, no settling: ready means every acknowledged run is readable
+        verdict = await check(d.http, d.board, ledger)
+        print(
+            f"[{name}] {outage} acked, of them during the outage: "
+            f"{outage - 300 if outage > 300 else outage}; /readyz answers {dict(states)}; "
+            f"ready {ready_s:.1f}s after the start; at that moment {verdict.line()}"
+        )
+        assert not verdict.lost, f"ready while {len(verdict.lost)} acknowledged runs are missing"
+        await recover_and_check(name, d, ledger, within_s=10)
+    print(f"[{name}] took {time.monotonic() - began:.1f}s")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from rankd.codec import Codec
+from rankd.codec import Codec, player_of
 from rankd.embedded import RedisServer, find_redis_server
 from rankd.periods import SPAN_MS
 from rankd.stores import redis_keys as keys
@@ -105,7 +105,7 @@ def test_scripts_behave_the_same_on_every_version(server_dir: Path) -> None:
     results = {v: run_on(b, server_dir / v) for v, b in BINARIES.items()}
     reference = results[version(find_redis_server())]
     # ascending: a (25) < b (30 at offset 9) < c (30 at offset 2, the earlier achiever) < d (31)
-    assert [m for m, _ in reference[-3]] == [b"a", b"b", b"c", b"d"]
+    assert [player_of(m.decode()) for m, _ in reference[-3]] == ["a", "b", "c", "d"]
     for v, replies in results.items():
         assert replies == reference, f"Redis {v} differs from the bundled Redis"
 

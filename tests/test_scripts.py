@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from rankd.codec import Codec
+from rankd.codec import Codec, player_of
+from rankd.codec import member as member_of
 from rankd.periods import DAY_MS, SPAN_MS, period_at
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_keys import PeriodKeys
@@ -115,7 +116,27 @@ def sum_call(
 
 
 async def board(redis: Redis, pk: PeriodKeys) -> list[tuple[bytes, float]]:
-    return await redis.zrange(pk.public, 0, -1, withscores=True)
+    """The public board, worst first, as (player id, composite): members less their stamps."""
+    raw = await redis.zrange(pk.public, 0, -1, withscores=True)
+    return [(player_of(m.decode()).encode(), s) for m, s in raw]
+
+
+async def players_desc(redis: Redis, key: str) -> list[str]:
+    """Player ids best first, as a reversed range reads the members."""
+    return [player_of(m.decode()) for m in await redis.zrevrange(key, 0, -1)]
+
+
+async def score_of(redis: Redis, key: str, player: str) -> float | None:
+    """A player's composite on ``key`` (None: no entry), found among the stamped members."""
+    for m, s in await redis.zrange(key, 0, -1, withscores=True):
+        if player_of(m.decode()) == player:
+            return float(s)
+    return None
+
+
+async def rank0_of(redis: Redis, key: str, player: str) -> int | None:
+    ranked = await players_desc(redis, key)
+    return ranked.index(player) if player in ranked else None
 
 
 def redis_order(entries: dict[str, int]) -> list[str]:
@@ -150,8 +171,8 @@ def test_best_is_a_running_max(urls: Any, runs: list[tuple[str, int]]) -> None:
                 assert stored == expected
                 assert changed == int(before is None or expected > before)
                 assert mine == int(expected == composite)
-                assert await redis.zscore(pk.public, member) == stored
-                assert rank == await redis.zrevrank(pk.public, member) + 1
+                assert await score_of(redis, pk.public, member) == stored
+                assert rank == await rank0_of(redis, pk.public, member) + 1
                 assert rank == redis_order(model).index(member) + 1
             stored_board = {m.decode(): s for m, s in await board(redis, pk)}
             assert stored_board == model
@@ -205,7 +226,7 @@ async def test_best_equal_scores_rank_the_earlier_run_first(redis: Redis) -> Non
         ]
         replies = await run_pipeline(redis, calls)
         assert [r[1] for r in replies] == [1, 1, 1, 4]  # each rank right after its write
-        order_now = [m.decode() for m in await redis.zrevrange(pk.public, 0, -1)]
+        order_now = await players_desc(redis, pk.public)
         # "m" and "a" share the time unit: exact tie, member descending
         assert order_now == ["m", "a", "z", "0"]
         better = 600 if order == "desc" else 400
@@ -247,7 +268,7 @@ def test_best_order_is_score_then_earlier_time_then_member_desc(
         try:
             calls = [best_call(pk, codec.pack(s, t), m) for m, (s, t) in entries.items()]
             await run_pipeline(redis, calls)
-            got = [m.decode() for m in await redis.zrevrange(pk.public, 0, -1)]
+            got = await players_desc(redis, pk.public)
             assert got == expected
         finally:
             await drop(redis, pk)
@@ -300,7 +321,11 @@ def test_sum_counts_each_run_once_in_any_order(
                 call = sum_call(pk, codec, run_id, member, score, offset)
                 [reply] = await run_pipeline(redis, [call])
                 changed, rank, stored, counted, _ = reply
-                before = codec.pack(totals[member], latest[member]) if member in totals else None
+                before = (
+                    (codec.pack(totals[member], latest[member]), latest[member])
+                    if member in totals
+                    else None
+                )
                 if run_id not in counted_ids:
                     counted_ids.add(run_id)
                     totals[member] = min(totals.get(member, 0) + score, codec.max_score)
@@ -310,9 +335,10 @@ def test_sum_counts_each_run_once_in_any_order(
                 assert counted == 1  # ...but is reported as counted
                 expected = codec.pack(totals[member], latest[member])
                 assert stored == expected
-                assert changed == int(expected != before)
-                assert await redis.zscore(pk.public, member) == stored
-                assert rank == await redis.zrevrank(pk.public, member) + 1
+                # a later time alone changes the entry too (it moves among its ties)
+                assert changed == int((expected, latest[member]) != before)
+                assert await score_of(redis, pk.public, member) == stored
+                assert rank == await rank0_of(redis, pk.public, member) + 1
             # the end state: the sum over distinct run ids, at the latest counted run's time
             expected_board: dict[str, int] = {}
             for member in {m for m, _, _ in runs.values()}:
@@ -361,7 +387,7 @@ async def test_sum_asc_ranks_the_lower_total_first(redis: Redis) -> None:
         sum_call(pk, codec, "d1", "d", 10, 10 * codec.resolution_ms),  # ties a, later
     ]
     replies = await run_pipeline(redis, calls)
-    assert [m.decode() for m in await redis.zrevrange(pk.public, 0, -1)] == ["a", "d", "c", "b"]
+    assert await players_desc(redis, pk.public) == ["a", "d", "c", "b"]
     assert [codec.unpack(r[2])[0] for r in replies] == [10, 30, 5, 25, 10]
     assert replies[-1][1] == 2
     await drop(redis, pk)
@@ -486,8 +512,9 @@ async def test_best_composites_at_the_top_of_the_exact_range_round_trip(redis: R
     assert [r[2] for r in replies] == values
     assert all(r[3] == 1 for r in replies)
     for i, v in enumerate(values):
-        assert int(await redis.zscore(pk.public, f"p{i}")) == v
-        raw = await redis.execute_command("ZSCORE", pk.public, f"p{i}")
+        assert int(await score_of(redis, pk.public, f"p{i}")) == v
+        member = member_of(f"p{i}", 1_000)
+        raw = await redis.execute_command("ZSCORE", pk.public, member)
         assert int(float(raw)) == v
     # one below the entry never lowers it, one above raises it
     replies = await run_pipeline(
@@ -520,8 +547,8 @@ def test_sum_totals_near_the_limit_are_exact(
                 total = min(total + s, max_score)
                 latest = max(latest, offsets[i])
                 assert reply[2] == codec.pack(total, latest)
-            assert int(await redis.zscore(pk.public, "p")) == replies[-1][2]
-            assert await redis.zscore(pk.public, "p") == float(replies[-1][2])
+            assert int(await score_of(redis, pk.public, "p")) == replies[-1][2]
+            assert await score_of(redis, pk.public, "p") == float(replies[-1][2])
         finally:
             await drop(redis, pk)
 

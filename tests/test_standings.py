@@ -7,6 +7,7 @@ import uuid
 import psycopg
 import pytest
 
+from rankd.codec import player_of
 from rankd.periods import PeriodRef
 from rankd.stores import standings
 from tests.conftest import Urls
@@ -33,7 +34,10 @@ async def test_pages_cover_every_row_once_across_ties(urls: Urls, size: int) -> 
         ):
             page_sizes.append(members)
             parts = arguments.split(b"\x01")[:-1]  # $len, score, $len, member, ...
-            pairs = [(parts[i + 3].decode(), int(parts[i + 1])) for i in range(0, len(parts), 4)]
+            pairs = [
+                (player_of(parts[i + 3].decode()), int(parts[i + 1]))
+                for i in range(0, len(parts), 4)
+            ]
             assert len(pairs) == members
             got.extend(pairs)
     assert got == sorted(rows, key=lambda r: (r[1], r[0]))

@@ -63,7 +63,9 @@ class BoardConfig:
         return self.windows[0]
 
     def tie_resolution_ms(self) -> dict[str, int]:
-        return {w: c.resolution_ms for w, c in self.codecs.items()}
+        # the composite orders ties at its codec's resolution_ms, the member's stamp within
+        # that to the ms (codec.member): 1 on every window, whatever max_score
+        return {w: 1 for w in self.codecs}
 
     def settings(self) -> dict[str, Any]:
         """The stored, user-settable fields (copies: the config stays frozen)."""

@@ -8,8 +8,10 @@ A Redis sorted set orders by one double. We pack ``(score, time)`` into an integ
 
 The score takes ``max_score.bit_length()`` high bits; the remaining low bits count time since
 the period's start in units of ``resolution_ms``, the finest unit for which the whole period
-fits. Two runs with equal score whose times fall in the same unit tie exactly; Redis then
-orders them by member (player id), which the API documents.
+fits. Two runs with equal score whose times fall in the same unit have equal composites;
+the member then decides (see ``member``): a fixed-width stamp of the exact time first, so
+equal composites order by the exact millisecond, earliest first, and then the player id in
+descending byte order (a reversed range's order of equal members).
 
 This module is pure: no I/O, no clocks.
 """
@@ -20,6 +22,18 @@ from dataclasses import dataclass
 from typing import Literal
 
 Order = Literal["desc", "asc"]
+
+# The member layout: STAMP_WIDTH characters stamping the exact achieved time, then the player
+# id. The stamp is the time's offset from STAMP_EPOCH_MS (2020-01-01, the first time a run
+# may have; 0, "not recorded", counts as that) reversed, STAMP_MAX minus it, in base 64
+# with digits chr(48)..chr(111), ascending bytes: a reversed range (ZREVRANGE) reads equal
+# composites in descending byte order, so the earliest time comes first. 7 characters hold
+# 2^42 ms, 139 years. lua/lib.lua (stamp) and stores/standings.py (MEMBER_SQL) compute the
+# same; tests/test_ties.py checks all three agree.
+STAMP_EPOCH_MS = 1_577_836_800_000
+STAMP_WIDTH = 7
+STAMP_MAX = (1 << 6 * STAMP_WIDTH) - 1
+_STAMP_ZERO = 48
 
 COMPOSITE_LIMIT = 1 << 53  # every composite is strictly below this, so a double is exact
 MAX_SCORE_LIMIT = COMPOSITE_LIMIT - 1
@@ -87,3 +101,35 @@ class Codec:
     def score_floor(self, score: int) -> int:
         """The lowest composite any entry holding exactly ``score`` can have."""
         return self.score_key(score) << self.time_bits
+
+
+def stamp_offset(achieved_ms: int) -> int:
+    """The exact time as the stamp orders it: ms since STAMP_EPOCH_MS, clamped to the
+    stamp's range (times before it, and 0 for "not recorded", count as its first ms)."""
+    return min(max(achieved_ms - STAMP_EPOCH_MS, 0), STAMP_MAX)
+
+
+def stamp(achieved_ms: int) -> str:
+    """The fixed-width prefix of a member achieved at ``achieved_ms``: later is smaller."""
+    value = STAMP_MAX - stamp_offset(achieved_ms)
+    return "".join(chr(_STAMP_ZERO + (value >> 6 * i & 63)) for i in range(STAMP_WIDTH - 1, -1, -1))
+
+
+def member(player_id: str, achieved_ms: int) -> str:
+    """A sorted-set member: the stamp of the entry's exact time, then the player id."""
+    return stamp(achieved_ms) + player_id
+
+
+def player_of(member: str) -> str:
+    """The player id of a member."""
+    return member[STAMP_WIDTH:]
+
+
+def achieved_of(member: str) -> int:
+    """The exact time (ms) a member's stamp holds; 0 for the stamp's first ms, which is
+    also what an entry without a recorded time carries."""
+    value = 0
+    for char in member[:STAMP_WIDTH]:
+        value = value * 64 + ord(char) - _STAMP_ZERO
+    offset = STAMP_MAX - value
+    return STAMP_EPOCH_MS + offset if offset else 0

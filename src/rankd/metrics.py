@@ -80,3 +80,13 @@ LIVE_NOTICES = Counter("rankd_live_notices_total", "Change notices received from
 LIVE_DROPPED = Counter(
     "rankd_live_dropped_total", "Live streams dropped because the client did not keep up."
 )
+LIVE_REFUSED_ADDRESS = Counter(
+    "rankd_live_refused_address_total",
+    "Live streams refused (429) because their client address held its maximum.",
+)
+CONNECTIONS_REFUSED = Counter(
+    "rankd_connections_refused_total",
+    "Connections refused: their address held its maximum (address), or the process and "
+    "its probe reserve were full (process).",
+    ["limit"],
+)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from typing import Any
 
 from rankd.aio import stop_tasks, wait_or_stop
 from rankd.api.auth import Authenticator
+from rankd.embedded.supervisor import describe, read_status
 from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.group_commit import GroupCommitter
@@ -20,6 +22,7 @@ from rankd.services.players import Players
 from rankd.services.rate_limits import Rate, RateLimiter
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
+from rankd.services.recovery import Recovery
 from rankd.services.registry import BoardRegistry
 from rankd.services.seasons import SeasonJob
 from rankd.services.submit import Submitter
@@ -32,6 +35,8 @@ from rankd.stores.runlog import Durable, JetStreamLog, RunLog
 log = logging.getLogger("rankd")
 
 CLOSE_TIMEOUT_S = 5.0
+# How often each dependency is pinged to notice it lost and back (three small round trips).
+HEALTH_INTERVAL_S = 0.25
 
 
 @dataclass
@@ -53,8 +58,13 @@ class Runtime:
     limiter: RateLimiter
     live: LiveHub
     consumer: LogConsumer | None = None
+    # what is recovering and how far (services/recovery.py); /readyz is 503 until empty
+    recovery: Recovery = field(default_factory=Recovery)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _wake_redis_watch: asyncio.Event = field(default_factory=asyncio.Event)
+    _rebuilding: bool = False
+    _consumer_started: bool = False  # background work runs (not so for `rankd rebuild`)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -91,11 +101,11 @@ class Runtime:
             unknown_ttl_s=s.unknown_board_ttl_s,
             unknown_max_bytes=s.unknown_board_cache_bytes,
         )
-        players = Players(pg, store, names)
+        rebuilder = Rebuilder(store, pg, boards)
+        players = Players(pg, store, names, lambda: rebuilder.restoring_profiles)
         committer = GroupCommitter(
             log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
         )
-        rebuilder = Rebuilder(store, pg, boards)
 
         async def log_applied_through() -> int | None:
             return await applied_through(log)
@@ -121,6 +131,7 @@ class Runtime:
                 archive=ArchiveStore(pg),
                 archive_state_s=s.archive_state_cache_s,
                 archive_state_bytes=s.archive_state_cache_bytes,
+                restoring=rebuilder.is_restoring,
             ),
             auth=Authenticator(s.admin_keys, s.server_keys),
             applier=Applier(boards, store, pg, moderation),
@@ -143,7 +154,7 @@ class Runtime:
                 lease_s=s.rate_lease_s,
                 lease_bytes=s.rate_lease_memo_bytes,
             ),
-            live=LiveHub(store, s.live_max_streams),
+            live=LiveHub(store, s.live_max_streams, max_per_address=s.live_max_streams_per_address),
         )
 
     async def open(self, *, background: bool = True) -> None:
@@ -155,12 +166,23 @@ class Runtime:
             return
         # A restarted Redis is rebuilt whole; otherwise any period whose key has gone (e.g.
         # deleted by hand) while PostgreSQL still holds its entries.
-        if await self.rebuilder.rebuild(when="redis_changed") is None:
+        if await self.store.is_verified():
             await self.rebuilder.rebuild(when="missing")
+        else:
+            # rebuilt in the background by the Redis watch (woken at once), so the periods
+            # already in place are served while the rest load (reads of the others are
+            # 503); /readyz says "redis" recovering until it is done and the tail applied
+            self.recovery.begin("redis", "rebuilding from PostgreSQL")
+            self._wake_redis_watch.set()
+        # ready once the log's tail (whatever was logged but not applied yet) is applied
+        self.recovery.begin("startup", "applying the log's tail")
+        self.recovery.back("startup", await self.log.last_sequence())
         self._stopping.clear()
         self.consumer = self.log_consumer()
         await self.consumer.start()
+        self._consumer_started = True
         self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
+        self._tasks.append(asyncio.create_task(self._watch_health(), name="health-watch"))
         bans = self.moderation.bans.run_forever(self.settings.ban_refresh_s, self._stopping)
         self._tasks.append(asyncio.create_task(bans, name="ban-refresh"))
         if self.settings.season_job_interval_s > 0:
@@ -191,19 +213,70 @@ class Runtime:
         )
 
     async def _watch_redis(self) -> None:
-        """Rebuild from PostgreSQL whenever Redis comes back as a different process."""
-        while not await wait_or_stop(self._stopping, self.settings.redis_watch_interval_s):
+        """Rebuild from PostgreSQL whenever Redis comes back as a different process (checked
+        every interval, and at once when the health watch sees Redis answer again)."""
+        interval = self.settings.redis_watch_interval_s
+        while True:
+            await wait_or_stop(self._wake_redis_watch, interval)
+            self._wake_redis_watch.clear()
+            if self._stopping.is_set():
+                return
             try:
-                await self.rebuilder.rebuild(when="redis_changed")
+                if await self.store.is_verified():
+                    continue
+                self._rebuilding = True
+                self.recovery.begin("redis", "rebuilding from PostgreSQL")
+                loaded = 0
+
+                def progress(members: int) -> None:
+                    nonlocal loaded
+                    loaded += members
+                    self.recovery.begin("redis", f"rebuilding: {loaded} members loaded")
+
+                await self.rebuilder.rebuild(when="redis_changed", progress=progress)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("redis watch: %r", exc)
+            finally:
+                self._rebuilding = False
+
+    async def _watch_health(self) -> None:
+        """Notice a dependency lost and back, and when reads are complete again."""
+        while not await wait_or_stop(self._stopping, HEALTH_INTERVAL_S):
+            try:
+                await self._check_health()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a dependency failing mid-check: next round
+                log.debug("health watch: %r", exc)
+
+    async def _check_health(self) -> None:
+        checks = await self._probe(timeout_s=1.0)
+        for name, state in checks.items():
+            if state != "ok":
+                self.recovery.begin(name, state)
+        if checks["redis"] == "ok":
+            await self._notice_redis_restart()
+        if not self.recovery.pending or checks["nats"] != "ok":
+            return
+        for name in list(self.recovery.pending):
+            if not self.recovery.waiting(name) or checks.get(name, "ok") != "ok":
+                continue
+            if name == "redis" and (self._rebuilding or not await self.store.is_verified()):
+                continue  # the rebuild sets its target when done
+            if name == "postgres":
+                await self.pg.pool.check()  # drop the pooled connections that died with it
+            self.recovery.back(name, await self.log.last_sequence())
+        if any(p.target is not None for p in self.recovery.pending.values()):
+            lag = await self.log.lag(DURABLE)
+            self.recovery.applied(lag.ack_floor, not lag.pending and not lag.ack_pending)
 
     async def close(self) -> None:
         """Stop the background work, then the connections; bounded, so a task stuck in a
         driver call cannot hold up a shutdown."""
         self._stopping.set()
+        self._wake_redis_watch.set()
         stuck = await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
@@ -223,11 +296,43 @@ class Runtime:
         )
 
     async def readiness(self) -> dict[str, str]:
-        """Each dependency's state: "ok" or why not."""
+        """Each dependency's state: "ok" or why not (with what the supervisor of the
+        embedded servers is doing about it, if anything)."""
+        checks = await self._probe(timeout_s=2.0)
+        path = self.settings.embedded_status_file
+        if path is not None and any(state != "ok" for state in checks.values()):
+            for name, status in read_status(path).items():
+                said = describe(status)
+                if said is not None and checks.get(name, "ok") != "ok":
+                    checks[name] = f"down: {said}"[:300]
+        return checks
 
+    async def _notice_redis_restart(self) -> None:
+        """A Redis that is not the process the boards were verified on (it restarted, maybe
+        faster than a ping could see it down) is recovering from now on, and the Redis
+        watch is woken to rebuild it at once rather than at its next interval."""
+        stage = self.recovery.stage("redis")
+        if stage and not stage.startswith("down"):
+            return  # being rebuilt, or rebuilt and waiting for the log's tail
+        if self._consumer_started and not await self.store.is_verified():
+            self.recovery.begin("redis", "restarted: rebuilding from PostgreSQL")
+            self._wake_redis_watch.set()
+        elif stage:
+            self._wake_redis_watch.set()  # seen down, back: the watch decides
+
+    async def recovering(self) -> dict[str, str]:
+        """What is recovering and how far; reads may miss acknowledged runs until empty.
+        Asks Redis whether it is still the verified process (a restart may be too quick
+        for the health watch to have seen it down)."""
+        if self._consumer_started and "redis" not in self.recovery.pending:
+            with contextlib.suppress(Exception):  # Redis down: /readyz says so already
+                await asyncio.wait_for(self._notice_redis_restart(), 1.0)
+        return self.recovery.describe()
+
+    async def _probe(self, timeout_s: float) -> dict[str, str]:
         async def check(name: str, probe: Awaitable[Any]) -> tuple[str, str]:
             try:
-                await asyncio.wait_for(probe, timeout=2)
+                await asyncio.wait_for(probe, timeout=timeout_s)
                 return name, "ok"
             except Exception as exc:
                 cause = exc.__cause__ or exc

@@ -77,7 +77,14 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime = Runtime.build(settings)
-        await runtime.open()
+        try:
+            await runtime.open()
+        except BaseException as exc:
+            # close what did open (pools, the log's reconnect loop), or the process hangs
+            # on them after uvicorn gives up; then say why in one line (StartupErrors)
+            await runtime.close()
+            app.state.startup_error = _one_line(exc)
+            raise
         app.state.runtime = runtime
         if tune_gc:
             # Long-lived objects made at start never need scanning again, and a young
@@ -123,4 +130,32 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     # inside RequestMetrics: refused requests are timed (and logged) too
     app.add_middleware(RateLimit)
     app.add_middleware(RequestMetrics, log_requests=settings.access_log)
+    app.add_middleware(StartupErrors)
     return app
+
+
+def _one_line(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    why = f"{exc}" + (f" ({type(cause).__name__}: {cause})" if cause is not None else "")
+    return f"startup failed: {type(exc).__name__}: {why}".splitlines()[0][:500]
+
+
+class StartupErrors:
+    """A failed startup reported in one line (the lifespan's reason) instead of the
+    traceback Starlette hands uvicorn to log."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        state = scope["app"].state
+
+        async def one_line(message: Message) -> None:
+            if message["type"] == "lifespan.startup.failed":
+                message = {**message, "message": getattr(state, "startup_error", "")}
+            await send(message)
+
+        await self.app(scope, receive, one_line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -71,9 +72,12 @@ def response_for(exc: errors.RankdError) -> Response:
     return error_response(status_of(exc), exc.code, exc.message, headers)
 
 
-def not_ready(body: dict[str, Any], down: list[str]) -> Response:
-    """/readyz when a dependency is down: its report plus the error shape, 503."""
-    message = f"not ready: {', '.join(down)} down"
+def not_ready(body: dict[str, Any], down: list[str], recovering: Sequence[str] = ()) -> Response:
+    """/readyz when a dependency is down or recovering: its report plus the error shape,
+    503."""
+    said = [f"{', '.join(down)} down"] if down else []
+    said += [f"{', '.join(recovering)} recovering"] if recovering else []
+    message = f"not ready: {'; '.join(said)}"
     return JSONBody({**body, "error": {"code": "unavailable", "message": message}}, 503)
 
 

@@ -29,7 +29,7 @@ BOARD_EXAMPLE: dict[str, Any] = {
     "segments": ["country"],
     "score_format": "integer",
     "created_at": "2026-11-03T18:00:00.000Z",
-    "tie_resolution_ms": {"all-time": 376_196, "weekly": 73},
+    "tie_resolution_ms": {"all-time": 1, "weekly": 1},
 }
 SUBMIT_EXAMPLE: dict[str, Any] = {
     "run_id": "r-7f3a91",
@@ -424,6 +424,11 @@ class ReadyOut(BaseModel):
     checks: dict[str, str] = Field(description='each dependency: "ok" or why it is down')
     consumer: ConsumerLag | None = Field(description="the log consumer's lag (null: none here)")
     reasons: list[str] | None = Field(None, description="why it is degraded")
+    recovering: dict[str, str] | None = Field(
+        None,
+        description="on 503: each dependency (or `startup`) being restored and how far; "
+        "reads may miss acknowledged runs until it is done",
+    )
     error: ErrorBody | None = Field(None, description="on 503: code unavailable")
 
 

@@ -7,15 +7,15 @@
 -- gives {false, false, false} (nil bulk replies), a time not recorded 0. One script call
 -- costs the client one command instead of one ZREVRANK per friend.
 
--- at_key, rank_in, with_times: see lib.lua, loaded before this.
+-- see lib.lua, loaded before this.
 
 local out = {}
 for i = 1, #ARGV do
-  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if score then
-    out[#out + 1] = score
-    out[#out + 1] = redis.call('ZREVRANK', KEYS[1], ARGV[i])
-    out[#out + 1] = tonumber(redis.call('HGET', at_key(KEYS[1], ARGV[i]), ARGV[i]) or '0')
+  local member, composite, achieved = locate(KEYS[1], KEYS[1], ARGV[i])
+  if composite then
+    out[#out + 1] = string.format('%.0f', composite)
+    out[#out + 1] = redis.call('ZREVRANK', KEYS[1], member)
+    out[#out + 1] = achieved
   else
     out[#out + 1] = false
     out[#out + 1] = false

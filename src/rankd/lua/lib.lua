@@ -1,33 +1,59 @@
 -- lib: helpers every script is loaded with (stores/redis_scripts.py puts this file first).
 --
+-- The member layout (codec.py defines it; this file and stores/standings.py follow): a
+-- member is stamp(ms) .. player id, the stamp a fixed-width, reversed base-64 rendering of
+-- the entry's exact time, so equal composites read (ZREVRANGE) earliest first, then by
+-- player id in descending byte order. A player's member on any side is recovered from the
+-- exact time kept beside it: locate(key, public, player).
+--
+-- stamp(ms): the 7-character prefix of a member achieved at ``ms`` (0: not recorded).
+-- unstamp(member): the exact ms a member's stamp holds (0 for the stamp's first ms).
+-- player_of(member): the player id of a member.
+-- offset(ms): the time as the stamp orders it (clamped ms since 2020-01-01).
+-- better(c1, ms1, c2, ms2): whether composite c1 at ms1 ranks before c2 at ms2 (a higher
+-- composite, or an equal one reached earlier).
+--
+-- locate(key, public, player): the player's entry on ``key``: member, composite (nil: no
+-- entry), exact ms, its at_key hash and field.
+--
+-- put(key, public, player, composite, ms): make the player's entry on ``key`` this one,
+-- replacing any (a changed time is a changed member: the old one must go).
+--
+-- drop(key, public, player): remove the player's entry on ``key`` and its time; 1 if any.
+--
 -- rank_in(key, public, member, stored): the 1-based rank of ``member`` (composite
 -- ``stored``, written to ``key``) in the player's own view of the ``public`` board: its
 -- rank there, or, written to a side key (:shadow, :pending), the rank it would take if
--- published: everyone public strictly above it, and those equal to it whose id sorts after
--- it (a reversed range orders equal scores by member, descending), plus one.
+-- published: everyone public strictly above it, and those equal to it whose member sorts
+-- after it byte by byte (a reversed range orders equal scores so), plus one. Only entries
+-- of the same composite (the same score within one time unit) are walked.
 --
--- side_field(key, public, member): the field of ``member``'s exact time in its at_key hash
--- for an entry written to ``key``: the member itself on the public board, member .. '~s'
--- on :shadow and member .. '~p' on :pending ('~' is in no player id). One hash family per
+-- side_field(key, public, player): the field of ``player``'s exact time in its at_key hash
+-- for an entry written to ``key``: the player id itself on the public board, id .. '~s'
+-- on :shadow and id .. '~p' on :pending ('~' is in no player id). One hash family per
 -- period, whatever the side, so removing a period removes every side's times.
 --
--- absorb(dst, src, public, member, sum): move ``member``'s entry from ``src`` into ``dst``
+-- absorb(dst, src, public, player, sum): move ``player``'s entry from ``src`` into ``dst``
 -- (two sides of one period) and its exact time with it. A ``best`` entry (sum == nil) keeps
--- the better composite; on a ``sum`` board (sum = {mult, max_score, desc}) the totals add
+-- the better entry; on a ``sum`` board (sum = {mult, max_score, desc}) the totals add
 -- up, at the later time: a player's runs are counted once in the period's :runs set,
 -- whichever side took them. Returns 1 if there was an entry to move.
 --
--- with_times(key, slice): a ZREVRANGE ... WITHSCORES slice as a flat member, score, exact
--- time (ms, 0: not recorded) list.
+-- with_times(slice): a ZREVRANGE ... WITHSCORES slice as a flat player id, score, exact
+-- time (ms, 0: not recorded) list; the time is read back from each member's stamp.
 --
--- at_key(key, member): the exact-times hash holding a member's achieved time beside the
--- sorted set ``key``: <key>:at:<h>, h = the member's bytes as a big-endian number modulo
+-- at_key(key, player): the exact-times hash holding a player's achieved time beside the
+-- sorted set ``key``: <key>:at:<h>, h = the id's bytes as a big-endian number modulo
 -- 65521 (stores/redis_keys.py time_bucket computes the same). Same hash tag as ``key``.
 -- mark(key, member, now): note in a period's :applied key that the submit path applied run
 -- ``member`` ("<player>|<run_id>") here, at ``now`` (ms); an empty member marks nothing.
 -- Written in the script that applies the run, so a mark never exists without its write
 -- (services/applier.py trusts them). forget(key, member, before): drop marks older than
 -- ``before`` (ms), when this call marked something.
+local STAMP_EPOCH_MS = 1577836800000
+local STAMP_WIDTH = 7
+local STAMP_MAX = 4398046511103  -- 2^42 - 1
+
 local function mark(key, member, now)
   if member ~= '' then redis.call('ZADD', key, now, member) end
 end
@@ -42,65 +68,131 @@ local function at_key(key, member)
   return key .. ':at:' .. h
 end
 
+local function offset(ms)
+  local v = ms - STAMP_EPOCH_MS
+  if v < 0 then return 0 end
+  if v > STAMP_MAX then return STAMP_MAX end
+  return v
+end
+
+local function stamp(ms)
+  local v = STAMP_MAX - offset(ms)
+  local out = {}
+  for i = STAMP_WIDTH, 1, -1 do
+    local digit = v % 64
+    out[i] = string.char(48 + digit)
+    v = (v - digit) / 64
+  end
+  return table.concat(out)
+end
+
+local function unstamp(member)
+  local v = 0
+  for i = 1, STAMP_WIDTH do v = v * 64 + string.byte(member, i) - 48 end
+  local off = STAMP_MAX - v
+  if off == 0 then return 0 end
+  return STAMP_EPOCH_MS + off
+end
+
+local function player_of(member)
+  return string.sub(member, STAMP_WIDTH + 1)
+end
+
+local function better(c1, ms1, c2, ms2)
+  if c1 ~= c2 then return c1 > c2 end
+  return offset(ms1) < offset(ms2)
+end
+
+-- Lua's string comparison follows the C locale's collation, Redis's member order memcmp:
+-- compare bytes.
+local function bytes_after(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+
+local function side_field(key, public, player)
+  if string.sub(key, -8) == ':pending' then return player .. '~p' end
+  if string.sub(key, -7) == ':shadow' then return player .. '~s' end
+  return player  -- the public board, or a rebuild's staged copy of it
+end
+
+local function locate(key, public, player)
+  local at = at_key(public, player)
+  local field = side_field(key, public, player)
+  local ms = tonumber(redis.call('HGET', at, field) or '0')
+  local member = stamp(ms) .. player
+  local composite = redis.call('ZSCORE', key, member)
+  if composite then composite = tonumber(composite) end
+  return member, composite, ms, at, field
+end
+
+local function put(key, public, player, composite, ms)
+  local held_member, held, _, at, field = locate(key, public, player)
+  local member = stamp(ms) .. player
+  if held and held_member ~= member then redis.call('ZREM', key, held_member) end
+  -- %.0f keeps every digit; Lua's default number formatting would round past 14 digits
+  redis.call('ZADD', key, string.format('%.0f', composite), member)
+  redis.call('HSET', at, field, ms)
+  return member
+end
+
+local function drop(key, public, player)
+  local member, held, _, at, field = locate(key, public, player)
+  redis.call('HDEL', at, field)
+  if not held then return 0 end
+  redis.call('ZREM', key, member)
+  return 1
+end
+
 local function rank_in(key, public, member, stored)
   if key == public then
     return redis.call('ZREVRANK', key, member) + 1
   end
-  local rank = redis.call('ZCOUNT', public, '(' .. stored, '+inf') + 1
-  for _, other in ipairs(redis.call('ZRANGEBYSCORE', public, stored, stored)) do
-    if other > member then rank = rank + 1 end
+  local exact = string.format('%.0f', stored)
+  local rank = redis.call('ZCOUNT', public, '(' .. exact, '+inf') + 1
+  for _, other in ipairs(redis.call('ZRANGEBYSCORE', public, exact, exact)) do
+    if bytes_after(other, member) then rank = rank + 1 end
   end
   return rank
 end
 
-local function side_field(key, public, member)
-  if string.sub(key, -8) == ':pending' then return member .. '~p' end
-  if string.sub(key, -7) == ':shadow' then return member .. '~s' end
-  return member  -- the public board, or a rebuild's staged copy of it
-end
-
-local function absorb(dst, src, public, member, sum)
-  local moved = redis.call('ZSCORE', src, member)
+local function absorb(dst, src, public, player, sum)
+  local moved_member, moved, moved_at = locate(src, public, player)
   if not moved then return 0 end
-  local at = at_key(public, member)
-  local from_field = side_field(src, public, member)
-  local to_field = side_field(dst, public, member)
-  local moved_at = tonumber(redis.call('HGET', at, from_field) or '0')
-  local held = redis.call('ZSCORE', dst, member)
+  local _, held, held_at = locate(dst, public, player)
   if sum == nil then
-    if (not held) or tonumber(moved) > tonumber(held) then
-      redis.call('ZADD', dst, moved, member)
-      redis.call('HSET', at, to_field, moved_at)
+    if (not held) or better(moved, moved_at, held, held_at) then
+      put(dst, public, player, moved, moved_at)
     end
   elseif not held then
-    redis.call('ZADD', dst, moved, member)
-    redis.call('HSET', at, to_field, moved_at)
+    put(dst, public, player, moved, moved_at)
   else
     local mult, max_score, desc = sum[1], sum[2], sum[3]
-    local a, b = tonumber(moved), tonumber(held)
-    local ka, kb = math.floor(a / mult), math.floor(b / mult)
-    local ta, tb = a - ka * mult, b - kb * mult
+    local ka, kb = math.floor(moved / mult), math.floor(held / mult)
+    local ta, tb = moved - ka * mult, held - kb * mult
     local total_a, total_b = ka, kb
     if not desc then total_a, total_b = max_score - ka, max_score - kb end
     local total = math.min(total_a + total_b, max_score)
     local key = total
     if not desc then key = max_score - total end
     -- a smaller time part is a later time: the total was reached at the later one
-    redis.call('ZADD', dst, string.format('%.0f', key * mult + math.min(ta, tb)), member)
-    local held_at = tonumber(redis.call('HGET', at, to_field) or '0')
-    redis.call('HSET', at, to_field, math.max(moved_at, held_at))
+    put(dst, public, player, key * mult + math.min(ta, tb), math.max(moved_at, held_at))
   end
-  redis.call('ZREM', src, member)
-  redis.call('HDEL', at, from_field)
+  redis.call('ZREM', src, moved_member)
+  redis.call('HDEL', at_key(public, player), side_field(src, public, player))
   return 1
 end
 
-local function with_times(key, slice)
+local function with_times(slice)
   local out = {}
   for i = 1, #slice, 2 do
-    out[#out + 1] = slice[i]
+    out[#out + 1] = player_of(slice[i])
     out[#out + 1] = slice[i + 1]
-    out[#out + 1] = tonumber(redis.call('HGET', at_key(key, slice[i]), slice[i]) or '0')
+    out[#out + 1] = unstamp(slice[i])
   end
   return out
 end

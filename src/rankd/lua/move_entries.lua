@@ -11,7 +11,7 @@
 --
 -- Returns how many entries moved. Moving again moves nothing, so a sweep may be repeated.
 
--- at_key, rank_in, side_field, absorb: see lib.lua, loaded before this.
+-- see lib.lua, loaded before this.
 
 local sum = nil
 if ARGV[1] == 'sum' then
@@ -20,7 +20,7 @@ end
 local moved = 0
 for i = 5, #ARGV do
   if ARGV[1] == 'replace' then
-    redis.call('ZREM', KEYS[1], ARGV[i])
+    drop(KEYS[1], KEYS[3], ARGV[i])
   end
   moved = moved + absorb(KEYS[1], KEYS[2], KEYS[3], ARGV[i], sum)
 end

@@ -2,28 +2,26 @@
 -- rank it would take among the public entries, in one atomic read.
 --
 -- KEYS[1] = the public board, KEYS[2] = its :shadow key, KEYS[3] = its :pending key
--- ARGV[1] = member (player id)
+-- ARGV[1] = player id
 --
 -- Returns {-1, total} when the player has no entry on any side, else {side, total,
 -- composite, rank, achieved}: side 0 public, 1 shadow, 2 pending (the better of public and
--- pending when both hold one); total the public entries; rank 1-based in the player's own
--- view (see rank_in in lib.lua); achieved the exact time (ms, 0: not recorded).
+-- pending when both hold one: a higher composite, or an equal one reached earlier); total
+-- the public entries; rank 1-based in the player's own view (see rank_in in lib.lua);
+-- achieved the exact time (ms, 0: not recorded).
 
--- at_key, rank_in, side_field, absorb: see lib.lua, loaded before this.
+-- see lib.lua, loaded before this.
 
-local best_side, best = -1, nil
+local best_side, best, best_at, best_member = -1, nil, 0, nil
 for side = 1, 3 do
-  local score = redis.call('ZSCORE', KEYS[side], ARGV[1])
-  if score and (best == nil or tonumber(score) > tonumber(best)) then
-    best_side, best = side, score
+  local member, composite, ms = locate(KEYS[side], KEYS[1], ARGV[1])
+  if composite and (best == nil or better(composite, ms, best, best_at)) then
+    best_side, best, best_at, best_member = side, composite, ms, member
   end
 end
 local total = redis.call('ZCARD', KEYS[1])
 if best == nil then
   return {-1, total}
 end
-local key = KEYS[best_side]
-local rank = rank_in(key, KEYS[1], ARGV[1], best)
-local field = side_field(key, KEYS[1], ARGV[1])
-local achieved = tonumber(redis.call('HGET', at_key(KEYS[1], ARGV[1]), field) or '0')
-return {best_side - 1, total, tonumber(best), rank, achieved}
+local rank = rank_in(KEYS[best_side], KEYS[1], best_member, best)
+return {best_side - 1, total, best, rank, best_at}

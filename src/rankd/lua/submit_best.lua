@@ -15,24 +15,26 @@
 -- ARGV[6], ARGV[7] = now (ms), and when marks older than that are forgotten (ms)
 --
 -- Returns {changed, rank, stored, mine, achieved}:
---   changed  1 if this call created or raised the entry (ZADD GT CH), else 0
+--   changed  1 if this call created or improved the entry, else 0
 --   rank     1-based rank of the entry in the player's own view of the public board
 --   stored   the entry's composite after the call
---   mine     1 if the entry is this run's composite (a resend of the best gives 1 too)
+--   mine     1 if the entry is this run's (its composite and exact time; a resend gives 1)
 --   achieved the exact end time (ms) of the run holding the entry (0: not recorded)
--- ZADD GT never lowers an entry, so duplicates and any order of the same runs converge.
--- The exact time lives beside the entry in <KEYS[2]>:at:<bucket> (same hash tag, so the
--- same slot; field per side, see lib.lua): small hashes Redis keeps as compact listpacks.
--- Works on Redis 6.2 (ZREVRANK WITHSCORE is 7.2+, so the score is read with ZSCORE).
+-- An entry improves on a higher composite, or an equal one reached earlier (to the ms): a
+-- max over one total order, so duplicates and any order of the same runs converge. The
+-- time is in the member (see lib.lua), so an improvement replaces the member; ZADD GT
+-- cannot compare across members. The exact time also lives in <KEYS[2]>:at:<bucket> (same
+-- hash tag, field per side, see lib.lua), which is how the member is found again.
 
--- at_key, rank_in, with_times: see lib.lua, loaded before this.
+-- see lib.lua, loaded before this.
 
 if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], ARGV[2], nil) end
-local at = at_key(KEYS[2], ARGV[2])
-local field = side_field(KEYS[1], KEYS[2], ARGV[2])
-local changed = redis.call('ZADD', KEYS[1], 'GT', 'CH', ARGV[1], ARGV[2])
-if changed == 1 then
-  redis.call('HSET', at, field, ARGV[4])
+local composite, ms = tonumber(ARGV[1]), tonumber(ARGV[4])
+local member, stored, stored_at, at = locate(KEYS[1], KEYS[2], ARGV[2])
+local changed = 0
+if (not stored) or better(composite, ms, stored, stored_at) then
+  member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms)
+  stored, stored_at, changed = composite, ms, 1
 end
 if ARGV[3] ~= '0' then
   redis.call('EXPIREAT', KEYS[1], ARGV[3])
@@ -40,8 +42,6 @@ if ARGV[3] ~= '0' then
 end
 mark(KEYS[4], ARGV[5], ARGV[6])
 forget(KEYS[4], ARGV[5], ARGV[7])
-local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
-local rank = rank_in(KEYS[1], KEYS[2], ARGV[2], stored)
-local mine = (tonumber(stored) == tonumber(ARGV[1])) and 1 or 0
-local achieved = tonumber(redis.call('HGET', at, field) or '0')
-return {changed, rank, tonumber(stored), mine, achieved}
+local rank = rank_in(KEYS[1], KEYS[2], member, stored)
+local mine = (stored == composite and offset(stored_at) == offset(ms)) and 1 or 0
+return {changed, rank, stored, mine, stored_at}

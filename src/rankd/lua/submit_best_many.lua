@@ -13,31 +13,30 @@
 -- submit_best.lua does for one. A batch of runs costs the client one command per period
 -- instead of one per run.
 
--- at_key, rank_in, with_times: see lib.lua, loaded before this.
+-- see lib.lua, loaded before this.
 
 local out = {}
 local marked = ''
 for i = 4, #ARGV, 4 do
-  local member = ARGV[i + 1]
-  if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], member, nil) end
-  local at = at_key(KEYS[2], member)
-  local field = side_field(KEYS[1], KEYS[2], member)
-  local changed = redis.call('ZADD', KEYS[1], 'GT', 'CH', ARGV[i], member)
-  if changed == 1 then
-    redis.call('HSET', at, field, ARGV[i + 2])
+  local player = ARGV[i + 1]
+  if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], player, nil) end
+  local composite, ms = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
+  local member, stored, stored_at, at = locate(KEYS[1], KEYS[2], player)
+  local changed = 0
+  if (not stored) or better(composite, ms, stored, stored_at) then
+    member = put(KEYS[1], KEYS[2], player, composite, ms)
+    stored, stored_at, changed = composite, ms, 1
   end
   if ARGV[1] ~= '0' then
     redis.call('EXPIREAT', at, ARGV[1])
   end
   mark(KEYS[4], ARGV[i + 3], ARGV[2])
   if ARGV[i + 3] ~= '' then marked = ARGV[i + 3] end
-  local stored = redis.call('ZSCORE', KEYS[1], member)
-  local rank = rank_in(KEYS[1], KEYS[2], member, stored)
   out[#out + 1] = changed
-  out[#out + 1] = rank
-  out[#out + 1] = tonumber(stored)
-  out[#out + 1] = (tonumber(stored) == tonumber(ARGV[i])) and 1 or 0
-  out[#out + 1] = tonumber(redis.call('HGET', at, field) or '0')
+  out[#out + 1] = rank_in(KEYS[1], KEYS[2], member, stored)
+  out[#out + 1] = stored
+  out[#out + 1] = (stored == composite and offset(stored_at) == offset(ms)) and 1 or 0
+  out[#out + 1] = stored_at
 end
 if ARGV[1] ~= '0' then
   redis.call('EXPIREAT', KEYS[1], ARGV[1])

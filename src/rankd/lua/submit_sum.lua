@@ -30,17 +30,16 @@
 -- the total, by this call or an earlier one (a resend of a counted run answers 1, changed
 -- 0); achieved is the exact end time (ms) of the latest counted run (0: not recorded), kept
 -- in <KEYS[2]>:at:<bucket> beside the entry (see submit_best.lua).
--- The total's time is the latest counted run's time, so any order of the same runs gives
--- the same composite. All arithmetic stays below 2^53, where Lua's doubles are exact.
+-- The total's time is the latest counted run's time (in the composite's time part and, to
+-- the ms, in the member's stamp; see lib.lua), so any order of the same runs gives the same
+-- entry. All arithmetic stays below 2^53, where Lua's doubles are exact.
 
--- at_key, rank_in, with_times: see lib.lua, loaded before this.
+-- see lib.lua, loaded before this.
 
 local desc = ARGV[7] == 'desc'
 if KEYS[3] ~= KEYS[1] then
   absorb(KEYS[1], KEYS[3], KEYS[2], ARGV[2], {tonumber(ARGV[5]), tonumber(ARGV[6]), desc})
 end
-local at = at_key(KEYS[2], ARGV[2])
-local field = side_field(KEYS[1], KEYS[2], ARGV[2])
 local counted = 0
 local changed = 0
 if ARGV[9] ~= '0' then
@@ -55,32 +54,29 @@ if fresh then
   added = redis.call('ZADD', KEYS[4], 'NX', seen_at, ARGV[2] .. '|' .. ARGV[1])
   counted = 1
 end
+local member, old, latest, at = locate(KEYS[1], KEYS[2], ARGV[2])
 if added == 1 then
   local mult = tonumber(ARGV[5])
   local max_score = tonumber(ARGV[6])
   local total = 0
   local tpart = tonumber(ARGV[4])
-  local old = redis.call('ZSCORE', KEYS[1], ARGV[2])
+  local ms = tonumber(ARGV[8])
   if old then
-    old = tonumber(old)
     local key = math.floor(old / mult)
     local old_tpart = old - key * mult
     if desc then total = key else total = max_score - key end
     -- a smaller time part is a later time: the total was reached at the latest run
     if old_tpart < tpart then tpart = old_tpart end
+    if latest > ms then ms = latest end
   end
   total = math.min(total + tonumber(ARGV[3]), max_score)
   local key = total
   if not desc then key = max_score - total end
   local composite = key * mult + tpart
-  if composite ~= old then
-    changed = 1
-    -- %.0f keeps every digit; Lua's default number formatting would round past 14 digits
-    redis.call('ZADD', KEYS[1], string.format('%.0f', composite), ARGV[2])
-  end
-  local latest = tonumber(redis.call('HGET', at, field) or '0')
-  if tonumber(ARGV[8]) > latest then
-    redis.call('HSET', at, field, ARGV[8])
+  if composite ~= old or ms ~= latest then
+    changed = 1  -- a later time alone changes the entry too: it moves among its ties
+    member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms)
+    old, latest = composite, ms
   end
 end
 if ARGV[10] ~= '0' then
@@ -92,9 +88,8 @@ if ARGV[10] ~= '0' then
 end
 mark(KEYS[5], ARGV[12], ARGV[13])
 forget(KEYS[5], ARGV[12], ARGV[14])
-local stored = redis.call('ZSCORE', KEYS[1], ARGV[2])
-if not stored then
+if not old then
   return {0, 0, 0, 0, 0}
 end
-local rank = rank_in(KEYS[1], KEYS[2], ARGV[2], stored)
-return {changed, rank, tonumber(stored), counted, tonumber(redis.call('HGET', at, field) or '0')}
+local rank = rank_in(KEYS[1], KEYS[2], member, old)
+return {changed, rank, old, counted, latest}

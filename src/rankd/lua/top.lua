@@ -4,10 +4,11 @@
 -- ARGV[1] = first rank (0-based)
 -- ARGV[2] = last rank (0-based, inclusive)
 --
--- Returns {total, slice}: slice is a flat member, score, exact time (ms, 0: not recorded)
--- list, best first.
+-- Returns {total, slice}: slice is a flat player id, score, exact time (ms, 0: not
+-- recorded) list, best first. The ids and times come out of the members (see lib.lua), so
+-- a top read touches no other key.
 
--- at_key, rank_in, with_times: see lib.lua, loaded before this.
+-- see lib.lua, loaded before this.
 
 local slice = redis.call('ZREVRANGE', KEYS[1], ARGV[1], ARGV[2], 'WITHSCORES')
-return {redis.call('ZCARD', KEYS[1]), with_times(KEYS[1], slice)}
+return {redis.call('ZCARD', KEYS[1]), with_times(slice)}

@@ -2,9 +2,10 @@
 archive.
 
 Every read is one Redis round trip (a pipeline or a read-only script), plus a cached name
-lookup. Ranks are unique: by composite (score, then earlier achiever at the board's tie
-resolution), then by player id in descending byte order, which is how Redis orders equal
-scores in a reversed range.
+lookup. Ranks are unique: by composite (score, then the earlier achiever's time unit), then
+by member, the exact achieved time's stamp and the player id (codec.member), in descending
+byte order, which is how Redis orders equal scores in a reversed range: equal scores go to
+the earliest, to the millisecond, then to the larger player id.
 
 A closed period is read from Redis while it is there and from the archive (PostgreSQL, see
 stores/archive.py and services/seasons.py) once it has left: ``from_archive`` decides, and
@@ -128,7 +129,11 @@ class Reader:
         archive_state_s: float = 5.0,
         archive_state_bytes: int = 1 << 20,
         clock: Callable[[], int] = _wall_clock_ms,
+        restoring: Callable[[PeriodRef], bool] | None = None,
     ) -> None:
+        # whether a period is still being restored by a rebuild in this process (its reads
+        # answer 503 until it is in place; the periods already restored are served)
+        self.restoring = restoring
         self.store = store
         self.names = names
         self.archive = archive
@@ -158,6 +163,13 @@ class Reader:
         self._tops.clear()
 
     # Redis or archive
+
+    def _restored(self, scope: Scope) -> None:
+        if self.restoring is not None and self.restoring(scope.ref):
+            raise Unavailable(
+                f"{scope.window} period {scope.period.id} is being restored after a Redis "
+                "restart; retry in a moment"
+            )
 
     def _closed(self, scope: Scope) -> bool:
         """Past its grace by the board's current config: only such periods are archived."""
@@ -254,6 +266,7 @@ class Reader:
     ) -> Top:
         """``max_age_s``: reuse a cached list only if it is at most this old (a live stream
         told of a change asks for a list read after it)."""
+        self._restored(scope)
         if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
             entries, total = await self._viewed_rows(scope, view, offset, n)
             return {**scope.head, "total": total, "entries": entries}
@@ -279,6 +292,7 @@ class Reader:
     async def player(
         self, scope: Scope, player_id: str, viewer: str | None = None
     ) -> PlayerStanding:
+        self._restored(scope)
         if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
             return await self._viewed_player(scope, view, player_id)
         if await self.from_archive(scope):
@@ -319,6 +333,7 @@ class Reader:
     async def around(
         self, scope: Scope, player_id: str, span: int, viewer: str | None = None
     ) -> Around:
+        self._restored(scope)
         if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
             if player_id == viewer:
                 center = view.index
@@ -349,6 +364,7 @@ class Reader:
     async def friends(
         self, scope: Scope, player_id: str, friend_ids: list[str], viewer: str | None = None
     ) -> Friends:
+        self._restored(scope)
         ids = list(dict.fromkeys([player_id, *friend_ids]))
         view = None
         if viewer is not None:
@@ -383,6 +399,7 @@ class Reader:
         }
 
     async def rank_of(self, scope: Scope, score: int) -> RankOf:
+        self._restored(scope)
         board = scope.board
         if score > board.max_score:
             raise ScoreOutOfRange(

@@ -20,6 +20,7 @@ from typing import Any
 from rankd.aio import read_ahead
 from rankd.periods import ALL_TIME, PeriodRef
 from rankd.stores.postgres import Conn, PostgresStore
+from rankd.stores.standings import redis_order_sql
 
 # (rank, player_id, score, achieved_ms, name) of one archived entry
 ArchivedRow = tuple[int, str, int, int, str | None]
@@ -391,8 +392,9 @@ async def thaw(conn: Conn, ref: PeriodRef) -> None:
 async def player_best_pages(
     pg: PostgresStore, ref: PeriodRef, size: int = PAGE
 ) -> AsyncIterator[tuple[list[str], list[int], list[str | None], list[int]]]:
-    """A period's durable copy in Redis's order (composite descending, then player id
-    descending byte by byte, as a reversed ZRANGE orders equal scores), a page at a time,
+    """A period's durable copy in Redis's order (composite descending, then the member,
+    exact time and player id, descending byte by byte, as a reversed ZRANGE orders equal
+    scores; see codec.member), a page at a time,
     as columns: player ids, composites, names and exact achieved times. For a period whose
     Redis key is gone. Public entries only: banned players' entries stay out, as they stay
     out of the public key a freeze from Redis reads."""
@@ -408,7 +410,7 @@ async def player_best_pages(
             "  AND pb.segment = %(s)s"
             "  AND NOT EXISTS (SELECT 1 FROM bans WHERE bans.player_id = pb.player_id"
             "   AND bans.banned)"
-            ' ORDER BY pb.composite DESC, pb.player_id COLLATE "C" DESC',
+            " ORDER BY " + redis_order_sql("pb.player_id", "pb.achieved_ms", "pb.composite"),
             {"b": ref.board, "w": ref.window, "p": ref.period, "s": ref.segment},
         )
         while rows := await cur.fetchmany(size):

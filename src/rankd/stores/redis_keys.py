@@ -75,8 +75,10 @@ NAMES = "rankd:names"
 PROFILE_SEGMENTS = "rankd:segments"
 # Pub/sub channel of "these standings changed" notices (services/live.py listens).
 CHANGES = "rankd:changes"
-# The Redis run_id the boards were last verified on (see services/rebuild.py).
-VERIFIED_MARKER = "rankd:verified-redis-run-id"
+# The Redis run_id the boards were last verified on (see services/rebuild.py). Named for the
+# member layout (codec.member): boards written with another layout are not verified, so the
+# first start after a layout change rebuilds them from PostgreSQL.
+VERIFIED_MARKER = "rankd:verified-redis-run-id:stamped"
 
 
 TIME_BUCKETS = 65521  # a prime; 10M members make about 150 per bucket
@@ -91,9 +93,11 @@ def time_bucket(member: str) -> int:
 def times(key: str, member: str) -> str:
     """The hash holding ``member``'s exact achieved time beside the sorted set ``key``.
 
-    Exact times cannot fit the composite (its bits order ties at the tie resolution), so
-    each entry's time (ms) lives in one of 65,521 small hashes per key, which Redis keeps
-    as listpacks (``hash-max-listpack-entries`` 512) at about 20 bytes a member.
+    Exact times cannot fit the composite (its bits order ties at the tie resolution); the
+    member's stamp orders them (codec.member), and each entry's time (ms) also lives in one
+    of 65,521 small hashes per key, keyed by player id, so a script finds a player's member
+    from the id (lua/lib.lua locate). Redis keeps them as listpacks
+    (``hash-max-listpack-entries`` 512) at about 20 bytes a member.
     """
     return f"{key}:at:{time_bucket(member)}"
 

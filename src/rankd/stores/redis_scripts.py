@@ -50,6 +50,8 @@ MOVE_ENTRIES = Script.load("move_entries")
 OWN_ENTRY = Script.load("own_entry")
 ENTRY = Script.load("entry")
 RATE_LIMIT = Script.load("rate_limit")
+SET_ENTRY = Script.load("set_entry")
+LOAD_PERIOD = Script.load("load_period")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -62,6 +64,8 @@ ALL_SCRIPTS = (
     OWN_ENTRY,
     ENTRY,
     RATE_LIMIT,
+    SET_ENTRY,
+    LOAD_PERIOD,
 )
 
 

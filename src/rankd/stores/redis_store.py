@@ -15,23 +15,33 @@ from typing import Any
 
 import orjson
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
+from rankd import codec
 from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
 from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_batch import Batcher
-from rankd.stores.redis_loader import Loader, Progress
+from rankd.stores.redis_loader import (
+    Loader,
+    Progress,
+    SmallPeriod,
+    bulk,
+    command,
+    run_commands,
+)
 from rankd.stores.redis_scripts import (
     AROUND,
     ENTRY,
     FIRST_RECEIPTS,
     FRIENDS,
+    LOAD_PERIOD,
     MOVE_ENTRIES,
     OWN_ENTRY,
     RATE_LIMIT,
+    SET_ENTRY,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
@@ -444,16 +454,18 @@ class RedisStore:
     ) -> list[tuple[int, int | None]]:
         """For (period, player, composite): how many public entries are strictly above the
         composite, and the player's public composite (None: no entry). One round trip."""
+        calls: list[Call] = []
+        counts: list[Command] = []
+        for ref, player_id, composite in checks:
+            key = keys.period_keys(*ref).public
+            calls.append((ENTRY, (key,), (player_id,)))
+            counts.append(("ZCOUNT", (key, f"({composite}", "+inf")))
         with _reachable():
-            pipe = self.redis.pipeline(transaction=False)
-            for ref, player_id, composite in checks:
-                key = keys.period_keys(*ref).public
-                pipe.zcount(key, f"({composite}", "+inf")
-                pipe.zscore(key, player_id)
-            raw = await pipe.execute()
+            raw = await run_pipeline(self.redis, calls, counts)
+        entries, above = raw[: len(checks)], raw[len(checks) :]
         return [
-            (int(raw[i]), None if raw[i + 1] is None else _number(raw[i + 1]))
-            for i in range(0, len(raw), 2)
+            (int(n), None if len(e) == 1 else _number(e[1]))
+            for n, e in zip(above, entries, strict=True)
         ]
 
     async def settle_holds(
@@ -466,7 +478,6 @@ class RedisStore:
         approved run is raised into its side like a submit; the :pending entry becomes the
         best of the holds still waiting, or goes."""
         calls: list[Call] = []
-        commands: list[Command] = []
         for ref, hold, approved, side, waiting in decided:
             pk = keys.period_keys(*ref)
             player = hold.player_id
@@ -478,15 +489,18 @@ class RedisStore:
                         (hold.composite, player, 0, hold.ended_ms, "", 0, 0),
                     )
                 )
-            times = keys.times(pk.public, player)
-            commands.append(("ZREM", (pk.pending, player)))
-            commands.append(("HDEL", (times, f"{player}~p")))
-            if waiting:
-                composite, ended_ms = max(waiting)
-                commands.append(("ZADD", (pk.pending, composite, player)))
-                commands.append(("HSET", (times, f"{player}~p", ended_ms)))
+            # the :pending entry becomes the best hold still waiting (a higher composite, or
+            # an equal one reached earlier), or goes
+            best = min(waiting, key=lambda w: (-w[0], codec.stamp_offset(w[1])), default=None)
+            calls.append(
+                (
+                    SET_ENTRY,
+                    (pk.pending, pk.public),
+                    (player, "", 0) if best is None else (player, *best),
+                )
+            )
         with _reachable():
-            await run_pipeline(self.redis, calls, commands)
+            await run_pipeline(self.redis, calls)
 
     async def own(self, ref: PeriodRef, player_id: str) -> tuple[Own, int]:
         """A player's own view of a period (see ``Own``) and the public total."""
@@ -582,13 +596,16 @@ class RedisStore:
                 else:  # RESP2: member, score, member, score, ...
                     members = raw[0::2]
                     composites = [int(float(s)) for s in raw[1::2]]
-                players = [m.decode() for m in members]
-                pipe = self.redis.pipeline(transaction=False)
-                pipe.hmget(keys.NAMES, members)
-                for player in players:
-                    pipe.hget(keys.times(key, player), player)
-                names, *times = await pipe.execute()
-            yield players, composites, [_name(n) for n in names], [int(t or 0) for t in times]
+                # the ids and exact times are in the members (see codec.member)
+                decoded = [m.decode() for m in members]
+                players = [codec.player_of(m) for m in decoded]
+                names = await self.redis.hmget(keys.NAMES, players)
+            yield (
+                players,
+                composites,
+                [_name(n) for n in names],
+                [codec.achieved_of(m) for m in decoded],
+            )
             if len(members) < size:
                 return
             first += size
@@ -717,13 +734,60 @@ class RedisStore:
             # are applied again by the log consumer
             pending: list[Command] = [("DEL", (pk.pending, pk.applied))]
             for player, composite, achieved_ms in held:
-                pending.append(("ZADD", (pk.pending, composite, player)))
+                pending.append(("ZADD", (pk.pending, composite, codec.member(player, achieved_ms))))
                 pending.append(
                     ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
                 )
             await self._swap(staged, expires_ms, pending)
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
         return staged[pk.public] + len(held)
+
+    async def load_small_periods(self, periods: Sequence[SmallPeriod]) -> int:
+        """Load many small periods (no bans, no held runs, not a sum board: see
+        services/rebuild.py) in one round trip: one load_period script call each (atomic:
+        readers never see half of a period), then the periods indexes. Returns the entries
+        loaded."""
+        commands: list[bytes] = []
+        indexed: dict[tuple[str, str], list[bytes]] = {}
+        sha = LOAD_PERIOD.sha.encode()
+        for small in periods:
+            pk = keys.period_keys(*small.ref)
+            head = (b"EVALSHA", sha, b"3", pk.public.encode(), pk.pending.encode(),
+                    pk.applied.encode(), b"%d" % small.members)  # fmt: skip
+            parts = [bulk(h) for h in head]
+            parts.append(small.entries.replace(b"\x01", b"\r\n"))
+            size = len(head) + 2 * small.members
+            for bucket, fields, arguments in small.times:
+                parts += [bulk(b"%d" % bucket), bulk(b"%d" % fields)]
+                parts.append(arguments.replace(b"\x01", b"\r\n"))
+                size += 2 + 2 * fields
+            commands.append(b"*%d\r\n%b" % (size, b"".join(parts)))
+            index = indexed.setdefault((small.ref[0], small.ref[1]), [])
+            index += [b"%d" % small.start_ms, small.ref[2].encode()]
+        for (board, window), members in indexed.items():
+            key = keys.periods_index(board, window).encode()
+            commands.append(command(b"ZADD", key, b"NX", *members))
+        with _reachable():
+            try:
+                await run_commands(self.redis, commands)
+            except NoScriptError:
+                await load_all(self.redis)  # Redis lost its scripts (restarted): load, again
+                await run_commands(self.redis, commands)
+        return sum(small.members for small in periods)
+
+    async def missing_periods(self, refs: Sequence[PeriodRef]) -> set[PeriodRef]:
+        """Which of ``refs`` have no board key, asked in pipelined chunks (one round trip
+        per 1,000 periods, not one each)."""
+        missing: set[PeriodRef] = set()
+        for i in range(0, len(refs), 1000):
+            chunk = refs[i : i + 1000]
+            with _reachable():
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for ref in chunk:
+                        pipe.exists(keys.period_keys(*ref).public)
+                    found = await pipe.execute()
+            missing.update(ref for ref, exists in zip(chunk, found, strict=True) if not exists)
+        return missing
 
     async def _swap(
         self, staged: dict[str, int], expires_ms: int | None, also: Sequence[Command] = ()
@@ -739,6 +803,6 @@ class RedisStore:
             pipe.rename(keys.staging(live), live)
             if expires_ms is not None:
                 pipe.pexpireat(live, expires_ms)
-        for command, args in also:  # e.g. the :pending key, put in place with the board
-            pipe.execute_command(command, *args)
+        for name, args in also:  # e.g. the :pending key, put in place with the board
+            pipe.execute_command(name, *args)
         await pipe.execute()
