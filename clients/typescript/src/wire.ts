@@ -179,6 +179,7 @@ export interface ReadyOut {
   checks: Record<string, string>;
   consumer: ConsumerLag | null;
   reasons?: string[] | null;
+  recovering?: Record<string, string> | null;
   error?: ErrorBody | null;
 }
 
