@@ -27,6 +27,10 @@ export type Profile = Answer<"get_profile">;
 export type Ban = Answer<"ban">;
 export type Hold = Answer<"holds">["holds"][number];
 export type HoldDecision = Answer<"approve">;
+export type Bans = Answer<"bans">;
+export type BoardDeleted = Answer<"delete_board">;
+export type PlayerErased = Answer<"erase_player">;
+export type Segments = Answer<"segments">;
 export type Health = Answer<"healthz">;
 export type Ready = Answer<"readyz">;
 
@@ -175,6 +179,16 @@ export class RankdClient {
     return this.send({ method: "GET", path: `/v1/boards/${part(boardId)}` });
   }
 
+  /** Delete a board with its standings, archive and holds (admin key); the id can be reused. */
+  deleteBoard(boardId: string): Promise<BoardDeleted> {
+    return this.send({ method: "DELETE", path: `/v1/boards/${part(boardId)}` });
+  }
+
+  /** The segment values with public entries in a period, most entries first. */
+  segments(boardId: string, options: { window?: string; period?: string } = {}): Promise<Segments> {
+    return this.send({ method: "GET", path: `/v1/boards/${part(boardId)}/segments`, params: { ...options } });
+  }
+
   // --- runs (server key) -------------------------------------------------------------------
 
   /** Submit one run; retried on 503 (resending a run_id is harmless). */
@@ -315,6 +329,17 @@ export class RankdClient {
 
   unban(playerId: string): Promise<Ban> {
     return this.send({ method: "DELETE", path: `/v1/players/${part(playerId)}/ban` });
+  }
+
+  /** Players banned now, newest first; pass `next` as `after` for the next page. */
+  bans(options: { limit?: number; after?: string } = {}): Promise<Bans> {
+    const { limit = 100, after } = options;
+    return this.send({ method: "GET", path: "/v1/bans", params: { limit, after } });
+  }
+
+  /** Erase a player everywhere, for a privacy request (admin key). */
+  erasePlayer(playerId: string): Promise<PlayerErased> {
+    return this.send({ method: "DELETE", path: `/v1/players/${part(playerId)}` });
   }
 
   async holds(boardId: string): Promise<Hold[]> {

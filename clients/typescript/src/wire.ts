@@ -9,9 +9,19 @@ export interface AroundOut {
   entries: Entry[];
 }
 
+export interface BanInfo {
+  player_id: string;
+  banned_at: string;
+}
+
 export interface BanOut {
   player_id: string;
   banned: boolean;
+}
+
+export interface BansOut {
+  bans: BanInfo[];
+  next: string | null;
 }
 
 export interface BatchIn {
@@ -26,6 +36,11 @@ export interface BatchResult {
   run_id: string | null;
   standings?: Standing[] | null;
   error?: ErrorBody | null;
+}
+
+export interface BoardDeletedOut {
+  board_id: string;
+  deleted: true;
 }
 
 export interface BoardIn {
@@ -141,6 +156,11 @@ export interface PeriodsOut {
   periods: PeriodOut[];
 }
 
+export interface PlayerErasedOut {
+  player_id: string;
+  erased: true;
+}
+
 export interface PlayerOut {
   rank: number;
   player_id: string;
@@ -163,6 +183,7 @@ export interface ProfileOut {
   player_id: string;
   name: string | null;
   segments: Record<string, string>;
+  banned?: boolean | null;
 }
 
 export interface RankOfOut {
@@ -189,6 +210,23 @@ export interface RunIn {
   score: number;
   ended_at?: string | null;
   segments?: Record<string, string> | null;
+}
+
+export interface SegmentValue {
+  value: string;
+  total: number;
+}
+
+export interface SegmentValues {
+  dimension: string;
+  values: SegmentValue[];
+}
+
+export interface SegmentsOut {
+  board_id: string;
+  window: string;
+  period: string;
+  segments: SegmentValues[];
 }
 
 export interface Standing {
@@ -223,6 +261,9 @@ export interface Operations {
   approve: { method: "POST"; path: "/v1/boards/{board_id}/holds/{run_id}/approve"; request: never; response: HoldDecisionOut };
   around: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/around"; request: never; response: AroundOut };
   ban: { method: "POST"; path: "/v1/players/{player_id}/ban"; request: never; response: BanOut };
+  bans: { method: "GET"; path: "/v1/bans"; request: never; response: BansOut };
+  delete_board: { method: "DELETE"; path: "/v1/boards/{board_id}"; request: never; response: BoardDeletedOut };
+  erase_player: { method: "DELETE"; path: "/v1/players/{player_id}"; request: never; response: PlayerErasedOut };
   events: { method: "GET"; path: "/v1/boards/{board_id}/events"; request: never; response: string };
   friends: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/friends"; request: never; response: FriendsOut };
   get_board: { method: "GET"; path: "/v1/boards/{board_id}"; request: never; response: BoardOut };
@@ -238,6 +279,7 @@ export interface Operations {
   rank_of: { method: "GET"; path: "/v1/boards/{board_id}/rank-of"; request: never; response: RankOfOut };
   readyz: { method: "GET"; path: "/readyz"; request: never; response: ReadyOut };
   reject: { method: "POST"; path: "/v1/boards/{board_id}/holds/{run_id}/reject"; request: never; response: HoldDecisionOut };
+  segments: { method: "GET"; path: "/v1/boards/{board_id}/segments"; request: never; response: SegmentsOut };
   submit_batch: { method: "POST"; path: "/v1/boards/{board_id}/runs:batch"; request: BatchIn; response: BatchOut };
   submit_run: { method: "POST"; path: "/v1/boards/{board_id}/runs"; request: RunIn; response: SubmitOut };
   top: { method: "GET"; path: "/v1/boards/{board_id}/top"; request: never; response: TopOut };

@@ -159,6 +159,33 @@ describe("every endpoint", () => {
     assert.equal((await admin.unban("p-top")).banned, false);
     await waitFor(async () => (await server.top(boardId)).entries[0]?.player_id === "p-top");
   });
+
+  test("bans, erasure, segments and deleting a board", async () => {
+    const boardId = newBoardId("ts-admin");
+    await admin.putBoard(boardId, { segments: ["country"] });
+    await server.submit(boardId, "e-1", "p-erase", 50, { segments: { country: "FR" } });
+    await server.submit(boardId, "e-2", "p-keep", 40, { segments: { country: "FR" } });
+    await server.submit(boardId, "e-3", "p-de", 30, { segments: { country: "DE" } });
+    // a value is listed once the log consumer has applied its first run (within moments)
+    const expected = [
+      { dimension: "country", values: [{ value: "FR", total: 2 }, { value: "DE", total: 1 }] },
+    ];
+    await waitFor(async () => {
+      const listed = await server.segments(boardId, { window: "all-time" });
+      return JSON.stringify(listed.segments) === JSON.stringify(expected);
+    });
+
+    await admin.ban("p-de");
+    const bans = await admin.bans({ limit: 1000 });
+    assert.ok(bans.bans.some((b) => b.player_id === "p-de" && typeof b.banned_at === "string"));
+    assert.equal((await admin.getPlayer("p-de")).banned, true);
+    await admin.unban("p-de");
+
+    assert.deepEqual(await admin.erasePlayer("p-erase"), { player_id: "p-erase", erased: true });
+    await waitFor(async () => (await server.top(boardId)).entries[0]?.player_id === "p-keep");
+    assert.deepEqual(await admin.deleteBoard(boardId), { board_id: boardId, deleted: true });
+    await assert.rejects(server.top(boardId), BoardNotFound);
+  });
 });
 
 describe("errors", () => {
