@@ -10,7 +10,7 @@ RANKD_ADMIN_KEYS ?= dev-admin-key
 RANKD_SERVER_KEYS ?= dev-server-key
 export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS
 
-.PHONY: install dev run test lint typecheck format bench bench-quick bench-deps clean
+.PHONY: install dev run test test-ts lint typecheck format bench bench-quick bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,15 @@ lint: dev
 typecheck: dev
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck test-ts
 	$(BIN)/pytest
+
+# The TypeScript client (clients/typescript): built with tsc and tested with Node's own test
+# runner against a real `rankd serve` it starts (Node 18+ and npm; dev dependencies pinned
+# by its package-lock.json).
+test-ts: install
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error \
+	  && RANKD_BIN='$(abspath $(BIN))/rankd' npm test
 
 format: dev
 	$(BIN)/ruff format src tests bench

@@ -717,6 +717,17 @@ async def test_root_is_the_html_leaderboard_page(client: httpx.AsyncClient) -> N
         assert "EventSource" in asset.text or "disconnected" in asset.text
 
 
+async def test_the_favicon_ships_with_the_package(client: httpx.AsyncClient) -> None:
+    icon = await client.get("/favicon.ico")
+    assert icon.status_code == 200
+    assert icon.headers["content-type"] == "image/x-icon"
+    assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO header
+    svg = await client.get("/favicon.svg")
+    assert svg.status_code == 200 and svg.text.startswith("<svg")
+    page = await client.get("/")
+    assert 'href="/favicon.svg"' in page.text and 'href="/favicon.ico"' in page.text
+
+
 async def test_player_bad_accuracy_is_400(client: httpx.AsyncClient, five: str) -> None:
     response = await client.get(f"/v1/boards/{five}/players/p1", params={"accuracy": "rough"})
     error = assert_error(response, 400, "invalid_request")

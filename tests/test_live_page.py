@@ -1,7 +1,10 @@
 """The live page at / in a real browser (headless Chromium driven by Playwright) against a
-real `rankd serve` process: rows change within a second of a submit, the pickers work and
-live in the URL, scores show per the board's score_format, boards created after load
-appear, the player search answers, and a stopped service shows the disconnected state.
+real `rankd serve` process: rows change within a second of a submit, ▲n / NEW stay about
+10 s from the change, the pickers work and live in the URL (the segment values listed from
+/segments, or free text on a service without it), scores show per the board's score_format,
+boards created after load appear, the player search answers and follows the stream, and a
+stopped service shows the disconnected state. The page also fits a 390 px phone, has a
+favicon, and has a kiosk mode (big type, no pickers, the board's name and countdown).
 
 Skips only when no Chromium is installed (Debian's `chromium`; `.ci/run` installs it).
 With RANKD_UPDATE_SCREENSHOT=1 it also writes docs/live-page.png for the README.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -190,13 +194,34 @@ async def test_the_live_page_in_a_browser(service: Service, page: Page) -> None:
         assert time.monotonic() - started < 1.0
         await expect(rows.nth(0).locator(".move")).to_have_text("▲3")
         await expect(rows.nth(0)).to_have_class("r1 changed")
+        moved = time.monotonic()
         await submit(http, board_id, "p-new", 90_000)
         await expect(rows.nth(4).locator(".move")).to_have_text("NEW", timeout=1000)
+        # the marker outlives the next event: it counts from the moment of the change
+        await expect(rows.nth(0).locator(".move")).to_have_text("▲3")
+        await expect(rows.nth(0)).to_have_class("r1")  # the flash is for the change only
+        await submit(http, board_id, "p-ola", 71_000)  # one more event, no one moves
+        await page.wait_for_timeout(1500)
+        await expect(rows.nth(0).locator(".move")).to_have_text("▲3")
+        # ... and goes about 10 s after it
+        await expect(rows.nth(0).locator(".move")).to_have_text("", timeout=13000)
+        assert 8.5 < time.monotonic() - moved < 13, time.monotonic() - moved
+        await expect(rows.nth(4).locator(".move")).to_have_text("", timeout=3000)
 
-        # the segment picker, kept in the URL
+        # the segment picker, kept in the URL: the values with entries, listed from
+        # /segments, or free text on a service without that route
+        listed = await segments_listed(http, board_id)
         await page.select_option("#seg-dim", "country")
-        await page.fill("#seg-val", "FR")
-        await page.press("#seg-val", "Enter")
+        if listed:
+            await expect(page.locator("#seg-val")).to_be_hidden()
+            options = page.locator("#seg-pick option")
+            await expect(options).to_have_count(4)  # "choose…" and FR, DE, US
+            await expect(options.nth(1)).to_have_text("FR · 2")  # most entries first
+            await page.select_option("#seg-pick", "FR")
+        else:
+            await expect(page.locator("#seg-pick")).to_be_hidden()
+            await page.fill("#seg-val", "FR")
+            await page.press("#seg-val", "Enter")
         await expect(rows).to_have_count(2)
         await expect(page.locator("#meta")).to_contain_text("country:FR")
         assert "segment=country%3AFR" in page.url
@@ -210,7 +235,7 @@ async def test_the_live_page_in_a_browser(service: Service, page: Page) -> None:
         # a URL with a segment opens on it
         await page.goto(f"{service.base}/?board={board_id}&window=weekly&segment=country:DE")
         await expect(page.locator("#seg-dim")).to_have_value("country")
-        await expect(page.locator("#seg-val")).to_have_value("DE")
+        await expect(page.locator("#seg-pick" if listed else "#seg-val")).to_have_value("DE")
         await expect(rows).to_have_count(1)
         await expect(rows.nth(0).locator(".player")).to_contain_text("mia")
         await page.goto(f"{service.base}/?board={board_id}&window=weekly")
@@ -226,6 +251,16 @@ async def test_the_live_page_in_a_browser(service: Service, page: Page) -> None:
         await page.fill("#friends", "")
         await page.click("#search button")
         await expect(page.locator("#found .err")).to_contain_text("no entry")
+
+        # the side panel follows the stream: a player who takes the lead is #1 there too
+        await page.fill("#player", "p-ola")
+        await page.fill("#friends", "p-kai")
+        await page.click("#search button")
+        await expect(page.locator("#found-around tr.me .rank")).not_to_have_text("1")
+        await submit(http, board_id, "p-ola", 60_000)
+        await expect(rows.nth(0).locator(".player")).to_contain_text("ola.fast", timeout=1000)
+        await expect(page.locator("#found-around tr.me .rank")).to_have_text("1", timeout=2000)
+        await expect(page.locator("#found-friends tr").nth(0)).to_contain_text("ola.fast")
 
         # a board created after the page loaded appears in the picker
         later = new_board_id("later")
@@ -255,13 +290,72 @@ async def test_the_live_page_in_a_browser(service: Service, page: Page) -> None:
     await expect(page.locator("#conn")).to_have_class("conn live")
 
 
+async def segments_listed(http: httpx.AsyncClient, board_id: str) -> bool:
+    """Whether this service lists segment values (GET /v1/boards/{id}/segments)."""
+    response = await http.get(f"/v1/boards/{board_id}/segments", params={"window": "weekly"})
+    return response.status_code == 200
+
+
+async def test_phone_width_kiosk_and_favicon(service: Service, page: Page) -> None:
+    board_id = new_board_id("cup")
+    async with httpx.AsyncClient(base_url=service.base, timeout=10) as http:
+        await put_board(http, board_id, windows=["daily", "all-time"], segments=["country"])
+        for i, (player, shown) in enumerate(
+            [("p-longname", "a_rather_long_player_name_for_a_phone"), ("p-b", "bo"), ("p-c", "cy")]
+        ):
+            await name(http, player, shown, "FR")
+            await submit(http, board_id, player, 123_456_789 // (i + 1), run_id=f"{player}-x")
+
+        # the icon the browser asks for is there
+        icon = await http.get("/favicon.ico")
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+
+        # 390 px wide (a phone): nothing cut off, no sideways scrolling
+        await page.set_viewport_size({"width": 390, "height": 844})
+        await page.goto(f"{service.base}/?board={board_id}&window=daily")
+        rows = page.locator("#rows tr")
+        await expect(rows).to_have_count(3)
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+        for cell in (page.locator("th.when"), rows.nth(0).locator("td.when")):
+            box = await cell.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+        await expect(rows.nth(0).locator("td.when")).to_contain_text("ago")
+        await expect(page.locator("#countdown")).to_contain_text("ends in")
+
+        # kiosk: big type, no pickers or search, the board's name and the period countdown
+        await page.set_viewport_size({"width": 1920, "height": 1080})
+        normal = await font_px(page, "td.score")
+        await page.goto(f"{service.base}/?board={board_id}&window=daily&kiosk=1")
+        await expect(rows).to_have_count(3)
+        await expect(page.locator("#pickers")).to_be_hidden()
+        await expect(page.locator("#side")).to_be_hidden()
+        await expect(page.locator("#title")).to_have_text(board_id)
+        await expect(page.locator("#countdown")).to_have_text(
+            re.compile(r"^daily · \d{4}-\d{2}-\d{2} · ends in \d\d:\d\d:\d\d$")
+        )
+        assert await font_px(page, "td.score") >= 1.8 * normal
+        assert await font_px(page, "#title") >= 60
+        assert "kiosk=1" in page.url  # kept when the page rewrites its URL
+        # still live
+        await submit(http, board_id, "p-d", 500_000_000)
+        await expect(rows.nth(0).locator(".move")).to_have_text("NEW", timeout=1000)
+        if os.environ.get("RANKD_UPDATE_SCREENSHOT"):
+            await page.screenshot(path=str(SCREENSHOT.with_name("live-page-kiosk.png")))
+
+
+async def font_px(page: Page, selector: str) -> float:
+    size = await page.locator(selector).first.evaluate("e => getComputedStyle(e).fontSize")
+    return float(size.removesuffix("px"))
+
+
 async def screenshot(http: httpx.AsyncClient, page: Page, board_id: str) -> None:
     """The README's picture: a search answered and a player just moved up."""
     await page.fill("#player", "p-kai")
     await page.fill("#friends", "p-mia,p-ola")
     await page.click("#search button")
     await expect(page.locator("#found-friends tr")).to_have_count(3)
-    await submit(http, board_id, "p-kai", 62_100)
-    await expect(page.locator("#rows tr").nth(1).locator(".move")).to_have_text("▲1")
+    await submit(http, board_id, "p-kai", 61_000)
+    await expect(page.locator('#rows tr[data-player="p-kai"] .move')).to_have_text("▲2")
+    await expect(page.locator("#found-friends tr.me")).to_contain_text("#2")
     SCREENSHOT.parent.mkdir(exist_ok=True)
     await page.screenshot(path=str(SCREENSHOT))

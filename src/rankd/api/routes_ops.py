@@ -86,3 +86,18 @@ async def live_script() -> Response:
 @router.get("/live.css", include_in_schema=False)
 async def live_style() -> Response:
     return Response(_static("live.css"), media_type="text/css; charset=utf-8")
+
+
+# The page's icon, shipped in the package (browsers ask for /favicon.ico on every site).
+@router.get("/favicon.ico", include_in_schema=False)
+async def favicon() -> Response:
+    icon = resources.files("rankd.static").joinpath("favicon.ico").read_bytes()
+    return Response(icon, media_type="image/x-icon", headers=_ICON_CACHE)
+
+
+@router.get("/favicon.svg", include_in_schema=False)
+async def favicon_svg() -> Response:
+    return Response(_static("favicon.svg"), media_type="image/svg+xml", headers=_ICON_CACHE)
+
+
+_ICON_CACHE = {"Cache-Control": "public, max-age=86400"}

@@ -1,13 +1,24 @@
 // The live leaderboard page: pickers (kept in the URL), the board's top list over
-// Server-Sent Events (/v1/boards/{id}/events), a player search over the public reads.
+// Server-Sent Events (/v1/boards/{id}/events), a player search over the public reads that
+// is read again whenever the top list changes, and a kiosk mode (?kiosk=1) for a stream
+// screen: big type, no pickers, the board's name and its period's countdown.
 "use strict";
 const $ = (id) => document.getElementById(id);
 // names and ids are user-chosen: escape everything placed into HTML
 const esc = (v) => String(v).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const BOARDS_REFRESH_MS = 10000;
 const RETRY_MS = 2000;
+const MARK_MS = 10000;  // how long ▲n / NEW stay on a row after the change
+const FOUND_MIN_MS = 500;  // the side panel is read again at most this often
 
-const state = { boards: [], source: null, retry: null, ranks: new Map(), scores: new Map(), lastTop: null };
+const state = {
+  boards: [], source: null, retry: null, ranks: new Map(), scores: new Map(), lastTop: null,
+  // player id -> {from: the rank before the move (null: entered), until: ms}
+  marks: new Map(),
+  search: null, searching: false, searchAgain: false, searchAt: 0, searchTimer: null,
+  segValues: null,  // the segment values /segments lists; null: free text
+  periodEnds: new Map(), kiosk: false,
+};
 
 // --- scores and times -----------------------------------------------------------------
 const grouped = new Intl.NumberFormat();
@@ -49,7 +60,7 @@ function fromUrl() {
   return {
     board: q.get("board") || "", window: q.get("window") || "", period: q.get("period") || "",
     dim: colon > 0 ? segment.slice(0, colon) : "", val: colon > 0 ? segment.slice(colon + 1) : "",
-    n: q.get("n") || "",
+    n: q.get("n") || "", kiosk: q.get("kiosk") === "1",
   };
 }
 function toUrl() {
@@ -60,11 +71,15 @@ function toUrl() {
   const seg = segment();
   if (seg) q.set("segment", seg);
   if ($("n").value !== "25") q.set("n", $("n").value);
+  if (state.kiosk) q.set("kiosk", "1");
   const search = q.toString();
   history.replaceState(null, "", search ? `?${search}` : location.pathname);
 }
+function segValue() {
+  return state.segValues ? $("seg-pick").value : $("seg-val").value.trim();
+}
 function segment() {
-  const dim = $("seg-dim").value, val = $("seg-val").value.trim();
+  const dim = $("seg-dim").value, val = segValue();
   return dim && val ? `${dim}:${val}` : "";
 }
 function currentBoard() {
@@ -92,25 +107,59 @@ async function pickBoard(wanted = {}) {
   const board = currentBoard();
   if (!board) { showEmpty("No boards yet: create one with PUT /v1/boards/{id}."); return; }
   $("title").textContent = board.board_id;
+  document.title = `${board.board_id} · Rankd live`;
   fillSelect($("window"), board.windows, wanted.window || $("window").value);
   const dims = ["", ...board.segments];
   fillSelect($("seg-dim"), dims, wanted.dim ?? $("seg-dim").value, { "": "global" });
-  $("seg-val").hidden = !$("seg-dim").value;
   if (wanted.val !== undefined) $("seg-val").value = wanted.val;
-  await pickWindow(wanted.period ?? "");
+  await pickWindow(wanted.period ?? "", wanted.val);
 }
-async function pickWindow(wantedPeriod = "") {
+async function pickWindow(wantedPeriod = "", wantedValue = undefined) {
   const board = currentBoard(), win = $("window").value;
-  let periods = [];
-  if (win !== "all-time") {
-    const r = await fetch(`/v1/boards/${enc(board.board_id)}/periods?window=${enc(win)}`);
-    if (r.ok) periods = (await r.json()).periods.map((p) => p.period);
-  }
+  const periods = await loadPeriods(board, win);
   const labels = { "": win === "all-time" ? "all-time" : "current" };
   fillSelect($("period"), ["", ...periods.filter((p) => p)], wantedPeriod, labels);
+  await loadSegmentValues(wantedValue);
   connect();
 }
+async function loadPeriods(board, win) {
+  state.periodEnds = new Map();
+  if (win === "all-time") return [];
+  const r = await fetch(`/v1/boards/${enc(board.board_id)}/periods?window=${enc(win)}`);
+  if (!r.ok) return [];
+  const periods = (await r.json()).periods;
+  for (const p of periods) state.periodEnds.set(p.period, new Date(p.ends_at));
+  return periods.map((p) => p.period);
+}
 const enc = encodeURIComponent;
+
+// The segment values with entries in the chosen period (GET /v1/boards/{id}/segments), most
+// entries first; a service without that route (404/400) leaves the value as free text.
+async function loadSegmentValues(wanted = undefined) {
+  const board = currentBoard(), dim = $("seg-dim").value;
+  const keep = wanted ?? segValue();
+  let values = null;
+  if (board && dim) {
+    const q = new URLSearchParams({ window: $("window").value });
+    if ($("period").value) q.set("period", $("period").value);
+    try {
+      const r = await fetch(`/v1/boards/${enc(board.board_id)}/segments?${q}`);
+      if (r.ok) {
+        const listed = (await r.json()).segments.find((s) => s.dimension === dim);
+        values = listed ? listed.values : [];
+      }
+    } catch (_) { /* the stream's own state shows an outage */ }
+  }
+  state.segValues = values;
+  $("seg-pick").hidden = !dim || values === null;
+  $("seg-val").hidden = !dim || values !== null;
+  if (values === null) { if (keep) $("seg-val").value = keep; return; }
+  const listed = values.map((v) => v.value);
+  if (keep && !listed.includes(keep)) { listed.push(keep); values = [...values, { value: keep, total: 0 }]; }
+  const labels = { "": "choose…" };
+  for (const v of values) labels[v.value] = `${v.value} · ${grouped.format(v.total)}`;
+  fillSelect($("seg-pick"), ["", ...listed], keep, labels);
+}
 
 // --- the stream ---------------------------------------------------------------------------
 function connected(yes) {
@@ -129,12 +178,19 @@ function connect() {
   if ($("period").value) q.set("period", $("period").value);
   if (segment()) q.set("segment", segment());
   const key = `${board.board_id}?${q}`;
-  if (state.streamKey !== key) { state.ranks = new Map(); state.scores = new Map(); state.lastTop = null; }
+  if (state.streamKey !== key) {
+    state.ranks = new Map(); state.scores = new Map(); state.marks = new Map(); state.lastTop = null;
+    if (state.search) refreshFound(true);
+  }
   state.streamKey = key;
   const source = new EventSource(`/v1/boards/${enc(board.board_id)}/events?${q}`);
   state.source = source;
   source.addEventListener("open", () => connected(true));
-  source.addEventListener("top", (e) => { connected(true); render(JSON.parse(e.data)); });
+  source.addEventListener("top", (e) => {
+    connected(true);
+    render(JSON.parse(e.data));
+    if (state.search) refreshFound();  // the side panel follows the stream
+  });
   source.addEventListener("error", (e) => {
     if (e.data) { showEmpty(JSON.parse(e.data).error.message); source.close(); return; }
     connected(false);
@@ -162,46 +218,114 @@ function render(top) {
   $("meta").textContent = `${top.window} · ${top.period}${segment() ? ` · ${segment()}` : ""} · ${grouped.format(top.total)} ${top.total === 1 ? "player" : "players"}`;
   $("empty").hidden = top.entries.length > 0;
   if (!top.entries.length) $("empty").textContent = "No entries in this period yet.";
-  const ranks = new Map(), scores = new Map();
+  const ranks = new Map(), scores = new Map(), now = Date.now();
   const first = state.ranks.size === 0;
+  for (const [player, mark] of state.marks) if (mark.until <= now) state.marks.delete(player);
   $("rows").innerHTML = top.entries.map((e) => {
     ranks.set(e.player_id, e.rank); scores.set(e.player_id, e.score);
     const was = state.ranks.get(e.player_id);
-    let move = "", cls = `r${e.rank}`;
-    if (!first && was === undefined) { move = `<span class="new">NEW</span>`; cls += " changed"; }
-    else if (was !== undefined && was > e.rank) { move = `<span class="up">▲${was - e.rank}</span>`; cls += " changed"; }
-    else if (was !== undefined && was < e.rank) { move = `<span class="down">▼${e.rank - was}</span>`; }
-    else if (!first && state.scores.get(e.player_id) !== e.score) cls += " changed";
+    let cls = `r${e.rank}`;
+    // ▲n and NEW count from the moment of the change and last MARK_MS, whatever comes after;
+    // a second rise within that time adds to the first (▲ counts from the rank before both)
+    const mark = state.marks.get(e.player_id);
+    if (!first && was === undefined) {
+      state.marks.set(e.player_id, { from: null, until: now + MARK_MS }); cls += " changed";
+    } else if (was !== undefined && was > e.rank) {
+      state.marks.set(e.player_id, { from: mark ? mark.from : was, until: now + MARK_MS });
+      cls += " changed";
+    } else if (!first && state.scores.get(e.player_id) !== e.score) cls += " changed";
+    const move = moveMark(state.marks.get(e.player_id), e.rank, was);
     const at = new Date(e.achieved_at);
     const name = e.name ? `${esc(e.name)}<span class="pid">${esc(e.player_id)}</span>` : esc(e.player_id);
     return `<tr class="${cls}" data-player="${esc(e.player_id)}"><td class="rank">${e.rank}</td>` +
-      `<td class="move">${move}</td><td class="player">${name}</td>` +
+      `<td class="move"${move.until ? ` data-until="${move.until}"` : ""}>${move.html}</td>` +
+      `<td class="player">${name}</td>` +
       `<td class="score">${esc(formatScore(e.score, format))}</td>` +
       `<td class="when" title="${esc(at.toString())}" data-at="${esc(e.achieved_at)}">` +
       `${esc(ago(at))}<small>${esc(localTime(at))}</small></td></tr>`;
   }).join("");
   state.ranks = ranks; state.scores = scores;
+  tickCountdown();
+}
+function moveMark(mark, rank, was) {
+  if (mark && mark.from === null) return { html: `<span class="new">NEW</span>`, until: mark.until };
+  if (mark && mark.from > rank) return { html: `<span class="up">▲${mark.from - rank}</span>`, until: mark.until };
+  // a fall shows until the next event (a rise above pushes many rows down at once)
+  if (was !== undefined && was < rank) return { html: `<span class="down">▼${rank - was}</span>` };
+  return { html: "" };
 }
 function tickTimes() {
+  const now = Date.now();
   for (const cell of document.querySelectorAll("td.when[data-at]")) {
     const at = new Date(cell.dataset.at);
     cell.firstChild.textContent = ago(at);
   }
+  for (const cell of document.querySelectorAll("td.move[data-until]")) {
+    if (Number(cell.dataset.until) <= now) { cell.textContent = ""; delete cell.dataset.until; }
+  }
+  tickCountdown();
+}
+// the current period's countdown (the header; big in kiosk mode)
+function tickCountdown() {
+  const top = state.lastTop, el = $("countdown");
+  if (!top) { el.textContent = ""; return; }
+  const label = top.window === "all-time" ? "all-time" : `${top.window} · ${top.period}`;
+  const ends = state.periodEnds.get(top.period);
+  if (top.window !== "all-time" && !ends) reloadPeriods();  // a new period began
+  if (top.window === "all-time" || !ends) { el.textContent = label; return; }
+  const left = Math.round((ends.getTime() - Date.now()) / 1000);
+  if (left <= 0) { el.textContent = `${label} · ended`; if (!$("period").value) reloadPeriods(); return; }
+  const d = Math.floor(left / 86400), h = Math.floor(left / 3600) % 24;
+  const m = Math.floor(left / 60) % 60, s = left % 60;
+  const clock = `${String(h).padStart(2, "0")}:${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}`;
+  el.textContent = `${label} · ends in ${d ? `${d}d ` : ""}${clock}`;
+  el.title = `ends ${ends.toLocaleString()}`;
+}
+async function reloadPeriods() {
+  const board = currentBoard();
+  if (!board || state.periodsLoading) return;
+  state.periodsLoading = true;
+  try { await loadPeriods(board, $("window").value); } catch (_) { /* retried next tick */ }
+  finally { setTimeout(() => { state.periodsLoading = false; }, 5000); }
 }
 
 // --- player search: around and friends ---------------------------------------------------
 async function search(event) {
   event.preventDefault();
-  const board = currentBoard(), player = $("player").value.trim();
-  if (!board || !player) return;
+  const player = $("player").value.trim();
+  const friends = $("friends").value.split(",").map((s) => s.trim()).filter(Boolean);
+  state.search = player ? { player, friends } : null;
+  if (!player) { $("found").innerHTML = ""; return; }
+  await refreshFound(true);
+}
+// Reads the side panel again: at once when asked, else at most every FOUND_MIN_MS and never
+// two reads at a time (a busy board's events coalesce into one read, the latest state).
+async function refreshFound(now = false) {
+  if (state.searching) { state.searchAgain = true; return; }
+  const wait = now ? 0 : state.searchAt + FOUND_MIN_MS - Date.now();
+  if (wait > 0) {
+    if (!state.searchTimer) state.searchTimer = setTimeout(() => { state.searchTimer = null; refreshFound(); }, wait);
+    return;
+  }
+  state.searching = true; state.searchAt = Date.now();
+  try { await readFound(); } catch (_) { /* kept; the stream's state shows an outage */ }
+  finally {
+    state.searching = false;
+    if (state.searchAgain) { state.searchAgain = false; refreshFound(); }
+  }
+}
+async function readFound() {
+  const board = currentBoard(), wanted = state.search;
+  if (!board || !wanted) return;
+  const { player, friends } = wanted;
   const q = new URLSearchParams({ window: $("window").value });
   if ($("period").value) q.set("period", $("period").value);
   if (segment()) q.set("segment", segment());
   const base = `/v1/boards/${enc(board.board_id)}/players/${enc(player)}`;
-  const friends = $("friends").value.split(",").map((s) => s.trim()).filter(Boolean);
   const calls = [fetch(`${base}/around?range=3&${q}`)];
   if (friends.length) calls.push(fetch(`${base}/friends?ids=${enc(friends.join(","))}&${q}`));
   const answers = await Promise.all(calls.map((p) => p.then(async (r) => [r.ok, await r.json()])));
+  if (state.search !== wanted) return;  // a newer search was asked for meanwhile
   $("found").innerHTML = answers.map(([ok, body], i) => {
     const title = i === 0 ? "Around" : "Friends";
     if (!ok) return `<h3>${title}</h3><p class="err">${esc(body.error.message)}</p>`;
@@ -216,6 +340,11 @@ async function search(event) {
 // --- wiring ---------------------------------------------------------------------------------
 async function start() {
   const wanted = fromUrl();
+  state.kiosk = wanted.kiosk;
+  document.body.classList.toggle("kiosk", state.kiosk);
+  $("pickers").hidden = state.kiosk;
+  $("side").hidden = state.kiosk;
+  if (state.kiosk && !wanted.n) $("n").value = "10";
   if (["10", "25", "50", "100"].includes(wanted.n)) $("n").value = wanted.n;
   try {
     if (await loadBoards(wanted)) await pickBoard(wanted);
@@ -233,12 +362,15 @@ async function refreshBoards() {
   try { await loadBoards(); } catch (_) { return; }  // the stream's own state shows the outage
   if (!had && $("board").value) await pickBoard();
   else if (state.lastTop) render(state.lastTop);  // a changed score_format shows at once
+  // values that gained their first entries since appear in the picker
+  if (state.segValues && document.activeElement !== $("seg-pick")) await loadSegmentValues();
 }
-$("board").addEventListener("change", () => { $("seg-val").value = ""; pickBoard({}); });
+$("board").addEventListener("change", () => { $("seg-val").value = ""; pickBoard({ val: "" }); });
 $("window").addEventListener("change", () => pickWindow(""));
-$("period").addEventListener("change", connect);
+$("period").addEventListener("change", async () => { await loadSegmentValues(); connect(); });
 $("n").addEventListener("change", connect);
-$("seg-dim").addEventListener("change", () => { $("seg-val").hidden = !$("seg-dim").value; if (segment() || !$("seg-dim").value) connect(); });
+$("seg-dim").addEventListener("change", async () => { await loadSegmentValues(""); connect(); });
+$("seg-pick").addEventListener("change", connect);
 $("seg-val").addEventListener("change", connect);
 $("search").addEventListener("submit", search);
 start();

@@ -1,0 +1,388 @@
+// RankdClient: the HTTP API from Node (18+) or a browser, over the platform's fetch. It
+// behaves as the Python client (rankd.client) does: errors are RankdAPIError subclasses;
+// only submits are retried (a run_id is counted once, so a resent run changes nothing
+// twice), on 503, a lost connection or a timeout, and on 429 when its Retry-After is short;
+// reads and admin calls are the caller's to retry.
+
+import { RankdAPIError, RateLimited, Unavailable, errorFor } from "./errors.js";
+import { EventReader, lines } from "./events.js";
+import type { Operations } from "./wire.js";
+
+type Answer<K extends keyof Operations> = Operations[K]["response"];
+type Body<K extends keyof Operations> = Operations[K]["request"];
+
+export type Board = Answer<"get_board">;
+export type BoardConfig = Body<"put_board">;
+export type Run = Body<"submit_run">;
+export type SubmitResult = Answer<"submit_run">;
+export type BatchItem = Answer<"submit_batch">["results"][number];
+export type Top = Answer<"top">;
+export type Entry = Top["entries"][number];
+export type PlayerStanding = Answer<"player">;
+export type Around = Answer<"around">;
+export type Friends = Answer<"friends">;
+export type RankOf = Answer<"rank_of">;
+export type Periods = Answer<"periods">;
+export type Profile = Answer<"get_profile">;
+export type Ban = Answer<"ban">;
+export type Hold = Answer<"holds">["holds"][number];
+export type HoldDecision = Answer<"approve">;
+export type Bans = Answer<"bans">;
+export type BoardDeleted = Answer<"delete_board">;
+export type PlayerErased = Answer<"erase_player">;
+export type Segments = Answer<"segments">;
+export type Health = Answer<"healthz">;
+export type Ready = Answer<"readyz">;
+
+export const MAX_BATCH = 1000; // runs per runs:batch call
+
+/** Bounded exponential backoff for submits: at most `attempts` calls, waiting about
+ * `firstDelayMs`, then twice as long each time, never more than `maxDelayMs` (each wait
+ * jittered between half and all of it, so many clients do not retry in step). */
+export class RetryPolicy {
+  readonly attempts: number;
+  readonly firstDelayMs: number;
+  readonly maxDelayMs: number;
+
+  constructor({ attempts = 5, firstDelayMs = 100, maxDelayMs = 2000 } = {}) {
+    if (!(attempts >= 1 && firstDelayMs >= 0 && maxDelayMs >= firstDelayMs)) {
+      throw new RangeError("attempts >= 1 and 0 <= firstDelayMs <= maxDelayMs");
+    }
+    this.attempts = attempts;
+    this.firstDelayMs = firstDelayMs;
+    this.maxDelayMs = maxDelayMs;
+  }
+
+  /** Milliseconds to wait before retry number `retry` (0 for the first). */
+  delay(retry: number, retryAfterS: number | null = null): number {
+    const ceiling = Math.min(this.maxDelayMs, this.firstDelayMs * 2 ** retry);
+    let wait = ceiling / 2 + Math.random() * (ceiling / 2);
+    if (retryAfterS !== null) wait = Math.max(wait, retryAfterS * 1000);
+    return wait;
+  }
+
+  /** Whether a submit that failed on attempt `attempt` (0-based) is sent again. */
+  shouldRetry(idempotentSubmit: boolean, attempt: number, failure: unknown): boolean {
+    if (!idempotentSubmit || attempt + 1 >= this.attempts) return false;
+    if (failure instanceof RateLimited) {
+      // only a short wait: a longer one is the caller's decision
+      return failure.retryAfter === null || failure.retryAfter * 1000 <= this.maxDelayMs;
+    }
+    return failure instanceof Unavailable || isTransportError(failure);
+  }
+}
+
+/** A request that never got an HTTP answer: refused or dropped connection, or timed out. */
+export function isTransportError(failure: unknown): boolean {
+  if (failure instanceof RankdAPIError) return false;
+  if (failure instanceof TypeError) return true; // fetch's "fetch failed"
+  const name = (failure as { name?: unknown } | null)?.name;
+  return name === "TimeoutError" || name === "AbortError";
+}
+
+export interface ClientOptions {
+  /** An admin or server key; none: public reads only. */
+  key?: string;
+  /** Per request, in milliseconds (the event stream has none). Default 10 s. */
+  timeoutMs?: number;
+  retry?: RetryPolicy;
+  /** Another fetch (a test's, a proxy agent's); default the global one. */
+  fetch?: typeof fetch;
+}
+
+export interface Where {
+  window?: string;
+  period?: string;
+  segment?: string;
+}
+export interface ViewerWhere extends Where {
+  /** A player's own view (needs a server key). */
+  viewer?: string;
+}
+
+type Params = Record<string, string | number | undefined>;
+
+interface Call {
+  method: string;
+  path: string;
+  params?: Params;
+  body?: unknown;
+  idempotentSubmit?: boolean;
+}
+
+const part = encodeURIComponent;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class RankdClient {
+  readonly baseUrl: string;
+  readonly retry: RetryPolicy;
+  private readonly headers: Record<string, string>;
+  private readonly timeoutMs: number;
+  private readonly fetch: typeof fetch;
+
+  constructor(baseUrl = "http://127.0.0.1:8000", options: ClientOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.retry = options.retry ?? new RetryPolicy();
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.headers = options.key ? { Authorization: `Bearer ${options.key}` } : {};
+  }
+
+  private url(path: string, params: Params = {}): string {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(params)) {
+      if (value !== undefined) query.set(name, String(value));
+    }
+    const text = query.toString();
+    return `${this.baseUrl}${path}${text ? `?${text}` : ""}`;
+  }
+
+  private async once(call: Call): Promise<unknown> {
+    const headers: Record<string, string> = { ...this.headers, Accept: "application/json" };
+    const init: RequestInit = {
+      method: call.method,
+      headers,
+      signal: AbortSignal.timeout(this.timeoutMs),
+    };
+    if (call.body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(call.body);
+    }
+    const response = await this.fetch(this.url(call.path, call.params), init);
+    return decode(response);
+  }
+
+  private async send<T>(call: Call): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return (await this.once(call)) as T;
+      } catch (failure) {
+        if (!this.retry.shouldRetry(call.idempotentSubmit === true, attempt, failure)) throw failure;
+        const after = failure instanceof RankdAPIError ? failure.retryAfter : null;
+        await sleep(this.retry.delay(attempt, after));
+      }
+    }
+  }
+
+  // --- boards (admin key to write) ---------------------------------------------------------
+
+  /** Create or update a board (admin key); omitted fields keep their value. */
+  putBoard(boardId: string, config: BoardConfig = {}): Promise<Board> {
+    return this.send({ method: "PUT", path: `/v1/boards/${part(boardId)}`, body: config });
+  }
+
+  async listBoards(): Promise<Board[]> {
+    return (await this.send<Answer<"list_boards">>({ method: "GET", path: "/v1/boards" })).boards;
+  }
+
+  getBoard(boardId: string): Promise<Board> {
+    return this.send({ method: "GET", path: `/v1/boards/${part(boardId)}` });
+  }
+
+  /** Delete a board with its standings, archive and holds (admin key); the id can be reused. */
+  deleteBoard(boardId: string): Promise<BoardDeleted> {
+    return this.send({ method: "DELETE", path: `/v1/boards/${part(boardId)}` });
+  }
+
+  /** The segment values with public entries in a period, most entries first. */
+  segments(boardId: string, options: { window?: string; period?: string } = {}): Promise<Segments> {
+    return this.send({ method: "GET", path: `/v1/boards/${part(boardId)}/segments`, params: { ...options } });
+  }
+
+  // --- runs (server key) -------------------------------------------------------------------
+
+  /** Submit one run; retried on 503 (resending a run_id is harmless). */
+  submit(
+    boardId: string,
+    runId: string,
+    playerId: string,
+    score: number,
+    options: { endedAt?: string | Date; segments?: Record<string, string> } = {},
+  ): Promise<SubmitResult> {
+    const run: Run = { run_id: runId, player_id: playerId, score };
+    if (options.endedAt !== undefined) run.ended_at = timeText(options.endedAt);
+    if (options.segments !== undefined) run.segments = options.segments;
+    return this.send({
+      method: "POST",
+      path: `/v1/boards/${part(boardId)}/runs`,
+      body: run,
+      idempotentSubmit: true,
+    });
+  }
+
+  /** Up to 1000 runs in one call: one result per run, in order. */
+  async submitBatch(boardId: string, runs: readonly Run[]): Promise<BatchItem[]> {
+    if (runs.length > MAX_BATCH) {
+      throw new RangeError(`${runs.length} runs: at most ${MAX_BATCH} per batch (see submitMany)`);
+    }
+    const answer = await this.send<Answer<"submit_batch">>({
+      method: "POST",
+      path: `/v1/boards/${part(boardId)}/runs:batch`,
+      body: { runs: runs.map((run) => ({ ...run })) },
+      idempotentSubmit: true,
+    });
+    return answer.results;
+  }
+
+  /** Any number of runs, as runs:batch calls of `batchSize`; results in order. */
+  async submitMany(boardId: string, runs: Iterable<Run>, batchSize = MAX_BATCH): Promise<BatchItem[]> {
+    if (!(batchSize >= 1 && batchSize <= MAX_BATCH)) {
+      throw new RangeError(`batch size must be 1..${MAX_BATCH}`);
+    }
+    const results: BatchItem[] = [];
+    let chunk: Run[] = [];
+    for (const run of runs) {
+      chunk.push(run);
+      if (chunk.length === batchSize) {
+        results.push(...(await this.submitBatch(boardId, chunk)));
+        chunk = [];
+      }
+    }
+    if (chunk.length) results.push(...(await this.submitBatch(boardId, chunk)));
+    return results;
+  }
+
+  // --- reads (public; viewer= needs a server key) -------------------------------------------
+
+  top(boardId: string, options: ViewerWhere & { n?: number; offset?: number } = {}): Promise<Top> {
+    const { n = 10, offset = 0, ...where } = options;
+    return this.send({
+      method: "GET",
+      path: `/v1/boards/${part(boardId)}/top`,
+      params: { ...where, n, offset },
+    });
+  }
+
+  player(
+    boardId: string,
+    playerId: string,
+    options: ViewerWhere & { accuracy?: "exact" | "approx" } = {},
+  ): Promise<PlayerStanding> {
+    return this.send({
+      method: "GET",
+      path: `/v1/boards/${part(boardId)}/players/${part(playerId)}`,
+      params: { ...options },
+    });
+  }
+
+  around(boardId: string, playerId: string, options: ViewerWhere & { range?: number } = {}): Promise<Around> {
+    const { range = 5, ...where } = options;
+    return this.send({
+      method: "GET",
+      path: `/v1/boards/${part(boardId)}/players/${part(playerId)}/around`,
+      params: { ...where, range },
+    });
+  }
+
+  friends(boardId: string, playerId: string, ids: readonly string[], options: ViewerWhere = {}): Promise<Friends> {
+    return this.send({
+      method: "GET",
+      path: `/v1/boards/${part(boardId)}/players/${part(playerId)}/friends`,
+      params: { ...options, ids: ids.join(",") },
+    });
+  }
+
+  rankOf(boardId: string, score: number, options: Where = {}): Promise<RankOf> {
+    return this.send({
+      method: "GET",
+      path: `/v1/boards/${part(boardId)}/rank-of`,
+      params: { ...options, score },
+    });
+  }
+
+  periods(boardId: string, options: { window?: string; segment?: string } = {}): Promise<Periods> {
+    return this.send({ method: "GET", path: `/v1/boards/${part(boardId)}/periods`, params: { ...options } });
+  }
+
+  /** The live top list: the first on connect, then each change (Server-Sent Events). The
+   * stream has no timeout; end it with `signal` (or by leaving a `for await` loop). */
+  async *events(
+    boardId: string,
+    options: Where & { n?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<Top> {
+    const { n = 10, signal, ...where } = options;
+    const init: RequestInit = { headers: { ...this.headers, Accept: "text/event-stream" } };
+    if (signal) init.signal = signal;
+    const response = await this.fetch(this.url(`/v1/boards/${part(boardId)}/events`, { ...where, n }), init);
+    if (response.status >= 400) await decode(response); // throws its error
+    if (!response.body) return;
+    const reader = new EventReader();
+    for await (const line of lines(response.body)) {
+      const found = reader.feed(line);
+      if (found && found[0] === "top") yield JSON.parse(found[1]) as Top;
+    }
+  }
+
+  // --- players (server key) and moderation (admin key) ----------------------------------------
+
+  putPlayer(playerId: string, profile: { name?: string; segments?: Record<string, string> } = {}): Promise<Profile> {
+    return this.send({ method: "PUT", path: `/v1/players/${part(playerId)}`, body: profile });
+  }
+
+  getPlayer(playerId: string): Promise<Profile> {
+    return this.send({ method: "GET", path: `/v1/players/${part(playerId)}` });
+  }
+
+  ban(playerId: string): Promise<Ban> {
+    return this.send({ method: "POST", path: `/v1/players/${part(playerId)}/ban` });
+  }
+
+  unban(playerId: string): Promise<Ban> {
+    return this.send({ method: "DELETE", path: `/v1/players/${part(playerId)}/ban` });
+  }
+
+  /** Players banned now, newest first; pass `next` as `after` for the next page. */
+  bans(options: { limit?: number; after?: string } = {}): Promise<Bans> {
+    const { limit = 100, after } = options;
+    return this.send({ method: "GET", path: "/v1/bans", params: { limit, after } });
+  }
+
+  /** Erase a player everywhere, for a privacy request (admin key). */
+  erasePlayer(playerId: string): Promise<PlayerErased> {
+    return this.send({ method: "DELETE", path: `/v1/players/${part(playerId)}` });
+  }
+
+  async holds(boardId: string): Promise<Hold[]> {
+    const answer = await this.send<Answer<"holds">>({ method: "GET", path: `/v1/boards/${part(boardId)}/holds` });
+    return answer.holds;
+  }
+
+  approve(boardId: string, runId: string): Promise<HoldDecision> {
+    return this.send({ method: "POST", path: `/v1/boards/${part(boardId)}/holds/${part(runId)}/approve` });
+  }
+
+  reject(boardId: string, runId: string): Promise<HoldDecision> {
+    return this.send({ method: "POST", path: `/v1/boards/${part(boardId)}/holds/${part(runId)}/reject` });
+  }
+
+  // --- operations -----------------------------------------------------------------------------
+
+  healthz(): Promise<Health> {
+    return this.send({ method: "GET", path: "/healthz" });
+  }
+
+  /** 200 answers (ready or degraded); a 503 raises Unavailable. */
+  readyz(): Promise<Ready> {
+    return this.send({ method: "GET", path: "/readyz" });
+  }
+}
+
+/** The JSON of a 2xx answer; an error answer throws its RankdAPIError subclass. */
+export async function decode(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (response.status >= 400) {
+    let body: unknown = null;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = null;
+    }
+    throw errorFor(response.status, body, response.headers.get("retry-after"));
+  }
+  return JSON.parse(text);
+}
+
+/** RFC 3339 as the contract writes it: UTC with milliseconds. */
+export function timeText(value: string | Date): string {
+  return typeof value === "string" ? value : value.toISOString();
+}
