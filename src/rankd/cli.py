@@ -28,7 +28,16 @@ from rich.progress import (
 
 from rankd import datadir
 from rankd.embedded import EmbeddedServerError, EmbeddedServers, start_embedded
+from rankd.embedded.topology import (
+    TOPOLOGIES,
+    Topology,
+    TopologyServers,
+    check_topology,
+    recorded_topology,
+    start_topology,
+)
 from rankd.settings import Settings
+from rankd.stores.redis_connection import BadRedisUrl, parse_redis_url, safe_url
 
 app = typer.Typer(add_completion=False, help="Rankd: real-time leaderboards for games.")
 log = logging.getLogger("rankd")
@@ -45,6 +54,52 @@ AllowEmpty = Annotated[
     ),
 ]
 SERVICES_FILE = "services.json"  # the URLs of a running `rankd serve`'s embedded servers
+TopologyOption = Annotated[
+    str | None,
+    typer.Option(
+        help="embedded servers' shape: single, cluster (Redis Cluster 3+3, JetStream x3) or "
+        "sentinel (Redis primary, replica, 3 Sentinels; JetStream x3) [the data dir's, else "
+        "single]"
+    ),
+]
+
+
+def check_urls(settings: Settings) -> None:
+    """Refuse a malformed RANKD_REDIS_URL or RANKD_NATS_URL with one line, before anything
+    starts."""
+    if settings.redis_url:
+        try:
+            parse_redis_url(settings.redis_url)
+        except BadRedisUrl as exc:
+            _fail(str(exc))
+    if settings.nats_url:
+        for server in settings.nats_url.split(","):
+            scheme, sep, rest = server.strip().partition("://")
+            host, colon, port = rest.rstrip("/").rpartition("@")[2].rpartition(":")
+            if not sep or scheme not in ("nats", "tls") or not colon or not host:
+                _fail(
+                    f"RANKD_NATS_URL: {server.strip()!r} is not nats://host:port or "
+                    "tls://host:port (several: comma-separated)"
+                )
+            if not port.isdigit() or not 0 < int(port) < 65536:
+                _fail(f"RANKD_NATS_URL: {port!r} is not a port in {server.strip()!r}")
+
+
+async def _reachable(settings: Settings) -> str | None:
+    """Why the configured Redis cannot be used right now, or None."""
+    from rankd.stores.redis_store import RedisStore
+
+    assert settings.redis_url is not None
+    store = RedisStore(settings.redis_url, batch_in_flight=0)
+    try:
+        await asyncio.wait_for(store.ping(), timeout=10)
+    except Exception as exc:
+        cause = exc.__cause__ or exc
+        return f"{type(cause).__name__}: {cause}".splitlines()[0][:300]
+    finally:
+        with contextlib.suppress(Exception):
+            await store.close()
+    return None
 
 
 def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
@@ -102,6 +157,7 @@ def _services(
     has_data: Callable[[Path], bool] | None = None,
     allow_empty: bool = False,
     before_start: Callable[[], None] | None = None,
+    topology: str | None = None,
 ) -> Iterator[Settings]:
     """Settings with service URLs: from the environment, else from a running `rankd serve`
     on the same data dir (not when serving), else from embedded servers started here, on a
@@ -109,7 +165,12 @@ def _services(
     refuses a data dir without it unless ``allow_empty``: empty servers would only make
     it look done."""
     urls = (settings.redis_url, settings.postgres_url, settings.nats_url)
+    if topology is not None and topology not in TOPOLOGIES:
+        _fail(f"{command}: --topology must be one of {', '.join(TOPOLOGIES)}, not {topology!r}")
     if all(urls):
+        if topology is not None:
+            _fail(f"{command}: --topology is for embedded servers; RANKD_*_URL are set")
+        check_urls(settings)
         yield settings
         return
     if any(urls):
@@ -135,19 +196,30 @@ def _services(
     except datadir.DataDirInUse as busy:
         _in_use(command, busy)
     try:
+        try:
+            shape: Topology = topology or recorded_topology(data_dir) or "single"
+            check_topology(data_dir, shape)
+        except EmbeddedServerError as exc:
+            _fail(f"{command}: {exc}")
         if before_start is not None:
             before_start()
-        typer.echo(f"starting embedded Redis, PostgreSQL and NATS in {data_dir} ...", err=True)
+        typer.echo(
+            f"starting embedded Redis, PostgreSQL and NATS ({shape}) in {data_dir} ...", err=True
+        )
         try:
-            servers: EmbeddedServers = start_embedded(data_dir)
+            servers: EmbeddedServers | TopologyServers = (
+                start_embedded(data_dir) if shape == "single" else start_topology(data_dir, shape)
+            )
         except EmbeddedServerError as exc:
-            _fail(f"{command}: the embedded servers did not start: {exc}")
+            _fail(f"{command}: the embedded servers did not start: {str(exc).splitlines()[0]}")
         try:
-            urls_now = {
+            urls_now: dict[str, Any] = {
                 "redis_url": servers.redis_url,
                 "postgres_url": servers.postgres_url,
                 "nats_url": servers.nats_url,
             }
+            if isinstance(servers, TopologyServers):
+                urls_now["stream_replicas"] = servers.stream_replicas
             if serving:
                 shared.write_text(json.dumps({**urls_now, "pid": os.getpid()}))
             yield settings.model_copy(update=urls_now)
@@ -178,6 +250,7 @@ def serve(
     workers: Annotated[
         int, typer.Option(help="worker processes sharing nothing but the servers", min=1, max=64)
     ] = 1,
+    topology: TopologyOption = None,
 ) -> None:
     """Run the HTTP service; with no RANKD_*_URL set, on embedded Redis, PostgreSQL and NATS."""
     settings = _settings(data_dir)
@@ -187,11 +260,17 @@ def serve(
     )
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     services = _services(
-        settings, command="rankd serve", serving=True, before_start=lambda: _check_port(host, port)
+        settings,
+        command="rankd serve",
+        serving=True,
+        before_start=lambda: _check_port(host, port),
+        topology=topology,
     )
     if settings.redis_url or settings.postgres_url or settings.nats_url:
         _check_port(host, port)  # no embedded servers: nothing else checks it first
     with services as settings:
+        if settings.redis_url and (why := asyncio.run(_reachable(settings))):
+            _fail(f"rankd serve: Redis at {safe_url(settings.redis_url)} is unreachable: {why}")
         if not settings.admin_keys and not settings.server_keys:
             typer.echo("warning: RANKD_ADMIN_KEYS and RANKD_SERVER_KEYS are empty; only reads work")
         from uvicorn.supervisors import Multiprocess

@@ -25,6 +25,9 @@ class Settings(BaseSettings):
     # JetStream stream holding every accepted run.
     stream: str = "RUNS"
     subject_prefix: str = "runs"
+    # Copies of the stream JetStream keeps (when it creates the stream): 3 on a three-node
+    # cluster, so one node's loss loses no acknowledged run; 1 on a single server.
+    stream_replicas: int = Field(1, ge=1, le=5)
     publish_timeout_s: float = 5.0
 
     # Group commit: log messages in flight per board, and most runs one message carries.
@@ -36,6 +39,9 @@ class Settings(BaseSettings):
     # concurrent requests' Redis calls share pipelines, at most this many on the wire at
     # once (stores/redis_batch.py); 0: every request sends its own
     redis_batch_in_flight: int = Field(4, ge=0, le=64)
+    # On a Redis Cluster, send plain read commands to replicas too. Script calls (a submit's
+    # answer, a player's own view, top lists) always go to the primary.
+    redis_read_from_replicas: bool = False
     redis_pool_timeout_s: float = 10.0
     postgres_pool_min: int = Field(1, ge=0)
     postgres_pool_max: int = Field(10, ge=1)

@@ -14,7 +14,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from typing import Any
 
 import orjson
-from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from rankd import codec
@@ -24,6 +23,7 @@ from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_batch import Batcher
+from rankd.stores.redis_connection import NodeClients, connect, identity, parse_redis_url
 from rankd.stores.redis_loader import Loader, Progress
 from rankd.stores.redis_scripts import (
     AROUND,
@@ -226,18 +226,19 @@ class RedisStore:
         index_memo_bytes: int = 1 << 20,
         marks_keep_s: float = 15.0,
         batch_in_flight: int = 4,
+        read_from_replicas: bool = False,
     ) -> None:
-        # A blocking pool: under a burst, requests wait for a connection instead of failing.
-        # No socket_timeout: redis-py wraps every read in an asyncio timeout for it, the
-        # largest single cost in the read profile; a dead Redis still fails fast (reset).
-        pool = BlockingConnectionPool.from_url(
-            url,
+        # standalone, Cluster or Sentinel, as the URL says (redis_connection.py); a bad URL
+        # raises BadRedisUrl here, before anything connects
+        self.target = parse_redis_url(url)
+        self.redis = connect(
+            self.target,
             max_connections=max_connections,
-            timeout=pool_timeout_s,
-            socket_connect_timeout=5,
-            socket_keepalive=True,
+            pool_timeout_s=pool_timeout_s,
+            read_from_replicas=read_from_replicas,
         )
-        self.redis = Redis(connection_pool=pool)
+        # what must run on one node's connection (bulk loads, MULTI/EXEC swaps)
+        self.nodes = NodeClients(self.redis, tls=self.target.tls)
         # how long the marks of runs the submit path applied stay (see services/applier.py)
         self.marks_keep_ms = int(marks_keep_s * 1000)
         # the request paths' calls share pipelines (redis_batch.py); 0: each its own
@@ -265,6 +266,7 @@ class RedisStore:
         return await call_script(self.redis, call)
 
     async def close(self) -> None:
+        await self.nodes.close()
         await self.redis.aclose()
 
     async def ping(self) -> None:
@@ -610,7 +612,9 @@ class RedisStore:
         # Redis a lookup each), as the members are not known here
         buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
         with _reachable():
-            pipe = self.redis.pipeline(transaction=False)
+            # every key shares the period's tag: one node's plain pipeline (a cluster client
+            # would split a many-key UNLINK by slot, to no use here)
+            pipe = self.nodes.for_key(pk.public).pipeline(transaction=False)
             pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied)
             for i in range(0, len(buckets), 8192):
                 pipe.unlink(*buckets[i : i + 8192])
@@ -658,16 +662,16 @@ class RedisStore:
             async for chunk in chunks:
                 await self.redis.hset(staging, mapping=chunk)
                 loaded += len(chunk)
-            await self._swap({key: loaded}, None)
+            await self._swap(key, {key: loaded}, None)
         return loaded
 
     # rebuild: which Redis process the boards were verified on, bulk loads, atomic swaps
 
     async def server_run_id(self) -> str:
-        """Redis's own run id: a new one after every restart."""
+        """Redis's own run id, a new one after every restart; on a cluster every primary's
+        (a failover changes it too)."""
         with _reachable():
-            info = await self.redis.info("server")
-        return str(info["run_id"])
+            return await identity(self.redis)
 
     async def is_verified(self) -> bool:
         """Whether the boards were last verified on the Redis process running now."""
@@ -711,8 +715,9 @@ class RedisStore:
 
         with _reachable():
             staging = keys.staging(pk.public)
-            staged = {pk.public: await Loader.run(self.redis, staging, entries(), progress)}
-            await Loader.hashes(self.redis, time_groups(staged[pk.public]), expires_ms)
+            node = self.nodes.for_key(pk.public)  # every key here shares the period's tag
+            staged = {pk.public: await Loader.run(node, staging, entries(), progress)}
+            await Loader.hashes(node, time_groups(staged[pk.public]), expires_ms)
             for i in range(0, len(shadowed), 1000):
                 chunk = shadowed[i : i + 1000]
                 call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
@@ -720,7 +725,7 @@ class RedisStore:
                 staged[pk.public] -= int(moved)
             if counted_runs is not None:
                 staged[pk.runs] = await Loader.run(
-                    self.redis, keys.staging(pk.runs), counted_runs(), None
+                    node, keys.staging(pk.runs), counted_runs(), None
                 )
             # the marks go with the board they were made on: runs applied to the replaced key
             # are applied again by the log consumer
@@ -730,17 +735,22 @@ class RedisStore:
                 pending.append(
                     ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
                 )
-            await self._swap(staged, expires_ms, pending)
+            await self._swap(pk.public, staged, expires_ms, pending)
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
         return staged[pk.public] + len(held)
 
     async def _swap(
-        self, staged: dict[str, int], expires_ms: int | None, also: Sequence[Command] = ()
+        self,
+        tagged: str,
+        staged: dict[str, int],
+        expires_ms: int | None,
+        also: Sequence[Command] = (),
     ) -> None:
         """Put every staged key in place in one MULTI/EXEC: a sum board's total and its
         counted runs must change together, or a submit landing between them would be
-        counted in one and lost from the other. They share a hash tag."""
-        pipe = self.redis.pipeline(transaction=True)
+        counted in one and lost from the other. They share ``tagged``'s hash tag, so the
+        transaction runs on the one node that holds them."""
+        pipe = self.nodes.for_key(tagged).pipeline(transaction=True)
         for live, loaded in staged.items():
             if loaded == 0:
                 pipe.delete(live, keys.staging(live))

@@ -12,6 +12,7 @@ nothing outside this module knows about NATS, and its errors leave here as
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 
 from rankd.errors import LogUnavailable
 
@@ -165,8 +166,19 @@ class JetStreamSubscription:
 
 
 class JetStreamLog:
-    def __init__(self, url: str, *, stream: str, subject_prefix: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        stream: str,
+        subject_prefix: str,
+        timeout_s: float,
+        replicas: int = 1,
+    ) -> None:
         self.url = url
+        # every server of a JetStream cluster: the client moves to another when one goes
+        self.servers = [u.strip() for u in url.split(",") if u.strip()]
+        self.replicas = replicas
         self.stream = stream
         self.subject_prefix = subject_prefix
         self.timeout_s = timeout_s
@@ -176,7 +188,7 @@ class JetStreamLog:
     async def open(self) -> None:
         try:
             self.nc = await nats.connect(
-                self.url,
+                self.servers,
                 allow_reconnect=True,
                 max_reconnect_attempts=-1,
                 reconnect_time_wait=0.25,
@@ -198,6 +210,7 @@ class JetStreamLog:
             subjects=[f"{self.subject_prefix}.>"],
             storage=StorageType.FILE,
             duplicate_window=120.0,
+            num_replicas=self.replicas,
         )
         try:
             await js.stream_info(self.stream)
@@ -221,18 +234,30 @@ class JetStreamLog:
     async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int:
         if self.js is None or self.nc is None or not self.nc.is_connected:
             raise LogUnavailable("the run log is unreachable; nothing was accepted, retry")
-        try:
-            ack = await self.js.publish(
-                self.subject(board_id),
-                payload,
-                timeout=self.timeout_s,
-                headers={"Nats-Msg-Id": msg_id},
-            )
-        except (TimeoutError, nats.errors.Error) as exc:
-            raise LogUnavailable(
-                "the run could not be made durable in the log; nothing was accepted, retry"
-            ) from exc
-        return int(ack.seq)
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        while True:
+            try:
+                ack = await self.js.publish(
+                    self.subject(board_id),
+                    payload,
+                    timeout=self.timeout_s,
+                    headers={"Nats-Msg-Id": msg_id},
+                )
+            except (TimeoutError, nats.errors.Error) as exc:
+                # A replicated stream refuses a message whose id an identical one still being
+                # replicated holds ("duplicate message id is in process"); once that one is
+                # stored, a resend is answered as its duplicate, with its sequence.
+                if (
+                    isinstance(exc, APIError)
+                    and "in process" in str(exc.description or "")
+                    and asyncio.get_running_loop().time() < deadline
+                ):
+                    await asyncio.sleep(0.005)
+                    continue
+                raise LogUnavailable(
+                    "the run could not be made durable in the log; nothing was accepted, retry"
+                ) from exc
+            return int(ack.seq)
 
     async def ping(self) -> None:
         await self.last_sequence()
