@@ -30,6 +30,10 @@ dev: $(VENV)/.dev-installed
 run: install
 	$(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)'
 
+# a Redis Cluster (3 primaries + 3 replicas), three clustered NATS servers, one PostgreSQL
+run-cluster: install
+	$(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)-cluster' --topology cluster
+
 lint: dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench

@@ -61,7 +61,7 @@ def sentinel_tree(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @contextlib.asynccontextmanager
 async def serving(tree: TopologyServers, directory: Path) -> AsyncIterator[Deployment]:
     """One `rankd serve` on ``tree`` (stopped afterwards) and a fresh board."""
-    directory.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
     port = free_port()
     env = service_env(cast(Any, tree), {"RANKD_STREAM_REPLICAS": "3"})
     async with httpx.AsyncClient(
