@@ -232,7 +232,15 @@ async def idle_streams(port: int, pid: int, count: int, idle_s: float) -> dict[s
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     with (
         servers() as stack,
-        service_process(stack, extra_env={"RANKD_LIVE_MAX_STREAMS": str(args.streams + 10)}) as (
+        service_process(
+            stack,
+            extra_env={
+                "RANKD_LIVE_MAX_STREAMS": str(args.streams + 10),
+                # every stream comes from this one address: no per-address caps here
+                "RANKD_LIVE_MAX_STREAMS_PER_ADDRESS": "0",
+                "RANKD_HTTP_MAX_CONNECTIONS_PER_ADDRESS": "0",
+            },
+        ) as (
             port,
             process,
         ),

@@ -17,6 +17,7 @@ import pytest
 
 from rankd import datadir
 from rankd.embedded import free_port
+from tests.conftest import Urls
 
 ADMIN = {"Authorization": "Bearer cli-admin"}
 SERVER = {"Authorization": "Bearer cli-server"}
@@ -211,3 +212,100 @@ def test_make_run_passes_port_host_and_data_dir() -> None:
         check=True,
     )
     assert "--port '8000'" in default.stdout
+
+
+# --------------------------------------------------------------------------- failing starts
+
+
+def serve_failing(env: dict[str, str], data_dir: Path, within_s: float) -> tuple[str, float]:
+    """Run `rankd serve` expecting it to refuse: non-zero exit within ``within_s``, one
+    line on stderr and no traceback, and no process of its session left behind."""
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rankd.cli", "serve", "--port", str(free_port()),
+         "--data-dir", str(data_dir)],
+        env=cli_env() | env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        _out, err = process.communicate(timeout=within_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise AssertionError(f"rankd serve still running after {within_s}s") from None
+    took = time.monotonic() - started
+    assert process.returncode not in (0, None), err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    # its children (an embedded server, a worker) would share its session
+    left = _session_members(process.pid)
+    assert not left, f"processes left behind: {left}"
+    return lines[0], took
+
+
+def _session_members(sid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        ({"RANKD_PUBLISH_TIMEOUT_S": "-1"}, ["RANKD_PUBLISH_TIMEOUT_S", "greater than 0"]),
+        ({"RANKD_LOG_LEVEL": "verbose"}, ["RANKD_LOG_LEVEL", "'verbose'", "debug"]),
+        ({"RANKD_HTTP_MAX_CONNECTIONS": "many"}, ["RANKD_HTTP_MAX_CONNECTIONS", "integer"]),
+        ({"RANKD_CONSUMER_BACKOFF_S": "[1,"}, ["RANKD_CONSUMER_BACKOFF_S", "JSON"]),
+        (
+            {
+                "RANKD_REDIS_URL": "nonsense",
+                "RANKD_POSTGRES_URL": "nonsense",
+                "RANKD_NATS_URL": "nonsense",
+            },
+            ["RANKD_REDIS_URL", "RANKD_POSTGRES_URL", "RANKD_NATS_URL", "not a URL"],
+        ),
+        ({"RANKD_REDIS_URL": "redis://127.0.0.1:1"}, ["RANKD_POSTGRES_URL", "unset"]),
+    ],
+)
+def test_serve_refuses_a_bad_setting_in_one_line_starting_nothing(
+    server_dir: Path, env: dict[str, str], words: list[str]
+) -> None:
+    line, _ = serve_failing(env, server_dir / "d", within_s=30)
+    for word in words:
+        assert word in line, (word, line)
+    assert not (server_dir / "d" / "redis").exists()
+
+
+def test_serve_exits_in_one_line_when_a_service_is_unreachable(
+    server_dir: Path, urls: Urls
+) -> None:
+    """Each service unreachable in turn (the others real): one line naming its variable,
+    within the 5 s connect timeout."""
+    good = {
+        "RANKD_REDIS_URL": urls.redis,
+        "RANKD_POSTGRES_URL": urls.postgres,
+        "RANKD_NATS_URL": urls.nats,
+    }
+    dead = f"127.0.0.1:{free_port()}"
+    missing_db = urls.postgres.rsplit("/", 1)[0] + "/no_such_database"
+    for variable, url, why in [
+        ("RANKD_REDIS_URL", f"redis://{dead}/0", "cannot connect"),
+        ("RANKD_NATS_URL", f"nats://{dead}", "cannot connect"),
+        ("RANKD_POSTGRES_URL", f"postgresql://postgres@{dead}/rankd", "cannot connect"),
+        ("RANKD_POSTGRES_URL", missing_db, "does not exist"),
+    ]:
+        line, took = serve_failing(good | {variable: url}, server_dir, within_s=20)
+        print(f"{variable}={url}: {took:.1f}s: {line}")
+        assert variable in line and why in line, line
+        assert took < 15, f"took {took:.1f}s"

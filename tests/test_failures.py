@@ -587,6 +587,43 @@ async def test_redis_killed_and_wiped_mid_stream_loses_no_acknowledged_run(
 
 
 @pytest.mark.slow
+async def test_a_run_id_conflict_is_refused_after_redis_is_killed_and_wiped(
+    server_dir: Path,
+) -> None:
+    """kill -9 Redis and delete its AOF: the run-id registry is gone with it, yet a resend
+    of a run id with other content is still refused (restored from PostgreSQL and the log
+    before the next claim), and the boards keep the first content."""
+    name = "redis-kill-conflict"
+    async with deployment(server_dir) as d:
+        url = f"/v1/boards/{d.board}/runs"
+        first = {"run_id": "kept-1", "player_id": "alice", "score": 10}
+        assert (await d.http.post(url, json=first, headers=SERVER_H)).status_code == 200
+        redis = d.servers.redis
+        assert redis is not None
+        await asyncio.to_thread(redis.kill)
+        wipe(redis.directory)
+        await asyncio.to_thread(redis.start)
+        other = {"run_id": "kept-1", "player_id": "bob", "score": 20}
+        deadline = time.monotonic() + 30
+        while True:  # 503 while the service finds Redis again
+            response = await d.http.post(url, json=other, headers=SERVER_H)
+            if response.status_code != 503 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        print(f"\n[{name}] conflicting send after the wipe: {response.status_code}")
+        assert response.status_code == 409, response.text
+        assert response.json()["error"]["code"] == "run_conflict"
+        deadline = time.monotonic() + 30
+        while True:  # the rebuild restores alice
+            top = await d.http.get(f"/v1/boards/{d.board}/top")
+            entries = [(e["player_id"], e["score"]) for e in top.json().get("entries", [])]
+            if entries == [("alice", 10)] or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        assert entries == [("alice", 10)]
+
+
+@pytest.mark.slow
 async def test_service_killed_mid_stream_loses_no_acknowledged_run(server_dir: Path) -> None:
     """kill -9 the service; a new one on the same servers heals what was logged, not applied."""
     name = "service-kill"
@@ -820,5 +857,58 @@ async def test_script_flush_during_a_stream_fails_no_submit(server_dir: Path) ->
         print(f"\n[{name}] SCRIPT FLUSH x{flushes} during the stream")
         assert flushes >= 5
         assert set(ledger.outcomes) == {"200"}, f"failed submits: {ledger.summary()}"
+        await recover_and_check(name, d, ledger, within_s=10)
+    print(f"[{name}] took {time.monotonic() - began:.1f}s")
+
+
+@pytest.mark.slow
+async def test_ready_only_once_reads_reflect_every_acknowledged_run_after_an_outage_and_restart(
+    server_dir: Path,
+) -> None:
+    """Runs acknowledged while PostgreSQL is down are only in Redis and the log. Then the
+    service and Redis die (Redis wiped), PostgreSQL comes back and a new service starts:
+    its rebuild from PostgreSQL lacks those runs until the log's tail is applied, so
+    /readyz must stay 503 until then, and the moment it is 200 every one is readable."""
+    name = "ready-while-wrong"
+    began = time.monotonic()
+    async with deployment(server_dir) as d:
+        postgres, redis = d.servers.postgres, d.servers.redis
+        assert postgres is not None and redis is not None
+        ledger = Ledger()
+        await stream(d.http, d.board, ledger, seconds=1, count=300)
+        await asyncio.to_thread(postgres.stop)
+        await stream(d.http, d.board, ledger, seconds=3, count=3000)
+        outage = len(ledger.acked)
+        await asyncio.to_thread(d.kill_service)
+        await asyncio.to_thread(redis.kill)
+        wipe(redis.directory)
+        await asyncio.to_thread(redis.start)
+        await asyncio.to_thread(postgres.start)
+        started = time.monotonic()
+        d.processes.append(d._spawn())
+        states: Counter[int] = Counter()
+        while True:
+            assert time.monotonic() - started < 60, f"not ready:\n{d.service_log()}"
+            assert d.service.poll() is None, d.service_log()
+            try:
+                response = await d.http.get("/readyz", timeout=2)
+            except httpx.HTTPError:
+                await asyncio.sleep(0.05)
+                continue
+            states[response.status_code] += 1
+            if response.status_code == 200:
+                break
+            if response.status_code == 503 and states[503] == 1:
+                print(f"\n[{name}] first 503 while starting: {response.json().get('recovering')}")
+            await asyncio.sleep(0.05)
+        ready_s = time.monotonic() - started
+        # at once, no settling: ready means every acknowledged run is readable
+        verdict = await check(d.http, d.board, ledger)
+        print(
+            f"[{name}] {outage} acked, of them during the outage: "
+            f"{outage - 300 if outage > 300 else outage}; /readyz answers {dict(states)}; "
+            f"ready {ready_s:.1f}s after the start; at that moment {verdict.line()}"
+        )
+        assert not verdict.lost, f"ready while {len(verdict.lost)} acknowledged runs are missing"
         await recover_and_check(name, d, ledger, within_s=10)
     print(f"[{name}] took {time.monotonic() - began:.1f}s")

@@ -17,6 +17,8 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 import uvicorn
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -28,6 +30,7 @@ from rich.progress import (
 
 from rankd import datadir
 from rankd.embedded import EmbeddedServerError, EmbeddedServers, start_embedded
+from rankd.embedded.supervisor import STATUS_FILE, Supervisor
 from rankd.embedded.topology import (
     TOPOLOGIES,
     Topology,
@@ -36,8 +39,7 @@ from rankd.embedded.topology import (
     recorded_topology,
     start_topology,
 )
-from rankd.settings import Settings
-from rankd.stores.redis_connection import BadRedisUrl, parse_redis_url, safe_url
+from rankd.settings import Settings, settings_error
 
 app = typer.Typer(add_completion=False, help="Rankd: real-time leaderboards for games.")
 log = logging.getLogger("rankd")
@@ -62,44 +64,6 @@ TopologyOption = Annotated[
         "single]"
     ),
 ]
-
-
-def check_urls(settings: Settings) -> None:
-    """Refuse a malformed RANKD_REDIS_URL or RANKD_NATS_URL with one line, before anything
-    starts."""
-    if settings.redis_url:
-        try:
-            parse_redis_url(settings.redis_url)
-        except BadRedisUrl as exc:
-            _fail(str(exc))
-    if settings.nats_url:
-        for server in settings.nats_url.split(","):
-            scheme, sep, rest = server.strip().partition("://")
-            host, colon, port = rest.rstrip("/").rpartition("@")[2].rpartition(":")
-            if not sep or scheme not in ("nats", "tls") or not colon or not host:
-                _fail(
-                    f"RANKD_NATS_URL: {server.strip()!r} is not nats://host:port or "
-                    "tls://host:port (several: comma-separated)"
-                )
-            if not port.isdigit() or not 0 < int(port) < 65536:
-                _fail(f"RANKD_NATS_URL: {port!r} is not a port in {server.strip()!r}")
-
-
-async def _reachable(settings: Settings) -> str | None:
-    """Why the configured Redis cannot be used right now, or None."""
-    from rankd.stores.redis_store import RedisStore
-
-    assert settings.redis_url is not None
-    store = RedisStore(settings.redis_url, batch_in_flight=0)
-    try:
-        await asyncio.wait_for(store.ping(), timeout=10)
-    except Exception as exc:
-        cause = exc.__cause__ or exc
-        return f"{type(cause).__name__}: {cause}".splitlines()[0][:300]
-    finally:
-        with contextlib.suppress(Exception):
-            await store.close()
-    return None
 
 
 def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
@@ -170,12 +134,17 @@ def _services(
     if all(urls):
         if topology is not None:
             _fail(f"{command}: --topology is for embedded servers; RANKD_*_URL are set")
-        check_urls(settings)
         yield settings
         return
     if any(urls):
-        raise typer.BadParameter(
-            "set all of RANKD_REDIS_URL, RANKD_POSTGRES_URL and RANKD_NATS_URL, or none"
+        unset = [
+            f"RANKD_{name.upper()}"
+            for name, url in zip(("redis_url", "postgres_url", "nats_url"), urls, strict=True)
+            if not url
+        ]
+        _fail(
+            f"{command}: {', '.join(unset)} unset: set all of RANKD_REDIS_URL, "
+            "RANKD_POSTGRES_URL and RANKD_NATS_URL, or none (the embedded default)"
         )
     data_dir = settings.data_dir.resolve()
     shared = data_dir / SERVICES_FILE
@@ -211,9 +180,10 @@ def _services(
                 start_embedded(data_dir) if shape == "single" else start_topology(data_dir, shape)
             )
         except EmbeddedServerError as exc:
-            _fail(f"{command}: the embedded servers did not start: {str(exc).splitlines()[0]}")
+            _fail(f"{command}: the embedded servers did not start: {exc}")
+        supervisor: Supervisor | None = None
         try:
-            urls_now: dict[str, Any] = {
+            urls_now: dict[str, object] = {
                 "redis_url": servers.redis_url,
                 "postgres_url": servers.postgres_url,
                 "nats_url": servers.nats_url,
@@ -222,8 +192,15 @@ def _services(
                 urls_now["stream_replicas"] = servers.stream_replicas
             if serving:
                 shared.write_text(json.dumps({**urls_now, "pid": os.getpid()}))
+                # restarts a server that dies (embedded/supervisor.py); /readyz reads its
+                # status file
+                supervisor = Supervisor(servers.servers, data_dir / STATUS_FILE)
+                supervisor.start()
+                urls_now["embedded_status_file"] = data_dir / STATUS_FILE
             yield settings.model_copy(update=urls_now)
         finally:
+            if supervisor is not None:
+                supervisor.stop()  # before the servers stop on purpose
             if serving:
                 shared.unlink(missing_ok=True)
             typer.echo("stopping embedded servers ...", err=True)
@@ -232,9 +209,26 @@ def _services(
         lock.release()
 
 
-def _settings(data_dir: Path | None) -> Settings:
-    settings = Settings()
+def _settings(command: str, data_dir: Path | None) -> Settings:
+    """The settings from the environment; a bad value exits with one line naming it."""
+    try:
+        settings = Settings()
+    except (ValidationError, SettingsError) as exc:
+        _fail(f"{command}: {settings_error(exc)}")
     return settings if data_dir is None else settings.model_copy(update={"data_dir": data_dir})
+
+
+def _check_reachable(command: str, settings: Settings) -> None:
+    """Exit with one line if a configured service cannot be reached (within the drivers'
+    connect timeout), before the app is built: nothing is left half started."""
+    from rankd.stores.probe import unreachable
+
+    assert settings.redis_url and settings.postgres_url and settings.nats_url
+    problems = asyncio.run(
+        unreachable(settings.redis_url, settings.postgres_url, settings.nats_url)
+    )
+    if problems:
+        _fail(f"{command}: " + "; ".join(problems))
 
 
 @app.callback()
@@ -253,7 +247,7 @@ def serve(
     topology: TopologyOption = None,
 ) -> None:
     """Run the HTTP service; with no RANKD_*_URL set, on embedded Redis, PostgreSQL and NATS."""
-    settings = _settings(data_dir)
+    settings = _settings("rankd serve", data_dir)
     logging.basicConfig(
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
@@ -269,8 +263,7 @@ def serve(
     if settings.redis_url or settings.postgres_url or settings.nats_url:
         _check_port(host, port)  # no embedded servers: nothing else checks it first
     with services as settings:
-        if settings.redis_url and (why := asyncio.run(_reachable(settings))):
-            _fail(f"rankd serve: Redis at {safe_url(settings.redis_url)} is unreachable: {why}")
+        _check_reachable("rankd serve", settings)
         if not settings.admin_keys and not settings.server_keys:
             typer.echo("warning: RANKD_ADMIN_KEYS and RANKD_SERVER_KEYS are empty; only reads work")
         from uvicorn.supervisors import Multiprocess
@@ -292,6 +285,8 @@ def serve(
             header_timeout_s=settings.http_header_timeout_s,
             body_timeout_s=settings.http_body_timeout_s,
             max_connections=settings.http_max_connections,
+            max_connections_per_address=settings.http_max_connections_per_address,
+            probe_connections=settings.http_probe_connections,
         )
         if workers == 1:
             server = uvicorn.Server(config)
@@ -334,9 +329,10 @@ def _run_with_runtime(
             await runtime.close()
 
     services = _services(
-        _settings(data_dir), command=command, has_data=has_data, allow_empty=allow_empty
+        _settings(command, data_dir), command=command, has_data=has_data, allow_empty=allow_empty
     )
     with services as settings:
+        _check_reachable(command, settings)
         return asyncio.run(go(settings))
 
 

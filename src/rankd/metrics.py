@@ -22,6 +22,19 @@ RUNS_APPLIED = Counter(
     "where the submit path had not), counted again on each redelivery or replay, whether "
     "or not they changed an entry.",
 )
+REDIS_MEMORY_USED = Gauge(
+    "rankd_redis_memory_used_ratio",
+    "Redis used_memory over its maxmemory (0 when Redis has no limit); writes fail at 1.",
+)
+RUN_CONFLICTS = Counter(
+    "rankd_run_conflicts_total",
+    "Runs refused with run_conflict: their run_id was sent before with other content.",
+)
+CONFLICTS_SKIPPED = Counter(
+    "rankd_consumer_conflicts_skipped_total",
+    "Logged runs the log consumer applied nowhere because their run_id was recorded with "
+    "other content (only after Redis lost claims it had made; see services/run_ids.py).",
+)
 TARGETS_ALREADY_APPLIED = Counter(
     "rankd_consumer_targets_already_applied_total",
     "Standings (run, window, segment) the log consumer left alone in Redis because the "
@@ -79,4 +92,14 @@ LIVE_EVENTS = Counter("rankd_live_events_total", "Top-list events sent to live s
 LIVE_NOTICES = Counter("rankd_live_notices_total", "Change notices received from Redis.")
 LIVE_DROPPED = Counter(
     "rankd_live_dropped_total", "Live streams dropped because the client did not keep up."
+)
+LIVE_REFUSED_ADDRESS = Counter(
+    "rankd_live_refused_address_total",
+    "Live streams refused (429) because their client address held its maximum.",
+)
+CONNECTIONS_REFUSED = Counter(
+    "rankd_connections_refused_total",
+    "Connections refused: their address held its maximum (address), or the process and "
+    "its probe reserve were full (process).",
+    ["limit"],
 )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 
 class Settings(BaseSettings):
@@ -17,18 +19,21 @@ class Settings(BaseSettings):
     postgres_url: str | None = None
     nats_url: str | None = None
     data_dir: Path = Path(".rankd")
+    # Set by `rankd serve` on its embedded default, not by hand: where the supervisor of
+    # the embedded servers says which one is restarting (read by /readyz).
+    embedded_status_file: Path | None = None
 
     # Comma-separated bearer keys per role.
     admin_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
     server_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # JetStream stream holding every accepted run.
-    stream: str = "RUNS"
-    subject_prefix: str = "runs"
+    stream: str = Field("RUNS", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    subject_prefix: str = Field("runs", pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+    publish_timeout_s: float = Field(5.0, gt=0, le=300)
     # Copies of the stream JetStream keeps (when it creates the stream): 3 on a three-node
     # cluster, so one node's loss loses no acknowledged run; 1 on a single server.
     stream_replicas: int = Field(1, ge=1, le=5)
-    publish_timeout_s: float = 5.0
 
     # Group commit: log messages in flight per board, and most runs one message carries.
     group_commit_max_in_flight: int = Field(4, ge=1, le=64)
@@ -42,39 +47,42 @@ class Settings(BaseSettings):
     # On a Redis Cluster, send plain read commands to replicas too. Script calls (a submit's
     # answer, a player's own view, top lists) always go to the primary.
     redis_read_from_replicas: bool = False
-    redis_pool_timeout_s: float = 10.0
+    redis_pool_timeout_s: float = Field(10.0, gt=0)
     postgres_pool_min: int = Field(1, ge=0)
     postgres_pool_max: int = Field(10, ge=1)
-    postgres_pool_timeout_s: float = 5.0
+    postgres_pool_timeout_s: float = Field(5.0, gt=0)
 
     # The log consumer: one durable JetStream consumer that every instance pulls from. The
     # backoff, max_deliver and max_ack_pending apply when the consumer is first created.
-    consumer_batch: int = 100  # messages per fetch; small keeps each event-loop turn short
+    # messages per fetch; small keeps each event-loop turn short
+    consumer_batch: int = Field(100, ge=1, le=10_000)
     # Redelivery of a batch that was not acked: fast first (a crashed instance), then slower.
     consumer_backoff_s: list[float] = Field(default_factory=lambda: [2.0, 5.0, 10.0, 30.0, 60.0])
-    consumer_max_deliver: int = 100  # deliveries of one message before the log gives up
-    consumer_max_ack_pending: int = 20_000  # delivered, not yet acked, over every instance
-    lag_refresh_s: float = 2.0  # how often the lag gauges (and the parked count) refresh
-    replay_batch: int = 1000  # messages per fetch in `rankd replay`
+    # deliveries of one message before the log gives up; delivered, not yet acked, over
+    # every instance; how often the lag gauges (and the parked count) refresh
+    consumer_max_deliver: int = Field(100, ge=1)
+    consumer_max_ack_pending: int = Field(20_000, ge=1)
+    lag_refresh_s: float = Field(2.0, gt=0)
+    replay_batch: int = Field(1000, ge=1, le=100_000)  # messages per fetch in `rankd replay`
     # /readyz says "degraded" once the oldest run not yet in PostgreSQL is older than this.
-    ready_max_lag_s: float = 60.0
+    ready_max_lag_s: float = Field(60.0, gt=0)
 
     # In-process caches. Each is bounded in bytes (estimated); together about 54 MiB.
     # After config_cache_ttl_s a cached board config is refreshed in the background.
-    config_cache_ttl_s: float = 2.0
-    config_cache_bytes: int = 4 << 20
+    config_cache_ttl_s: float = Field(2.0, ge=0)
+    config_cache_bytes: int = Field(4 << 20, ge=0)
     # An unknown board id is answered 404 from memory for this long.
-    unknown_board_ttl_s: float = 1.0
-    unknown_board_cache_bytes: int = 1 << 20
+    unknown_board_ttl_s: float = Field(1.0, ge=0)
+    unknown_board_cache_bytes: int = Field(1 << 20, ge=0)
     # How long a process trusts its cached player names.
-    name_cache_ttl_s: float = 30.0
-    name_cache_bytes: int = 32 << 20
+    name_cache_ttl_s: float = Field(30.0, ge=0)
+    name_cache_bytes: int = Field(32 << 20, ge=0)
     # How long a rendered top list is reused by this process (0 turns it off).
-    top_cache_s: float = 0.2
-    top_cache_bytes: int = 16 << 20
+    top_cache_s: float = Field(0.2, ge=0)
+    top_cache_bytes: int = Field(16 << 20, ge=0)
     # How long a process remembers that a period is in the periods index.
-    periods_index_memo_s: float = 60.0
-    periods_index_memo_bytes: int = 1 << 20
+    periods_index_memo_s: float = Field(60.0, ge=0)
+    periods_index_memo_bytes: int = Field(1 << 20, ge=0)
 
     # HTTP server limits, per process: a request's headers must arrive within
     # http_header_timeout_s and its body within http_body_timeout_s of them, or the
@@ -83,6 +91,12 @@ class Settings(BaseSettings):
     http_header_timeout_s: float = Field(10.0, gt=0)
     http_body_timeout_s: float = Field(30.0, gt=0)
     http_max_connections: int = Field(4096, ge=1)
+    # One client address may hold at most this many of them (0: no cap); past it a new one
+    # gets 429. Behind a proxy that opens many connections itself, raise it or set 0.
+    http_max_connections_per_address: int = Field(256, ge=0)
+    # Past http_max_connections this many more are still taken, for /healthz and /readyz
+    # only (any other request on them gets 503), so a full process answers its probes.
+    http_probe_connections: int = Field(64, ge=0, le=4096)
     # longer than a load balancer's usual 60 s idle timeout, so the balancer (or a client
     # pool) closes idle keep-alive connections first, never mid-request
     http_keep_alive_s: int = Field(75, ge=1)
@@ -96,6 +110,10 @@ class Settings(BaseSettings):
     rate_key_burst: int = Field(20_000, ge=1, le=10_000_000)
     rate_address_per_s: float = Field(20_000.0, ge=0, le=1_000_000)
     rate_address_burst: int = Field(40_000, ge=1, le=10_000_000)
+    # Runs per second a key may submit (each run of a batch counts; 0 turns it off), and
+    # how many an idle key may submit at once; counted besides the key's request rate.
+    rate_key_runs_per_s: float = Field(50_000.0, ge=0, le=10_000_000)
+    rate_key_runs_burst: int = Field(100_000, ge=1, le=100_000_000)
     # How many proxies in front of Rankd append the client's address to X-Forwarded-For; the
     # address that many entries from the right is the client's (0: the header is ignored,
     # since anyone can send it).
@@ -120,6 +138,8 @@ class Settings(BaseSettings):
     # (past that, 503); a heartbeat comment every live_heartbeat_s; a client whose send
     # does not complete within live_send_timeout_s (its socket buffer stays full) is dropped.
     live_max_streams: int = Field(2000, ge=1)
+    # of which one client address may hold at most this many (past it, 429; 0: no cap)
+    live_max_streams_per_address: int = Field(20, ge=0)
     live_heartbeat_s: float = Field(15.0, gt=0)
     live_send_timeout_s: float = Field(10.0, gt=0)
 
@@ -130,7 +150,12 @@ class Settings(BaseSettings):
 
     # How often each instance checks that Redis is still the process the boards were
     # verified on (a restart triggers a rebuild from PostgreSQL).
-    redis_watch_interval_s: float = 1.0
+    redis_watch_interval_s: float = Field(1.0, gt=0)
+    # Warn (log and rankd_redis_memory_used_ratio) once Redis uses this share of its
+    # maxmemory: past it, Redis refuses writes (noeviction) and submits answer 503. The
+    # embedded Redis's limit is RANKD_REDIS_MAX_MEMORY (default 2gb).
+    redis_memory_warn_ratio: float = Field(0.8, gt=0, le=1)
+    redis_memory_check_s: float = Field(10.0, gt=0)
     # The submit path marks the runs it applied to Redis (kept this long); the log consumer
     # writes Redis only for runs without a mark, waiting up to consumer_mark_wait_s for the
     # marks of runs received that recently (see services/applier.py)
@@ -141,11 +166,18 @@ class Settings(BaseSettings):
     ban_refresh_s: float = Field(0.2, gt=0)
     ban_settle_s: float = Field(0.6, ge=0)
 
-    # A run resent without ended_at within this long keeps its first receipt's time (0: off)
-    first_receipt_keep_s: float = Field(120.0, ge=0)
+    # How long a run id's first content stays binding on its board (services/run_ids.py): a
+    # resend with another player, score or ended_at is refused (409 run_conflict) for at
+    # least this long and at most a quarter longer; a resend without ended_at keeps the
+    # first send's. The contract asks for at least a day; every instance must agree on it.
+    run_memory_s: float = Field(86_400.0, ge=1)
+
+    # Distinct values each segment dimension of a board may take (every value makes keys in
+    # every window); a run bringing one more is refused with 400 (services/segment_values.py)
+    segment_values_max: int = Field(10_000, ge=1, le=10_000_000)
 
     # Runs may end at most this far in the future (clock skew between game servers and us).
-    max_future_skew_s: int = 300
+    max_future_skew_s: int = Field(300, ge=0)
 
     # The season job (services/seasons.py): how often each instance tries a pass (one
     # instance at a time runs it; 0 turns it off in this process), and how long after a
@@ -154,8 +186,31 @@ class Settings(BaseSettings):
     season_job_interval_s: float = Field(30.0, ge=0)
     season_settle_s: float = Field(15.0, ge=0)
     # How long a process trusts what it read about a closed period's archive state.
-    archive_state_cache_s: float = 5.0
-    archive_state_cache_bytes: int = 1 << 20
+    archive_state_cache_s: float = Field(5.0, ge=0)
+    archive_state_cache_bytes: int = Field(1 << 20, ge=0)
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value is not None and value.strip().startswith("unix://"):
+            return _check_urls(value, REDIS_SCHEMES, "unix:///path/to/redis.sock", single=True)
+        if value is None or not value.strip():
+            return None
+        # redis://, rediss://, redis+cluster://, redis+sentinel:// (stores/redis_connection.py)
+        from rankd.stores.redis_connection import parse_redis_url
+
+        parse_redis_url(value.strip())  # BadRedisUrl is a ValueError: one line naming the fault
+        return value.strip()
+
+    @field_validator("postgres_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        return _check_urls(value, POSTGRES_SCHEMES, "postgresql://user@host:port/db", single=True)
+
+    @field_validator("nats_url")
+    @classmethod
+    def _nats_url(cls, value: str | None) -> str | None:
+        return _check_urls(value, NATS_SCHEMES, "nats://host:port[,nats://host:port...]")
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -168,3 +223,46 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [k.strip() for k in value.split(",") if k.strip()]
         return value
+
+
+# What each URL may look like (the drivers accept these; anything else fails late and
+# obscurely, so it is refused at start with one line).
+REDIS_SCHEMES = frozenset({"redis", "rediss", "unix"})
+POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
+NATS_SCHEMES = frozenset({"nats", "tls", "ws", "wss"})
+
+
+def _check_urls(
+    value: str | None, schemes: frozenset[str], form: str, *, single: bool = False
+) -> str | None:
+    if value is None or not value.strip():
+        return None  # unset (or empty): the embedded default
+    parts = [value.strip()] if single else [p.strip() for p in value.split(",")]
+    for part in parts:
+        which = "" if single else f"{part!r}: "
+        try:
+            url = urlsplit(part)
+            url.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError as exc:
+            raise ValueError(f"{which}not a URL ({exc}); expected {form}") from None
+        if url.scheme not in schemes:
+            raise ValueError(f"{which}not a URL of the form {form}")
+        if url.scheme != "unix" and not url.hostname:
+            raise ValueError(f"{which}no host; expected {form}")
+    return value.strip()
+
+
+def settings_error(error: ValidationError | SettingsError) -> str:
+    """A settings failure as one line: each variable at fault, what it held, and why."""
+    if isinstance(error, SettingsError):  # a value that is not the JSON it must be
+        found = re.search(r'field "(\w+)"', str(error))
+        field = found.group(1).upper() if found else "?"
+        return f"RANKD_{field}: not valid JSON (e.g. [1, 2.5])"
+    problems = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else "?"
+        given = item.get("input")
+        shown = "" if given is None or isinstance(given, dict) else f"={str(given)[:80]!r}"
+        reason = str(item["msg"]).removeprefix("Value error, ").rstrip(".")
+        problems.append(f"RANKD_{field.upper()}{shown}: {reason}")
+    return "; ".join(problems)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,6 +32,8 @@ from rankd.runtime import Runtime
 from rankd.settings import Settings
 
 access_log = logging.getLogger("rankd.access")
+# admin routes whose request counts would reveal moderation (bans, holds)
+_MODERATION = re.compile(r"/bans?(/|$)|/holds(/|$)")
 
 
 class RequestMetrics:
@@ -60,7 +63,12 @@ class RequestMetrics:
         finally:
             seconds = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", "unmatched")
-            metrics.REQUESTS.labels(scope["method"], route, f"{status // 100}xx").observe(seconds)
+            method = scope["method"]
+            if _MODERATION.search(route):
+                # /metrics is public: per-route counts of bans, unbans and hold decisions
+                # would tell anyone how many players are banned; one label for them all
+                method, route = "*", "(moderation)"
+            metrics.REQUESTS.labels(method, route, f"{status // 100}xx").observe(seconds)
             if self.log_requests and access_log.isEnabledFor(logging.INFO):
                 # the path without its query: ids are enough to find a request, and query
                 # strings (viewer=, ids=) need not end up in log files
@@ -77,7 +85,14 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime = Runtime.build(settings)
-        await runtime.open()
+        try:
+            await runtime.open()
+        except BaseException as exc:
+            # close what did open (pools, the log's reconnect loop), or the process hangs
+            # on them after uvicorn gives up; then say why in one line (StartupErrors)
+            await runtime.close()
+            app.state.startup_error = _one_line(exc)
+            raise
         app.state.runtime = runtime
         if tune_gc:
             # Long-lived objects made at start never need scanning again, and a young
@@ -123,4 +138,32 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     # inside RequestMetrics: refused requests are timed (and logged) too
     app.add_middleware(RateLimit)
     app.add_middleware(RequestMetrics, log_requests=settings.access_log)
+    app.add_middleware(StartupErrors)
     return app
+
+
+def _one_line(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    why = f"{exc}" + (f" ({type(cause).__name__}: {cause})" if cause is not None else "")
+    return f"startup failed: {type(exc).__name__}: {why}".splitlines()[0][:500]
+
+
+class StartupErrors:
+    """A failed startup reported in one line (the lifespan's reason) instead of the
+    traceback Starlette hands uvicorn to log."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        state = scope["app"].state
+
+        async def one_line(message: Message) -> None:
+            if message["type"] == "lifespan.startup.failed":
+                message = {**message, "message": getattr(state, "startup_error", "")}
+            await send(message)
+
+        await self.app(scope, receive, one_line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -27,6 +28,7 @@ STATUS: dict[type[errors.RankdError], int] = {
     errors.PlayerNotRanked: 404,
     errors.HoldNotFound: 404,
     errors.BoardImmutableField: 409,
+    errors.RunConflict: 409,
     errors.BodyTooLarge: 413,
     errors.UnsupportedMediaType: 415,
     errors.RateLimited: 429,
@@ -71,9 +73,12 @@ def response_for(exc: errors.RankdError) -> Response:
     return error_response(status_of(exc), exc.code, exc.message, headers)
 
 
-def not_ready(body: dict[str, Any], down: list[str]) -> Response:
-    """/readyz when a dependency is down: its report plus the error shape, 503."""
-    message = f"not ready: {', '.join(down)} down"
+def not_ready(body: dict[str, Any], down: list[str], recovering: Sequence[str] = ()) -> Response:
+    """/readyz when a dependency is down or recovering: its report plus the error shape,
+    503."""
+    said = [f"{', '.join(down)} down"] if down else []
+    said += [f"{', '.join(recovering)} recovering"] if recovering else []
+    message = f"not ready: {'; '.join(said)}"
     return JSONBody({**body, "error": {"code": "unavailable", "message": message}}, 503)
 
 

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from rankd import metrics
+from rankd.api.rate_limit import client_address
 from rankd.api.routes_reads import Where, open_read
 from rankd.api.routes_reads import where as where_params
 from rankd.errors import RankdError
@@ -31,8 +32,9 @@ latest state always delivered; a heartbeat comment (`: heartbeat`) every 15 s
 (`RANKD_LIVE_HEARTBEAT_S`). Without `period` the stream follows the current period. A
 client that does not read fast enough is disconnected. If the board's config stops
 allowing the stream (its window removed) an `error` event with the error body ends it.
-Errors before the stream starts are the usual JSON errors; 503 `unavailable` when this
-instance already serves `RANKD_LIVE_MAX_STREAMS` streams."""
+Errors before the stream starts are the usual JSON errors; 429 `rate_limited` when the
+client's address already holds `RANKD_LIVE_MAX_STREAMS_PER_ADDRESS` streams (20); 503
+`unavailable` when this instance already serves `RANKD_LIVE_MAX_STREAMS` streams."""
 
 
 class LiveResponse(EventSourceResponse):
@@ -82,7 +84,10 @@ async def events(
     n: Annotated[int, Query(ge=1, le=1000)] = 10,
 ) -> LiveResponse:
     rt, scope = await open_read(request, board_id, where)  # 404 / 400 before any stream
-    stream = rt.live.open_stream(board_id, scope.window, scope.segment, (where.period, n))
+    address = client_address(request.scope, rt.settings.rate_trusted_proxies)
+    stream = rt.live.open_stream(
+        board_id, scope.window, scope.segment, (where.period, n), address=address
+    )
 
     async def read(max_age_s: float | None) -> tuple[Top, float | None]:
         # the config is read again each time: a stream sees a changed board as reads do

@@ -27,14 +27,18 @@ async def healthz() -> Response:
     responses={
         503: {"model": schemas.ReadyOut, "description": "status unavailable: a dependency is down"}
     },
-    summary="200 once it can serve (status ready or degraded), else 503 naming what is down",
+    summary="200 once it can serve (status ready or degraded), else 503 naming what is down "
+    "or recovering",
 )
 async def readyz(request: Request) -> Response:
     """Readiness: can this instance serve requests?
 
-    503 ``unavailable`` names each dependency that is down (Redis, PostgreSQL, NATS). With
-    all of them up the answer is 200, so a load balancer keeps sending traffic, but the
-    status is ``degraded`` with ``reasons`` when the PostgreSQL copy is behind the log by
+    503 ``unavailable`` names each dependency that is down (Redis, PostgreSQL, NATS), and
+    each that is recovering (``recovering``: a restarted Redis being rebuilt, or the log's
+    tail being applied after a dependency came back or at startup, with how far): until
+    then reads may miss acknowledged runs. With all of them up and recovered the answer is
+    200, so a load balancer keeps sending traffic, but the status is ``degraded`` with
+    ``reasons`` when the PostgreSQL copy is behind the log by
     more than ``RANKD_READY_MAX_LAG_S`` or messages are parked. Neither stops a submit or a
     read: runs are durable in the log and live in Redis; only a rebuild from PostgreSQL
     would miss them for now. Taking every instance out of service for it would turn a slow
@@ -44,9 +48,11 @@ async def readyz(request: Request) -> Response:
     rt = runtime(request)
     checks = await rt.readiness()
     lag = rt.consumer_lag()
+    recovering = await rt.recovering()
     down = sorted(name for name, state in checks.items() if state != "ok")
-    if down:
-        return not_ready({"status": "unavailable", "checks": checks, "consumer": lag}, down)
+    if down or recovering:
+        body = {"status": "unavailable", "checks": checks, "consumer": lag}
+        return not_ready(body | {"recovering": recovering}, down, sorted(recovering))
     reasons = rt.degraded()
     if reasons:
         return reply({"status": "degraded", "reasons": reasons, "checks": checks, "consumer": lag})

@@ -424,6 +424,11 @@ class ReadyOut(BaseModel):
     checks: dict[str, str] = Field(description='each dependency: "ok" or why it is down')
     consumer: ConsumerLag | None = Field(description="the log consumer's lag (null: none here)")
     reasons: list[str] | None = Field(None, description="why it is degraded")
+    recovering: dict[str, str] | None = Field(
+        None,
+        description="on 503: each dependency (or `startup`) being restored and how far; "
+        "reads may miss acknowledged runs until it is done",
+    )
     error: ErrorBody | None = Field(None, description="on 503: code unavailable")
 
 

@@ -5,17 +5,27 @@ and sends its request a byte at a time: such a connection is held forever, and a
 thousand of them hold a process's file descriptors and memory. ``GuardedHttpProtocol``
 gives every request a deadline for its headers and one for its body, caps the connections
 one process holds, and answers malformed HTTP with the contract's JSON error shape.
+
+One client must not take every slot: connections are also capped per client address (the
+TCP peer, an IPv6 address by its /64), and past the process's cap a few more connections
+are still taken for the probes alone (``/healthz``, ``/readyz``), so a full process still
+answers its health checks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+from collections import Counter
 from typing import Any
 
 import orjson
 import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from rankd import metrics
 
 log = logging.getLogger("rankd.server")
 
@@ -30,39 +40,139 @@ class ServerConfig(uvicorn.Config):
         header_timeout_s: float = 10.0,
         body_timeout_s: float = 30.0,
         max_connections: int = 4096,
+        max_connections_per_address: int = 0,
+        probe_connections: int = 64,
         **options: Any,
     ) -> None:
+        # proxy_headers off: uvicorn would otherwise take X-Forwarded-For from 127.0.0.1
+        # (its default forwarded_allow_ips) as the client's address, so anyone on the host,
+        # or a local proxy passing the header through, picks the address the rate limit
+        # counts. The limiter reads the header itself, only as RANKD_RATE_TRUSTED_PROXIES
+        # allows (api/rate_limit.py).
+        options["proxy_headers"] = False
         super().__init__(app, http=GuardedHttpProtocol, server_header=False, **options)
         self.header_timeout_s = header_timeout_s
         self.body_timeout_s = body_timeout_s
         self.max_connections = max_connections
+        self.max_connections_per_address = max_connections_per_address  # 0: no cap
+        self.probe_connections = probe_connections
+        # open connections per client address in this process; an address leaves it when
+        # its last connection closes, so it holds at most one entry per open connection
+        self.per_address: Counter[str] = Counter()
 
 
-def _error(status: bytes, code: str, message: str) -> bytes:
+def _error(status: bytes, code: str, message: str, *, retry_after_s: int | None = None) -> bytes:
     body = orjson.dumps({"error": {"code": code, "message": message}})
+    retry = b"" if retry_after_s is None else b"retry-after: %d\r\n" % retry_after_s
     return (
         b"HTTP/1.1 %b\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-        b"connection: close\r\n\r\n%b" % (status, len(body), body)
+        b"%bconnection: close\r\n\r\n%b" % (status, len(body), retry, body)
     )
+
+
+PROBE_PATHS = frozenset({"/healthz", "/readyz"})
+PROBE_HEADER_TIMEOUT_S = 2.0  # a probe-only connection must send its request at once
+
+
+def address_of(client: tuple[str, int] | None) -> str:
+    """Whose connection this is: the peer's address, an IPv6 one by its /64 (one host
+    usually holds a whole /64)."""
+    if not client:
+        return "unknown"
+    try:
+        address = ipaddress.ip_address(client[0])
+    except ValueError:
+        return client[0]
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is None:
+        return str(ipaddress.IPv6Network((address, 64), strict=False).network_address) + "/64"
+    return str(address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else address)
+
+
+def probes_only(app: ASGIApp) -> ASGIApp:
+    """The app for a connection taken past the process's cap: the probes are served (and
+    the connection closed after), anything else gets 503."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in PROBE_PATHS:
+
+            async def closing(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    headers = [*message.get("headers", []), (b"connection", b"close")]
+                    message = {**message, "headers": headers}
+                await send(message)
+
+            await app(scope, receive, closing)
+            return
+        body = orjson.dumps(
+            {"error": {"code": "unavailable", "message": "too many connections; retry"}}
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", b"%d" % len(body)),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    return guarded
 
 
 class GuardedHttpProtocol(HttpToolsProtocol):
     config: ServerConfig
     _deadline: asyncio.TimerHandle | None = None
+    _address: str | None = None  # set while this connection counts against its address
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.config.max_connections:
-            log.warning("refusing a connection: %d open", len(self.connections))
+        config = self.config
+        address = address_of(self.client)
+        held = config.per_address[address]
+        if config.max_connections_per_address and held >= config.max_connections_per_address:
+            log.warning("refusing a connection from %s: it holds %d", address, held)
+            metrics.CONNECTIONS_REFUSED.labels("address").inc()
+            limit = config.max_connections_per_address
+            transport.write(
+                _error(
+                    b"429 Too Many Requests",
+                    "rate_limited",
+                    f"too many connections from this address (limit {limit}); close some",
+                    retry_after_s=1,
+                )
+            )
+            transport.close()
+            return
+        open_now = len(self.connections)
+        if open_now > config.max_connections + config.probe_connections:
+            log.warning("refusing a connection: %d open", open_now)
+            metrics.CONNECTIONS_REFUSED.labels("process").inc()
             transport.write(
                 _error(b"503 Service Unavailable", "unavailable", "too many connections; retry")
             )
             transport.close()
             return
-        self._arm(self.config.header_timeout_s)
+        config.per_address[address] = held + 1
+        self._address = address
+        if open_now > config.max_connections:
+            # past the cap: taken only so the probes still answer (see probes_only)
+            self.app = probes_only(self.app)
+            self._arm(min(PROBE_HEADER_TIMEOUT_S, config.header_timeout_s))
+            return
+        self._arm(config.header_timeout_s)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._address is not None:
+            held = self.config.per_address[self._address] - 1
+            if held > 0:
+                self.config.per_address[self._address] = held
+            else:
+                del self.config.per_address[self._address]
+            self._address = None
         super().connection_lost(exc)
 
     def on_message_begin(self) -> None:

@@ -154,7 +154,8 @@ class LogConsumer:
                         "log consumer: %s: %s; retrying in %.1fs", type(exc).__name__, exc, retry_s
                     )
                     await asyncio.sleep(retry_s)
-                    retry_s = min(retry_s * 2, 10.0)
+                    # short: the consumer is what readiness waits for after an outage
+                    retry_s = min(retry_s * 2, 2.0)
         finally:
             if sub is not None:
                 with contextlib.suppress(Exception):

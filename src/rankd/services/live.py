@@ -24,6 +24,7 @@ import contextlib
 import functools
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -31,7 +32,7 @@ from typing import Any, TypeVar, cast
 import orjson
 
 from rankd import metrics
-from rankd.errors import TooManyStreams, Unavailable
+from rankd.errors import RateLimited, TooManyStreams, Unavailable
 from rankd.results import Top
 from rankd.stores.redis_store import RedisStore
 
@@ -44,6 +45,7 @@ MIN_INTERVAL_S = 0.1
 # (a late run) only costs one read that finds nothing new.
 Topic = tuple[str, str, str]  # board, window, segment ("" for global)
 _CLOSED = -2
+STREAM_RETRY_AFTER_S = 5  # an address at its stream cap: streams last, so not at once
 T = TypeVar("T")
 
 
@@ -91,6 +93,7 @@ class Stream:
     topic: Topic
     feed: Feed
     reads: Hashable = ()  # what the stream reads besides its topic (e.g. period, n)
+    address: str = ""  # the client's, counted against RANKD_LIVE_MAX_STREAMS_PER_ADDRESS
     seen: int = -1  # the feed's generation at this stream's last read (-1: never read)
     opened_at: float = field(default_factory=time.monotonic)
 
@@ -120,10 +123,21 @@ Read = Callable[[float | None], Awaitable[tuple[Top, float | None]]]
 class LiveHub:
     """The process's streams, by topic, and the one listener that wakes them."""
 
-    def __init__(self, store: RedisStore, max_streams: int, retry_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        store: RedisStore,
+        max_streams: int,
+        retry_s: float = 1.0,
+        *,
+        max_per_address: int = 0,
+    ) -> None:
         self.store = store
         self.max_streams = max_streams
+        self.max_per_address = max_per_address  # 0: no cap
         self.retry_s = retry_s
+        # streams open per client address; an address leaves when its last stream closes,
+        # so this holds at most max_streams entries
+        self._per_address: Counter[str] = Counter()
         self._feeds: dict[Topic, Feed] = {}
         # started with the first stream: a process nobody watches holds no subscription
         self._listener: asyncio.Task[None] | None = None
@@ -133,12 +147,29 @@ class LiveHub:
     def count(self) -> int:
         return self._count
 
-    def open_stream(self, board_id: str, window: str, segment: str, reads: Hashable = ()) -> Stream:
+    def open_stream(
+        self,
+        board_id: str,
+        window: str,
+        segment: str,
+        reads: Hashable = (),
+        *,
+        address: str = "",
+    ) -> Stream:
+        held = self._per_address[address]
+        if self.max_per_address and held >= self.max_per_address:
+            metrics.LIVE_REFUSED_ADDRESS.inc()
+            raise RateLimited(
+                f"this address already holds {held} live streams (the most one address may "
+                "hold); close one, or read /top",
+                retry_after_s=STREAM_RETRY_AFTER_S,
+            )
         if self._count >= self.max_streams:
             raise TooManyStreams(
                 f"this instance serves its maximum of {self.max_streams} live streams; "
                 "retry shortly or read /top"
             )
+        self._per_address[address] = held + 1
         if self._listener is None or self._listener.done():
             self._listener = asyncio.create_task(self.listen(), name="live-notices")
         topic = (board_id, window, segment)
@@ -146,7 +177,7 @@ class LiveHub:
         feed.streams += 1
         self._count += 1
         metrics.LIVE_STREAMS.set(self._count)
-        return Stream(topic, feed, reads)
+        return Stream(topic, feed, reads, address)
 
     def close_stream(self, stream: Stream) -> None:
         feed = self._feeds.get(stream.topic)
@@ -158,6 +189,11 @@ class LiveHub:
             del self._feeds[stream.topic]
         self._count -= 1
         metrics.LIVE_STREAMS.set(self._count)
+        held = self._per_address[stream.address] - 1
+        if held > 0:
+            self._per_address[stream.address] = held
+        else:
+            del self._per_address[stream.address]
 
     def notify(self, board_id: str, touched: list[tuple[str, str, str]]) -> None:
         metrics.LIVE_NOTICES.inc()

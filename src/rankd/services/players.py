@@ -8,10 +8,11 @@ logged, so a replay puts it in the same standings whatever the profile says late
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypedDict
 
 from rankd.boards import BoardConfig
+from rankd.errors import Unavailable
 from rankd.runs import Run
 from rankd.services.names import NameCache
 from rankd.stores.postgres import PostgresStore
@@ -25,10 +26,17 @@ class Profile(TypedDict):
 
 
 class Players:
-    def __init__(self, pg: PostgresStore, store: RedisStore, names: NameCache) -> None:
+    def __init__(
+        self,
+        pg: PostgresStore,
+        store: RedisStore,
+        names: NameCache,
+        restoring_profiles: Callable[[], bool] | None = None,
+    ) -> None:
         self.pg = pg
         self.store = store
         self.names = names
+        self.restoring_profiles = restoring_profiles
 
     async def put(
         self, player_id: str, name: str | None, segments: dict[str, str] | None
@@ -52,6 +60,10 @@ class Players:
         missing = [r for r in runs if len(r.segments) < len(board.segments)]
         if not missing:
             return
+        if self.restoring_profiles is not None and self.restoring_profiles():
+            # Redis's copy of the profiles is being restored: a run must not be logged with
+            # segments resolved from half of it
+            raise Unavailable("player profiles are being restored after a Redis restart; retry")
         players = list(dict.fromkeys(r.player_id for r in missing))
         profiles = dict(zip(players, await self.store.profile_segments(players), strict=True))
         for run in missing:

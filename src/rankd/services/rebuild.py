@@ -17,6 +17,7 @@ lost its last second or with no data at all, and everything is rebuilt.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -32,9 +33,16 @@ from rankd.services.registry import BoardRegistry
 from rankd.stores import archive, standings
 from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import Conn, PostgresStore
+from rankd.stores.redis_loader import SmallPeriod
 from rankd.stores.redis_store import RedisStore
 
 log = logging.getLogger("rankd.rebuild")
+
+# A period of at most SMALL_PERIOD entries is loaded in a batch with others: up to
+# BATCH_PERIODS periods or BATCH_MEMBERS entries (about 1-2 MB of commands) a round trip.
+SMALL_PERIOD = 2_000
+BATCH_PERIODS = 1_000
+BATCH_MEMBERS = 20_000
 
 Progress = Callable[[int], None]
 
@@ -56,6 +64,98 @@ class Rebuilder:
         self.store = store
         self.pg = pg
         self.boards = boards
+        # the periods this process is restoring right now (reads of them answer 503 until
+        # each is in place); at most the periods of one rebuild, emptied when it ends
+        self.restoring: set[PeriodRef] = set()
+        # True while the player names and profile segments are being restored (a submit
+        # must not resolve a run's profile segments from a half-restored copy)
+        self.restoring_profiles = False
+
+    def is_restoring(self, ref: PeriodRef) -> bool:
+        return bool(self.restoring) and ref in self.restoring
+
+    async def _load(
+        self,
+        conn: Conn,
+        todo: list[tuple[PeriodRef, int, BoardConfig]],
+        banned: dict[PeriodRef, list[str]],
+        held: dict[PeriodRef, list[tuple[str, int, int]]],
+        now_ms: int,
+        report: RebuildReport,
+        progress: Progress | None,
+        whole: bool,
+    ) -> None:
+        """Load ``todo`` in its order. Small periods go in batches, a query and a round trip
+        per batch (a period costs its members, not a round trip of its own), the next
+        batch read from PostgreSQL while Redis loads this one; the rest one at a time."""
+        sizes = await standings.period_sizes(conn, None, None, None) if whole else {}
+        if not whole and len(todo) > 1:
+            board_id, window = todo[0][0][0], todo[0][0][1]
+            one_window = all(t[0][0] == board_id and t[0][1] == window for t in todo)
+            sizes = await standings.period_sizes(
+                conn, board_id, window if one_window else None, None
+            )
+        loading: asyncio.Task[int] | None = None
+        batch: list[tuple[PeriodRef, int]] = []
+        batch_members = 0
+
+        async def landed() -> None:
+            nonlocal loading
+            if loading is not None:
+                members, loading = await loading, None
+                report.members += members
+                if progress is not None:
+                    progress(members)
+
+        async def flush() -> None:
+            nonlocal loading, batch, batch_members
+            if not batch:
+                return
+            found = await standings.small_periods(conn, batch)  # while Redis loads the last
+            await landed()
+            loading = asyncio.create_task(self._load_small(found))
+            batch, batch_members = [], 0
+
+        try:
+            for ref, start_ms, config in todo:
+                if sizes and _small(config, ref, sizes, banned, held):
+                    batch.append((ref, start_ms))
+                    batch_members += sizes.get(ref, 0)
+                    if len(batch) >= BATCH_PERIODS or batch_members >= BATCH_MEMBERS:
+                        await flush()
+                    continue
+                since = None
+                if config.policy == "sum":
+                    since = counted_ids_kept_since(config, now_ms) if ref[1] == ALL_TIME else 0
+                report.members += await self.store.load_period(
+                    ref,
+                    _entry_pages(conn, ref),
+                    None
+                    if since is None
+                    else _counted_run_pages(conn, ref, since, sum_horizon_ms(config)),
+                    _time_groups(conn, ref),
+                    None,  # no TTL: the season job removes the keys (services/seasons.py)
+                    start_ms,
+                    progress,
+                    shadowed=banned.get(ref, ()),
+                    held=held.get(ref, ()),
+                )
+                self.restoring.discard(ref)
+                metrics.REBUILDS.inc()
+            await flush()
+            await landed()
+        finally:
+            if loading is not None and not loading.done():
+                loading.cancel()
+                await asyncio.gather(loading, return_exceptions=True)
+        report.periods = len(todo)
+
+    async def _load_small(self, found: list[SmallPeriod]) -> int:
+        members = await self.store.load_small_periods(found)
+        for small in found:
+            self.restoring.discard(small.ref)
+            metrics.REBUILDS.inc()
+        return members
 
     async def rebuild(
         self,
@@ -83,15 +183,26 @@ class Rebuilder:
                 return None  # another instance rebuilt while we waited for the lock
             now_ms = int(time.time() * 1000)
             whole = board is None and window is None and period is None
+            if whole and when != "missing":
+                # a restarted Redis may have lost its last run-id claims: each board's next
+                # submit restores its registry from PostgreSQL and the log first
+                await self.store.disarm_run_ids([b.board_id for b in await self.boards.list()])
             if whole and (when != "missing" or not await self.store.has_names()):
                 # first: submits resolve profile segments from this copy before logging
-                await self.store.restore_names(standings.name_chunks(conn))
-                await self.store.restore_profile_segments(standings.profile_segment_chunks(conn))
+                self.restoring_profiles = True
+                try:
+                    await self.store.restore_names(standings.name_chunks(conn))
+                    await self.store.restore_profile_segments(
+                        standings.profile_segment_chunks(conn)
+                    )
+                finally:
+                    self.restoring_profiles = False
             selected = await standings.periods(conn, board, window, period)
             archived = await archive.archived_refs(conn, board, window, period)
             # banned players to :shadow, held runs to :pending, as PostgreSQL says
             banned = await moderation_db.banned_entries(conn, board)
             held = await moderation_db.held_entries(conn, board)
+            todo: list[tuple[PeriodRef, int, BoardConfig]] = []
             for ref, start_ms in selected:
                 board_id, win, pid, _ = ref
                 try:
@@ -107,26 +218,17 @@ class Rebuilder:
                     # archived, or about to be (past its retention): served from the archive;
                     # the season job freezes a period not frozen yet from player_best
                     continue
-                if when == "missing" and await self.store.period_exists(ref):
-                    continue
-                since = None
-                if config.policy == "sum":
-                    since = counted_ids_kept_since(config, now_ms) if win == ALL_TIME else 0
-                report.members += await self.store.load_period(
-                    ref,
-                    _entry_pages(conn, ref),
-                    None
-                    if since is None
-                    else _counted_run_pages(conn, ref, since, sum_horizon_ms(config)),
-                    _time_groups(conn, ref),
-                    None,  # no TTL: the season job removes the keys (services/seasons.py)
-                    start_ms,
-                    progress,
-                    shadowed=banned.get(ref, ()),
-                    held=held.get(ref, ()),
-                )
-                report.periods += 1
-                metrics.REBUILDS.inc()
+                todo.append((ref, start_ms, config))
+            if when == "missing":
+                missing = await self.store.missing_periods([ref for ref, _, _ in todo])
+                todo = [t for t in todo if t[0] in missing]
+            # the current periods first: each is served as soon as it is in place
+            todo.sort(key=lambda t: (t[0][1] != ALL_TIME, -t[1]))
+            self.restoring = {ref for ref, _, _ in todo}
+            try:
+                await self._load(conn, todo, banned, held, now_ms, report, progress, whole)
+            finally:
+                self.restoring = set()
             if whole and when != "missing":
                 await self.store.mark_verified(run_id)
         self.store.forget_indexed()
@@ -139,6 +241,23 @@ class Rebuilder:
             report.members_per_s,
         )
         return report
+
+
+def _small(
+    config: BoardConfig,
+    ref: PeriodRef,
+    sizes: dict[PeriodRef, int],
+    banned: dict[PeriodRef, list[str]],
+    held: dict[PeriodRef, list[tuple[str, int, int]]],
+) -> bool:
+    """Whether ``ref`` goes in a batch of small periods: few entries, and nothing that
+    needs the one-period path (a sum board's counted runs, banned or held entries)."""
+    return (
+        sizes.get(ref, 0) <= SMALL_PERIOD
+        and config.policy != "sum"
+        and not banned.get(ref)
+        and not held.get(ref)
+    )
 
 
 def _entry_pages(conn: Conn, ref: PeriodRef) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:

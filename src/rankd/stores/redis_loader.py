@@ -10,11 +10,13 @@ PostgreSQL while Redis takes this one, so both work in parallel.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
 
 from rankd.aio import read_ahead
+from rankd.periods import PeriodRef
 
 FLUSH_EVERY = 1  # ZADDs (one per page of 20,000 members) per pipeline round trip
 PAGES_AHEAD = 4  # pages fetched from PostgreSQL ahead of Redis (about 1 MB each)
@@ -22,8 +24,24 @@ PAGES_AHEAD = 4  # pages fetched from PostgreSQL ahead of Redis (about 1 MB each
 Progress = Callable[[int], None]
 
 
-def _bulk(value: bytes) -> bytes:
+@dataclass
+class SmallPeriod:
+    """One period's whole content, read in a batch of many (stores/standings.py) and loaded
+    in one round trip with the others (RedisStore.load_small_periods)."""
+
+    ref: PeriodRef
+    start_ms: int
+    members: int = 0
+    entries: bytes = b""  # ZADD arguments in RESP, chr(1) for CR LF
+    times: list[tuple[int, int, bytes]] = field(default_factory=list)  # bucket, n, HSET args
+
+
+def bulk(value: bytes) -> bytes:
+    """One RESP bulk string."""
     return b"$%d\r\n%b\r\n" % (len(value), value)
+
+
+_bulk = bulk
 
 
 class Loader:
@@ -120,3 +138,24 @@ class Loader:
         while self.unread:
             await self.conn.read_response()
             self.unread -= 1
+
+
+def command(*args: bytes) -> bytes:
+    """One command in RESP."""
+    return b"*%d\r\n%b" % (len(args), b"".join(_bulk(a) for a in args))
+
+
+async def run_commands(redis: Redis, commands: list[bytes]) -> list[Any]:
+    """Send ``commands`` in one write on one connection and read every reply. An error
+    reply raises, and the connection (with replies unread) is dropped, never reused."""
+    conn: Any = await redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+    done = False
+    try:
+        await conn.send_packed_command(commands, check_health=False)
+        replies = [await conn.read_response() for _ in commands]
+        done = True
+        return replies
+    finally:
+        if not done:
+            await conn.disconnect()
+        await redis.connection_pool.release(conn)

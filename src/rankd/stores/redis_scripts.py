@@ -44,13 +44,15 @@ SUBMIT_BEST_MANY = Script.load("submit_best_many")
 SUBMIT_SUM = Script.load("submit_sum")
 AROUND = Script.load("around")
 TOP = Script.load("top")
-FIRST_RECEIPTS = Script.load("first_receipts")
+RUN_IDS = Script.load("run_ids")
+SEGMENT_VALUES = Script.load("segment_values")
 FRIENDS = Script.load("friends")
 MOVE_ENTRIES = Script.load("move_entries")
 OWN_ENTRY = Script.load("own_entry")
 ENTRY = Script.load("entry")
 RATE_LIMIT = Script.load("rate_limit")
 SET_ENTRY = Script.load("set_entry")
+LOAD_PERIOD = Script.load("load_period")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -58,12 +60,14 @@ ALL_SCRIPTS = (
     AROUND,
     TOP,
     FRIENDS,
-    FIRST_RECEIPTS,
+    RUN_IDS,
+    SEGMENT_VALUES,
     MOVE_ENTRIES,
     OWN_ENTRY,
     ENTRY,
     RATE_LIMIT,
     SET_ENTRY,
+    LOAD_PERIOD,
 )
 
 

@@ -21,6 +21,7 @@ from rankd.boards import BoardConfig
 from rankd.codec import STAMP_EPOCH_MS, STAMP_MAX, STAMP_WIDTH, stamp_offset
 from rankd.periods import PeriodRef, parse_period
 from rankd.stores.redis_keys import time_bucket
+from rankd.stores.redis_loader import SmallPeriod
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,11 +376,18 @@ def redis_order_sql(player: str, achieved_ms: str, composite: str) -> str:
     return f'{composite} DESC, {member_sql(player, achieved_ms)} COLLATE "C" DESC'
 
 
+def entry_member_sql(alias: str = "") -> str:
+    """SQL for an entry's sorted-set member as the submit scripts write it, for a row of
+    player_best (``alias``: its table alias with the dot). The one-period pages and the
+    batched small periods both load members from here, so they cannot differ."""
+    return member_sql(f"{alias}player_id", f"{alias}achieved_ms")
+
+
 # One period's entries in composite order (Redis loads sorted input fastest).
 ENTRY_PAGE_SQL = _page_sql(
     "player_best",
     "composite::text",
-    member_sql("player_id", "achieved_ms"),
+    entry_member_sql(),
     ("composite", "player_id"),
     "",
 )
@@ -424,6 +432,66 @@ async def time_groups(
         while rows := await named.fetchmany(size):
             for bucket, count, arguments in rows:
                 yield int(bucket), int(count), arguments.encode()
+
+
+async def period_sizes(
+    conn: AsyncConnection[Any], board_id: str | None, window: str | None, period: str | None
+) -> dict[PeriodRef, int]:
+    """Entries per period (each segment apart), optionally narrowed: one scan of the
+    rebuild index, so the rebuild can load many small periods per round trip."""
+    cur = await conn.execute(
+        "SELECT board_id, win, period, segment, count(*) FROM player_best"
+        " WHERE (%(b)s::text IS NULL OR board_id = %(b)s)"
+        "   AND (%(w)s::text IS NULL OR win = %(w)s)"
+        "   AND (%(p)s::text IS NULL OR period = %(p)s)"
+        " GROUP BY board_id, win, period, segment",
+        {"b": board_id, "w": window, "p": period},
+    )
+    return {PeriodRef(r[0], r[1], r[2], r[3]): int(r[4]) for r in await cur.fetchall()}
+
+
+# Many small periods in one query: the periods are passed as four arrays; each period's
+# entries come back as one ZADD argument list in composite order, its exact times grouped
+# per hash bucket (as ENTRY_PAGE_SQL and TIME_GROUPS_SQL do for one period).
+_BATCH_JOIN = (
+    " FROM player_best e JOIN unnest(%(b)s::text[], %(w)s::text[], %(p)s::text[],"
+    " %(s)s::text[]) AS t(b, w, p, s)"
+    " ON e.board_id = t.b AND e.win = t.w AND e.period = t.p AND e.segment = t.s"
+)
+BATCH_ENTRIES_SQL = (
+    "SELECT e.board_id, e.win, e.period, e.segment, count(*),"
+    f" string_agg({_resp_fragment('e.composite::text', entry_member_sql('e.'))}, ''"
+    "  ORDER BY e.composite, e.player_id)"
+    f"{_BATCH_JOIN} GROUP BY 1, 2, 3, 4"
+)
+BATCH_TIMES_SQL = (
+    "SELECT e.board_id, e.win, e.period, e.segment, e.time_bucket, count(*),"
+    f" string_agg({_resp_fragment('e.player_id', 'e.achieved_ms::text')}, '')"
+    f"{_BATCH_JOIN} GROUP BY 1, 2, 3, 4, 5"
+)
+
+
+async def small_periods(
+    conn: AsyncConnection[Any], periods: list[tuple[PeriodRef, int]]
+) -> list[SmallPeriod]:
+    """The entries and exact times of ``periods`` ((ref, start ms)) in two queries."""
+    found = {ref: SmallPeriod(ref, start_ms) for ref, start_ms in periods}
+    params = {
+        "b": [r[0] for r, _ in periods],
+        "w": [r[1] for r, _ in periods],
+        "p": [r[2] for r, _ in periods],
+        "s": [r[3] for r, _ in periods],
+    }
+    cur = await conn.execute(BATCH_ENTRIES_SQL, params)
+    for board, win, period, segment, count, arguments in await cur.fetchall():
+        small = found[PeriodRef(board, win, period, segment)]
+        small.members, small.entries = int(count), arguments.encode()
+    cur = await conn.execute(BATCH_TIMES_SQL, params)
+    for board, win, period, segment, bucket, count, arguments in await cur.fetchall():
+        found[PeriodRef(board, win, period, segment)].times.append(
+            (int(bucket), int(count), arguments.encode())
+        )
+    return list(found.values())
 
 
 async def pages(
