@@ -121,7 +121,7 @@ def test_serve_refuses_a_cluster_whose_seed_is_unreachable() -> None:
     """A cluster with its node missing at start: one line naming the unreachable Redis."""
     port = free_port()
     result = serve(external(redis=f"redis+cluster://127.0.0.1:{port}"))
-    assert_refused(result, "unreachable", str(port))
+    assert_refused(result, "RANKD_REDIS_URL: cannot connect", str(port))
 
 
 def test_serve_refuses_a_data_dir_made_by_another_topology(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
-from nats.js.errors import APIError, NotFoundError
+from nats.js.errors import APIError, NotFoundError, ServiceUnavailableError
 
 from rankd.errors import LogUnavailable
 
@@ -138,15 +138,24 @@ class JetStreamSubscription:
     async def fetch(self, n: int, timeout_s: float) -> list[LogMessage]:
         if self._sub is None:
             await self.open()
-        try:
-            msgs: list[Msg] = await self._sub.fetch(n, timeout=timeout_s)
-        except TimeoutError:  # nats.errors.TimeoutError is one too
-            return []
-        except NotFoundError as exc:  # the consumer was deleted: make it again next time
-            self._sub = None
-            raise LogUnavailable(f"the log consumer is gone: {exc!r}") from exc
-        except (nats.errors.Error, OSError) as exc:
-            raise LogUnavailable(f"cannot read the run log: {exc!r}") from exc
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            try:
+                msgs: list[Msg] = await self._sub.fetch(n, timeout=timeout_s)
+                break
+            except TimeoutError:  # nats.errors.TimeoutError is one too
+                return []
+            except NotFoundError as exc:  # the consumer was deleted: make it again next time
+                self._sub = None
+                raise LogUnavailable(f"the log consumer is gone: {exc!r}") from exc
+            except (ServiceUnavailableError, nats.errors.NoRespondersError) as exc:
+                # a consumer just made on a replicated stream answers once its leader is
+                # elected (a moment, on a JetStream cluster): wait for it, within the timeout
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise LogUnavailable(f"cannot read the run log: {exc!r}") from exc
+                await asyncio.sleep(0.05)
+            except (nats.errors.Error, OSError) as exc:
+                raise LogUnavailable(f"cannot read the run log: {exc!r}") from exc
         return [LogMessage(int(m.metadata.sequence.stream), m.subject, m.data, m) for m in msgs]
 
     async def ack(self, messages: Sequence[LogMessage]) -> None:
