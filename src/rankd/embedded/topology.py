@@ -329,6 +329,28 @@ def form_cluster(ports: list[int], primaries: int = 3) -> None:
     _wait("reach state ok", state_ok)
 
 
+def watch_ready(ports: list[int], replicas: int = 1) -> None:
+    """Wait until every Sentinel knows the replica and its peers: one that has not heard of
+    the replica yet (they learn it from the primary's INFO, every 10 s) would find "no good
+    replica" and put the failover off for a while."""
+
+    def knows(port: int) -> bool:
+        found = _command(port, "SENTINEL", "REPLICAS", MASTER_NAME)
+        peers = _command(port, "SENTINEL", "SENTINELS", MASTER_NAME)
+        return len(found) >= replicas and len(peers) >= len(ports) - 1
+
+    deadline = time.monotonic() + FORM_TIMEOUT_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if all(knows(p) for p in ports):
+                return
+        time.sleep(0.2)
+    raise EmbeddedServerError(
+        "the embedded Sentinels did not see the replica and each other "
+        f"within {FORM_TIMEOUT_S:.0f} s"
+    )
+
+
 def start_topology(data_dir: Path, topology: Topology) -> TopologyServers:
     """Start a ``cluster`` or ``sentinel`` tree under ``data_dir`` and wait until it serves.
 
@@ -381,6 +403,7 @@ def start_topology(data_dir: Path, topology: Topology) -> TopologyServers:
         else:
             for sentinel in sentinels:  # after the primary: they ask it for its replicas
                 sentinel.start()
+            watch_ready([s.port for s in sentinels])
     except BaseException:
         with contextlib.suppress(Exception):
             tree.stop()
