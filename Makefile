@@ -10,7 +10,7 @@ RANKD_ADMIN_KEYS ?= dev-admin-key
 RANKD_SERVER_KEYS ?= dev-server-key
 export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS
 
-.PHONY: install dev run test lint typecheck format bench bench-quick bench-deps clean
+.PHONY: install dev run run-cluster test lint typecheck format bench bench-quick bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,7 @@ bench: bench-deps
 	$(BIN)/python -m bench.freeze_rate
 	$(BIN)/python -m bench.moderation
 	$(BIN)/python -m bench.events
+	$(BIN)/python -m bench.failover
 	$(BIN)/python -m bench.report
 
 bench-quick: bench-deps

@@ -192,14 +192,15 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, value: str | None) -> str | None:
-        if value is not None and value.strip().startswith("unix://"):
-            return _check_urls(value, REDIS_SCHEMES, "unix:///path/to/redis.sock", single=True)
         if value is None or not value.strip():
             return None
         # redis://, rediss://, redis+cluster://, redis+sentinel:// (stores/redis_connection.py)
         from rankd.stores.redis_connection import parse_redis_url
 
-        parse_redis_url(value.strip())  # BadRedisUrl is a ValueError: one line naming the fault
+        try:
+            parse_redis_url(value.strip())
+        except ValueError as exc:  # one line naming the fault (settings_error names the variable)
+            raise ValueError(str(exc).removeprefix("RANKD_REDIS_URL: ")) from None
         return value.strip()
 
     @field_validator("postgres_url")

@@ -2,7 +2,8 @@
 
 The URL picks the mode (contract "Starting it"):
 
-- ``redis://[user:pass@]host:port[/db]`` (``rediss://`` for TLS): one server;
+- ``redis://[user:pass@]host:port[/db]`` (``rediss://`` for TLS), ``unix:///path``: one
+  server;
 - ``redis+cluster://[user:pass@]host:port[,host:port...]`` (``rediss+cluster://``): a
   Redis Cluster, any of its nodes as seeds; the client learns the slot map from them;
 - ``redis+sentinel://[user:pass@]host:port[,host:port...]/<master-name>[/db]``
@@ -72,6 +73,10 @@ def safe_url(url: str) -> str:
 def parse_redis_url(url: str) -> RedisTarget:
     """A RANKD_REDIS_URL's parts, or BadRedisUrl saying what is wrong with it."""
     scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() == "unix":  # one Redis on a local socket: redis-py reads it
+        if not rest.strip("/"):
+            raise BadRedisUrl(f"RANKD_REDIS_URL: no socket path in {safe_url(url)}")
+        return RedisTarget("single", False, (), url=url)
     if not sep or scheme.lower() not in _SCHEMES:
         forms = ", ".join(f"{s}://" for s in _SCHEMES)
         raise BadRedisUrl(f"RANKD_REDIS_URL: {safe_url(url)!r} must start with one of {forms}")
