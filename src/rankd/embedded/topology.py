@@ -22,7 +22,7 @@ import json
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -97,17 +97,20 @@ def _free(port: int) -> bool:
     return True
 
 
-def _pick_ports(count: int, *, bus: bool = False) -> list[int]:
-    """Free loopback ports (and, with ``bus``, each one's cluster bus port, +10000)."""
+def _pick_ports(count: int, taken: set[int], *, bus: bool = False) -> list[int]:
+    """Free loopback ports not in ``taken`` (and, with ``bus``, each one's cluster bus
+    port, +10000, free too); all are added to ``taken``."""
     picked: list[int] = []
     while len(picked) < count:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind((HOST, 0))
             port: int = sock.getsockname()[1]
-        if bus and (port + 10000 > 65535 or not _free(port + 10000)):
+        if port in taken or (
+            bus and (port + 10000 > 65535 or port + 10000 in taken or not _free(port + 10000))
+        ):
             continue
-        if port not in picked:
-            picked.append(port)
+        picked.append(port)
+        taken.update((port, port + 10000) if bus else (port,))
     return picked
 
 
@@ -214,7 +217,6 @@ class TopologyServers:
     sentinels: list[SentinelNode]
     nats_nodes: list[NatsNode]
     postgres: PostgresServer | None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def redis_url(self) -> str:
@@ -359,14 +361,15 @@ def start_topology(data_dir: Path, topology: Topology) -> TopologyServers:
     data_dir = Path(data_dir).absolute()
     recorded = check_topology(data_dir, topology)
     if "nats" not in recorded:
-        recorded["nats"] = _pick_ports(3)
-        recorded["nats_monitor"] = _pick_ports(3)
-        recorded["nats_routes"] = _pick_ports(3)
+        taken: set[int] = set()
         if topology == "cluster":
-            recorded["redis"] = _pick_ports(6, bus=True)
+            recorded["redis"] = _pick_ports(6, taken, bus=True)
         else:
-            recorded["redis"] = _pick_ports(2)
-            recorded["sentinel"] = _pick_ports(3)
+            recorded["redis"] = _pick_ports(2, taken)
+            recorded["sentinel"] = _pick_ports(3, taken)
+        recorded["nats"] = _pick_ports(3, taken)
+        recorded["nats_monitor"] = _pick_ports(3, taken)
+        recorded["nats_routes"] = _pick_ports(3, taken)
         _save(data_dir, recorded)
     nats = [
         NatsNode(data_dir, i, p, recorded["nats_monitor"][i], recorded["nats_routes"])
