@@ -326,7 +326,13 @@ class JetStreamLog:
         js = self._js()
         try:
             try:
-                info = await js.consumer_info(self.stream, durable)
+                try:
+                    info = await js.consumer_info(self.stream, durable)
+                except (TimeoutError, ServiceUnavailableError, nats.errors.NoRespondersError):
+                    # a replicated stream's consumer is briefly leaderless after a node
+                    # joins or leaves (a JetStream cluster's first seconds): ask once more
+                    await asyncio.sleep(0.2)
+                    info = await js.consumer_info(self.stream, durable)
             except NotFoundError:
                 # never created: nothing consumed yet, so every message in the stream waits
                 state = (await js.stream_info(self.stream)).state
