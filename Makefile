@@ -10,7 +10,7 @@ RANKD_ADMIN_KEYS ?= dev-admin-key
 RANKD_SERVER_KEYS ?= dev-server-key
 export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS
 
-.PHONY: install dev run test test-ts lint typecheck format bench bench-quick bench-deps clean
+.PHONY: install dev run run-cluster test test-ts lint typecheck format bench bench-quick bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ dev: $(VENV)/.dev-installed
 
 run: install
 	$(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)'
+
+# a Redis Cluster (3 primaries + 3 replicas), three clustered NATS servers, one PostgreSQL
+run-cluster: install
+	$(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)-cluster' --topology cluster
 
 lint: dev
 	$(BIN)/ruff check src tests bench
@@ -68,6 +72,7 @@ bench: bench-deps
 	$(BIN)/python -m bench.freeze_rate
 	$(BIN)/python -m bench.moderation
 	$(BIN)/python -m bench.events
+	$(BIN)/python -m bench.failover
 	$(BIN)/python -m bench.report
 
 bench-quick: bench-deps

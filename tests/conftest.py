@@ -24,8 +24,14 @@ from redis.asyncio import Redis
 
 from rankd.api.app import create_app
 from rankd.embedded import EmbeddedServers, start_embedded
+from rankd.embedded.topology import TopologyServers, start_topology
 from rankd.runtime import Runtime
 from rankd.settings import Settings
+from rankd.stores.redis_connection import connect, parse_redis_url
+
+# The embedded shape the session's servers take: single (default), cluster or sentinel
+# (tests/test_topologies.py runs a selection of the suites on each).
+TOPOLOGY = os.environ.get("RANKD_TEST_TOPOLOGY", "single")
 
 ADMIN = "test-admin-key"
 SERVER = "test-server-key"
@@ -55,7 +61,11 @@ def urls() -> Iterator[Urls]:
         yield Urls(*env)  # type: ignore[arg-type]
         return
     with tempfile.TemporaryDirectory(prefix="rankd-test-") as path:
-        servers: EmbeddedServers = start_embedded(Path(path))
+        servers: EmbeddedServers | TopologyServers = (
+            start_embedded(Path(path))
+            if TOPOLOGY == "single"
+            else start_topology(Path(path), TOPOLOGY)  # type: ignore[arg-type]
+        )
         try:
             yield Urls(servers.redis_url, servers.postgres_url, servers.nats_url)
         finally:
@@ -75,6 +85,7 @@ def make_settings(urls: Urls, **overrides: object) -> Settings:
         "season_job_interval_s": 0.0,
         # and reads see its work at once; test_seasons covers the archive state cache
         "archive_state_cache_s": 0.0,
+        "stream_replicas": 1 if TOPOLOGY == "single" else 3,
     }
     return Settings(**(values | overrides))  # type: ignore[arg-type]
 
@@ -110,7 +121,8 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture(scope="session")
 async def redis(urls: Urls) -> AsyncIterator[Redis]:
-    client = Redis.from_url(urls.redis)
+    # a cluster's or Sentinel's client where the session runs on one
+    client = connect(parse_redis_url(urls.redis), max_connections=64, pool_timeout_s=10)
     yield client
     await client.aclose()
 

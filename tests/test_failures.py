@@ -355,7 +355,7 @@ def assert_verdict(name: str, ledger: Ledger, verdict: Verdict, settled_s: float
 
 async def logged_run_ids(nats_url: str, stream_name: str = "RUNS") -> set[str]:
     """Every run id in the JetStream log, read with an ephemeral consumer from the start."""
-    nc = await nats.connect(nats_url, connect_timeout=5, allow_reconnect=False)
+    nc = await nats.connect(nats_url.split(","), connect_timeout=5, allow_reconnect=False)
     try:
         js = nc.jetstream(timeout=5)
         last = int((await js.stream_info(stream_name)).state.last_seq)

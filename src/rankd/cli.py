@@ -31,6 +31,14 @@ from rich.progress import (
 from rankd import datadir
 from rankd.embedded import EmbeddedServerError, EmbeddedServers, start_embedded
 from rankd.embedded.supervisor import STATUS_FILE, Supervisor
+from rankd.embedded.topology import (
+    TOPOLOGIES,
+    Topology,
+    TopologyServers,
+    check_topology,
+    recorded_topology,
+    start_topology,
+)
 from rankd.settings import Settings, settings_error
 
 app = typer.Typer(add_completion=False, help="Rankd: real-time leaderboards for games.")
@@ -48,6 +56,14 @@ AllowEmpty = Annotated[
     ),
 ]
 SERVICES_FILE = "services.json"  # the URLs of a running `rankd serve`'s embedded servers
+TopologyOption = Annotated[
+    str | None,
+    typer.Option(
+        help="embedded servers' shape: single, cluster (Redis Cluster 3+3, JetStream x3) or "
+        "sentinel (Redis primary, replica, 3 Sentinels; JetStream x3) [the data dir's, else "
+        "single]"
+    ),
+]
 
 
 def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
@@ -105,6 +121,7 @@ def _services(
     has_data: Callable[[Path], bool] | None = None,
     allow_empty: bool = False,
     before_start: Callable[[], None] | None = None,
+    topology: str | None = None,
 ) -> Iterator[Settings]:
     """Settings with service URLs: from the environment, else from a running `rankd serve`
     on the same data dir (not when serving), else from embedded servers started here, on a
@@ -112,7 +129,11 @@ def _services(
     refuses a data dir without it unless ``allow_empty``: empty servers would only make
     it look done."""
     urls = (settings.redis_url, settings.postgres_url, settings.nats_url)
+    if topology is not None and topology not in TOPOLOGIES:
+        _fail(f"{command}: --topology must be one of {', '.join(TOPOLOGIES)}, not {topology!r}")
     if all(urls):
+        if topology is not None:
+            _fail(f"{command}: --topology is for embedded servers; RANKD_*_URL are set")
         yield settings
         return
     if any(urls):
@@ -144,11 +165,20 @@ def _services(
     except datadir.DataDirInUse as busy:
         _in_use(command, busy)
     try:
+        try:
+            shape: Topology = topology or recorded_topology(data_dir) or "single"
+            check_topology(data_dir, shape)
+        except EmbeddedServerError as exc:
+            _fail(f"{command}: {exc}")
         if before_start is not None:
             before_start()
-        typer.echo(f"starting embedded Redis, PostgreSQL and NATS in {data_dir} ...", err=True)
+        typer.echo(
+            f"starting embedded Redis, PostgreSQL and NATS ({shape}) in {data_dir} ...", err=True
+        )
         try:
-            servers: EmbeddedServers = start_embedded(data_dir)
+            servers: EmbeddedServers | TopologyServers = (
+                start_embedded(data_dir) if shape == "single" else start_topology(data_dir, shape)
+            )
         except EmbeddedServerError as exc:
             _fail(f"{command}: the embedded servers did not start: {exc}")
         supervisor: Supervisor | None = None
@@ -158,6 +188,8 @@ def _services(
                 "postgres_url": servers.postgres_url,
                 "nats_url": servers.nats_url,
             }
+            if isinstance(servers, TopologyServers):
+                urls_now["stream_replicas"] = servers.stream_replicas
             if serving:
                 shared.write_text(json.dumps({**urls_now, "pid": os.getpid()}))
                 # restarts a server that dies (embedded/supervisor.py); /readyz reads its
@@ -240,6 +272,7 @@ def serve(
     workers: Annotated[
         int, typer.Option(help="worker processes sharing nothing but the servers", min=1, max=64)
     ] = 1,
+    topology: TopologyOption = None,
 ) -> None:
     """Run the HTTP service; with no RANKD_*_URL set, on embedded Redis, PostgreSQL and NATS."""
     settings = _settings("rankd serve", data_dir)
@@ -249,7 +282,11 @@ def serve(
     )
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     services = _services(
-        settings, command="rankd serve", serving=True, before_start=lambda: _check_port(host, port)
+        settings,
+        command="rankd serve",
+        serving=True,
+        before_start=lambda: _check_port(host, port),
+        topology=topology,
     )
     if settings.redis_url or settings.postgres_url or settings.nats_url:
         _check_port(host, port)  # no embedded servers: nothing else checks it first

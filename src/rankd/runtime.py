@@ -87,6 +87,7 @@ class Runtime:
             index_memo_bytes=s.periods_index_memo_bytes,
             marks_keep_s=s.applied_marks_keep_s,
             batch_in_flight=s.redis_batch_in_flight,
+            read_from_replicas=s.redis_read_from_replicas,
         )
         pg = PostgresStore(
             s.postgres_url,
@@ -99,6 +100,7 @@ class Runtime:
             stream=s.stream,
             subject_prefix=s.subject_prefix,
             timeout_s=s.publish_timeout_s,
+            replicas=s.stream_replicas,
         )
         names = NameCache(store, s.name_cache_ttl_s, s.name_cache_bytes)
         boards = BoardRegistry(

@@ -31,6 +31,9 @@ class Settings(BaseSettings):
     stream: str = Field("RUNS", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     subject_prefix: str = Field("runs", pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
     publish_timeout_s: float = Field(5.0, gt=0, le=300)
+    # Copies of the stream JetStream keeps (when it creates the stream): 3 on a three-node
+    # cluster, so one node's loss loses no acknowledged run; 1 on a single server.
+    stream_replicas: int = Field(1, ge=1, le=5)
 
     # Group commit: log messages in flight per board, and most runs one message carries.
     group_commit_max_in_flight: int = Field(4, ge=1, le=64)
@@ -41,6 +44,9 @@ class Settings(BaseSettings):
     # concurrent requests' Redis calls share pipelines, at most this many on the wire at
     # once (stores/redis_batch.py); 0: every request sends its own
     redis_batch_in_flight: int = Field(4, ge=0, le=64)
+    # On a Redis Cluster, send plain read commands to replicas too. Script calls (a submit's
+    # answer, a player's own view, top lists) always go to the primary.
+    redis_read_from_replicas: bool = False
     redis_pool_timeout_s: float = Field(10.0, gt=0)
     postgres_pool_min: int = Field(1, ge=0)
     postgres_pool_max: int = Field(10, ge=1)
@@ -189,7 +195,16 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, value: str | None) -> str | None:
-        return _check_urls(value, REDIS_SCHEMES, "redis://host:port[/db]", single=True)
+        if value is None or not value.strip():
+            return None
+        # redis://, rediss://, redis+cluster://, redis+sentinel:// (stores/redis_connection.py)
+        from rankd.stores.redis_connection import parse_redis_url
+
+        try:
+            parse_redis_url(value.strip())
+        except ValueError as exc:  # one line naming the fault (settings_error names the variable)
+            raise ValueError(str(exc).removeprefix("RANKD_REDIS_URL: ")) from None
+        return value.strip()
 
     @field_validator("postgres_url")
     @classmethod

@@ -13,7 +13,9 @@ from urllib.parse import urlsplit
 import nats.errors
 import psycopg
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
+
+from rankd.stores.redis_connection import connect, parse_redis_url
 
 CONNECT_TIMEOUT_S = 5.0  # the same connect timeout the stores use
 
@@ -36,7 +38,11 @@ def _reason(exc: BaseException) -> str:
 
 
 async def _redis(url: str, timeout_s: float) -> None:
-    client = Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+    if url.startswith("unix://"):
+        client = Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+    else:
+        # a Cluster's seeds or a Sentinel group's primary, as the service will reach them
+        client = connect(parse_redis_url(url), max_connections=2, pool_timeout_s=timeout_s)
     try:
         await client.ping()
     finally:
@@ -86,7 +92,14 @@ async def unreachable(
             await asyncio.wait_for(probe, timeout_s + 1)  # type: ignore[arg-type]
         except TimeoutError:
             return f"{variable}: {url} did not answer within {timeout_s:g}s"
-        except (RedisError, psycopg.Error, nats.errors.Error, OSError, ValueError) as exc:
+        except (
+            RedisError,
+            RedisClusterException,
+            psycopg.Error,
+            nats.errors.Error,
+            OSError,
+            ValueError,
+        ) as exc:
             return f"{variable}: cannot connect to {url}: {_reason(exc)}"
         return None
 

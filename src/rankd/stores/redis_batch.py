@@ -113,7 +113,7 @@ class Batcher:
             pipe = self.redis.pipeline(transaction=False)
             for item in taken:
                 for script, keys, args in item.calls:
-                    pipe.evalsha(script.sha, len(keys), *keys, *args)
+                    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
                 for command, command_args in item.extra:
                     pipe.execute_command(command, *command_args)
             results: list[Any] = await pipe.execute(raise_on_error=False)

@@ -5,7 +5,8 @@ standings in it, ``lb:{<board>/<dimension>=<value>:<window>:<period>}``. Its sid
 (``:runs``, a ``sum`` board's counted run ids; ``:shadow``, banned players' entries;
 ``:pending``, runs held for review; ``:applied``, marks of runs the submit path applied)
 share the hash tag, so a script touching them stays on one node, also on Redis Cluster.
-Only the Redis store (stores/redis_store.py) uses these names.
+Every other key also carries a hash tag, and whatever one script or one MULTI touches shares
+it. Only the Redis store (stores/redis_store.py) uses these names.
 
 The season lives in the key name: a new period is a new key, nothing is ever reset.
 """
@@ -69,10 +70,12 @@ def periods_index(board: str, window: str) -> str:
     return f"lb:periods:{{{board}}}:{window}"
 
 
-# Display names copied from PostgreSQL's players table: player_id -> name.
-NAMES = "rankd:names"
+# Display names copied from PostgreSQL's players table: player_id -> name. Hash-tagged so
+# the rebuild's staging copy (staging(NAMES)) is in the same Redis Cluster slot, which its
+# RENAME into place needs.
+NAMES = "rankd:{names}"
 # Players' profile segments, copied from PostgreSQL: player_id -> JSON {"country": "FR"}.
-PROFILE_SEGMENTS = "rankd:segments"
+PROFILE_SEGMENTS = "rankd:{segments}"
 # Pub/sub channel of "these standings changed" notices (services/live.py listens).
 CHANGES = "rankd:changes"
 # The Redis run_id the boards were last verified on (see services/rebuild.py). Named for the

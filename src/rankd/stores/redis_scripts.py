@@ -98,7 +98,7 @@ async def run_pipeline(
     for attempt in range(2):
         pipe = redis.pipeline(transaction=False)
         for script, keys, args in calls:
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         for command, command_args in extra:
             pipe.execute_command(command, *command_args)
         results: list[Any] = await pipe.execute(raise_on_error=False)

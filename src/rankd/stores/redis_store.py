@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from typing import Any
 
 import orjson
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
 from rankd import codec
@@ -25,6 +25,13 @@ from rankd.plan import Reply, Target
 from rankd.runs import Segments
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_batch import Batcher
+from rankd.stores.redis_connection import (
+    NodeClients,
+    connect,
+    identity,
+    is_cluster,
+    parse_redis_url,
+)
 from rankd.stores.redis_loader import (
     Loader,
     Progress,
@@ -236,18 +243,19 @@ class RedisStore:
         index_memo_bytes: int = 1 << 20,
         marks_keep_s: float = 15.0,
         batch_in_flight: int = 4,
+        read_from_replicas: bool = False,
     ) -> None:
-        # A blocking pool: under a burst, requests wait for a connection instead of failing.
-        # No socket_timeout: redis-py wraps every read in an asyncio timeout for it, the
-        # largest single cost in the read profile; a dead Redis still fails fast (reset).
-        pool = BlockingConnectionPool.from_url(
-            url,
+        # standalone, Cluster or Sentinel, as the URL says (redis_connection.py); a bad URL
+        # raises BadRedisUrl here, before anything connects
+        self.target = parse_redis_url(url)
+        self.redis = connect(
+            self.target,
             max_connections=max_connections,
-            timeout=pool_timeout_s,
-            socket_connect_timeout=5,
-            socket_keepalive=True,
+            pool_timeout_s=pool_timeout_s,
+            read_from_replicas=read_from_replicas,
         )
-        self.redis = Redis(connection_pool=pool)
+        # what must run on one node's connection (bulk loads, MULTI/EXEC swaps)
+        self.nodes = NodeClients(self.redis, tls=self.target.tls)
         # how long the marks of runs the submit path applied stay (see services/applier.py)
         self.marks_keep_ms = int(marks_keep_s * 1000)
         # the request paths' calls share pipelines (redis_batch.py); 0: each its own
@@ -275,6 +283,7 @@ class RedisStore:
         return await call_script(self.redis, call)
 
     async def close(self) -> None:
+        await self.nodes.close()
         await self.redis.aclose()
 
     async def ping(self) -> None:
@@ -699,7 +708,9 @@ class RedisStore:
         # Redis a lookup each), as the members are not known here
         buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
         with _reachable():
-            pipe = self.redis.pipeline(transaction=False)
+            # every key shares the period's tag: one node's plain pipeline (a cluster client
+            # would split a many-key UNLINK by slot, to no use here)
+            pipe = self.nodes.for_key(pk.public).pipeline(transaction=False)
             pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied)
             for i in range(0, len(buckets), 8192):
                 pipe.unlink(*buckets[i : i + 8192])
@@ -827,16 +838,16 @@ class RedisStore:
             async for chunk in chunks:
                 await self.redis.hset(staging, mapping=chunk)
                 loaded += len(chunk)
-            await self._swap({key: loaded}, None)
+            await self._swap(key, {key: loaded}, None)
         return loaded
 
     # rebuild: which Redis process the boards were verified on, bulk loads, atomic swaps
 
     async def server_run_id(self) -> str:
-        """Redis's own run id: a new one after every restart."""
+        """Redis's own run id, a new one after every restart; on a cluster every primary's
+        (a failover changes it too)."""
         with _reachable():
-            info = await self.redis.info("server")
-        return str(info["run_id"])
+            return await identity(self.redis)
 
     async def is_verified(self) -> bool:
         """Whether the boards were last verified on the Redis process running now."""
@@ -848,6 +859,14 @@ class RedisStore:
         """(used_memory, maxmemory) in bytes; maxmemory 0: no limit."""
         with _reachable():
             info = await self.redis.info("memory")
+        if is_cluster(self.redis):  # one reply per node: the fullest one's counts
+            nodes = [i for i in info.values() if isinstance(i, dict)]
+            fullest = max(
+                nodes,
+                key=lambda i: int(i.get("used_memory", 0)) / max(int(i.get("maxmemory", 0)), 1),
+                default={},
+            )
+            return int(fullest.get("used_memory", 0)), int(fullest.get("maxmemory", 0))
         return int(info.get("used_memory", 0)), int(info.get("maxmemory", 0))
 
     async def disarm_run_ids(self, board_ids: Sequence[str]) -> None:
@@ -896,8 +915,9 @@ class RedisStore:
 
         with _reachable():
             staging = keys.staging(pk.public)
-            staged = {pk.public: await Loader.run(self.redis, staging, entries(), progress)}
-            await Loader.hashes(self.redis, time_groups(staged[pk.public]), expires_ms)
+            node = self.nodes.for_key(pk.public)  # every key here shares the period's tag
+            staged = {pk.public: await Loader.run(node, staging, entries(), progress)}
+            await Loader.hashes(node, time_groups(staged[pk.public]), expires_ms)
             for i in range(0, len(shadowed), 1000):
                 chunk = shadowed[i : i + 1000]
                 call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
@@ -905,7 +925,7 @@ class RedisStore:
                 staged[pk.public] -= int(moved)
             if counted_runs is not None:
                 staged[pk.runs] = await Loader.run(
-                    self.redis, keys.staging(pk.runs), counted_runs(), None
+                    node, keys.staging(pk.runs), counted_runs(), None
                 )
             # the marks go with the board they were made on: runs applied to the replaced key
             # are applied again by the log consumer
@@ -915,7 +935,7 @@ class RedisStore:
                 pending.append(
                     ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
                 )
-            await self._swap(staged, expires_ms, pending)
+            await self._swap(pk.public, staged, expires_ms, pending)
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
         return staged[pk.public] + len(held)
 
@@ -924,11 +944,19 @@ class RedisStore:
         services/rebuild.py) in one round trip: one load_period script call each (atomic:
         readers never see half of a period), then the periods indexes. Returns the entries
         loaded."""
-        commands: list[bytes] = []
+        # one batch of commands per node: on a cluster each goes to the node owning its
+        # key's slot (a standalone or Sentinel Redis is one node)
+        by_node: dict[int, tuple[Redis, list[bytes]]] = {}
+
+        def batch_for(key: str) -> list[bytes]:
+            node = self.nodes.for_key(key)
+            return by_node.setdefault(id(node), (node, []))[1]
+
         indexed: dict[tuple[str, str], list[bytes]] = {}
         sha = LOAD_PERIOD.sha.encode()
         for small in periods:
             pk = keys.period_keys(*small.ref)
+            commands = batch_for(pk.public)
             head = (b"EVALSHA", sha, b"3", pk.public.encode(), pk.pending.encode(),
                     pk.applied.encode(), b"%d" % small.members)  # fmt: skip
             parts = [bulk(h) for h in head]
@@ -942,14 +970,15 @@ class RedisStore:
             index = indexed.setdefault((small.ref[0], small.ref[1]), [])
             index += [b"%d" % small.start_ms, small.ref[2].encode()]
         for (board, window), members in indexed.items():
-            key = keys.periods_index(board, window).encode()
-            commands.append(command(b"ZADD", key, b"NX", *members))
+            index_key = keys.periods_index(board, window)
+            batch_for(index_key).append(command(b"ZADD", index_key.encode(), b"NX", *members))
         with _reachable():
-            try:
-                await run_commands(self.redis, commands)
-            except NoScriptError:
-                await load_all(self.redis)  # Redis lost its scripts (restarted): load, again
-                await run_commands(self.redis, commands)
+            for node, commands in by_node.values():
+                try:
+                    await run_commands(node, commands)
+                except NoScriptError:
+                    await load_all(self.redis)  # Redis lost its scripts (restarted): again
+                    await run_commands(node, commands)
         return sum(small.members for small in periods)
 
     async def missing_periods(self, refs: Sequence[PeriodRef]) -> set[PeriodRef]:
@@ -967,12 +996,17 @@ class RedisStore:
         return missing
 
     async def _swap(
-        self, staged: dict[str, int], expires_ms: int | None, also: Sequence[Command] = ()
+        self,
+        tagged: str,
+        staged: dict[str, int],
+        expires_ms: int | None,
+        also: Sequence[Command] = (),
     ) -> None:
         """Put every staged key in place in one MULTI/EXEC: a sum board's total and its
         counted runs must change together, or a submit landing between them would be
-        counted in one and lost from the other. They share a hash tag."""
-        pipe = self.redis.pipeline(transaction=True)
+        counted in one and lost from the other. They share ``tagged``'s hash tag, so the
+        transaction runs on the one node that holds them."""
+        pipe = self.nodes.for_key(tagged).pipeline(transaction=True)
         for live, loaded in staged.items():
             if loaded == 0:
                 pipe.delete(live, keys.staging(live))

@@ -12,6 +12,7 @@ nothing outside this module knows about NATS, and its errors leave here as
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import APIError, BadRequestError, NotFoundError, ServiceUnavailableError
 
 from rankd.errors import LogUnavailable
 
@@ -142,15 +143,24 @@ class JetStreamSubscription:
     async def fetch(self, n: int, timeout_s: float) -> list[LogMessage]:
         if self._sub is None:
             await self.open()
-        try:
-            msgs: list[Msg] = await self._sub.fetch(n, timeout=timeout_s)
-        except TimeoutError:  # nats.errors.TimeoutError is one too
-            return []
-        except NotFoundError as exc:  # the consumer was deleted: make it again next time
-            self._sub = None
-            raise LogUnavailable(f"the log consumer is gone: {exc!r}") from exc
-        except (nats.errors.Error, OSError) as exc:
-            raise LogUnavailable(f"cannot read the run log: {exc!r}") from exc
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            try:
+                msgs: list[Msg] = await self._sub.fetch(n, timeout=timeout_s)
+                break
+            except TimeoutError:  # nats.errors.TimeoutError is one too
+                return []
+            except NotFoundError as exc:  # the consumer was deleted: make it again next time
+                self._sub = None
+                raise LogUnavailable(f"the log consumer is gone: {exc!r}") from exc
+            except (ServiceUnavailableError, nats.errors.NoRespondersError) as exc:
+                # a consumer just made on a replicated stream answers once its leader is
+                # elected (a moment, on a JetStream cluster): wait for it, within the timeout
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise LogUnavailable(f"cannot read the run log: {exc!r}") from exc
+                await asyncio.sleep(0.05)
+            except (nats.errors.Error, OSError) as exc:
+                raise LogUnavailable(f"cannot read the run log: {exc!r}") from exc
         return [LogMessage(int(m.metadata.sequence.stream), m.subject, m.data, m) for m in msgs]
 
     async def ack(self, messages: Sequence[LogMessage]) -> None:
@@ -170,8 +180,19 @@ class JetStreamSubscription:
 
 
 class JetStreamLog:
-    def __init__(self, url: str, *, stream: str, subject_prefix: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        stream: str,
+        subject_prefix: str,
+        timeout_s: float,
+        replicas: int = 1,
+    ) -> None:
         self.url = url
+        # every server of a JetStream cluster: the client moves to another when one goes
+        self.servers = [u.strip() for u in url.split(",") if u.strip()]
+        self.replicas = replicas
         self.stream = stream
         self.subject_prefix = subject_prefix
         self.timeout_s = timeout_s
@@ -181,7 +202,7 @@ class JetStreamLog:
     async def open(self) -> None:
         try:
             self.nc = await nats.connect(
-                self.url,
+                self.servers,
                 allow_reconnect=True,
                 max_reconnect_attempts=-1,
                 reconnect_time_wait=0.25,
@@ -203,6 +224,7 @@ class JetStreamLog:
             subjects=[f"{self.subject_prefix}.>"],
             storage=StorageType.FILE,
             duplicate_window=120.0,
+            num_replicas=self.replicas,
         )
         try:
             await js.stream_info(self.stream)
@@ -226,18 +248,30 @@ class JetStreamLog:
     async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int:
         if self.js is None or self.nc is None or not self.nc.is_connected:
             raise LogUnavailable("the run log is unreachable; nothing was accepted, retry")
-        try:
-            ack = await self.js.publish(
-                self.subject(board_id),
-                payload,
-                timeout=self.timeout_s,
-                headers={"Nats-Msg-Id": msg_id},
-            )
-        except (TimeoutError, nats.errors.Error) as exc:
-            raise LogUnavailable(
-                "the run could not be made durable in the log; nothing was accepted, retry"
-            ) from exc
-        return int(ack.seq)
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        while True:
+            try:
+                ack = await self.js.publish(
+                    self.subject(board_id),
+                    payload,
+                    timeout=self.timeout_s,
+                    headers={"Nats-Msg-Id": msg_id},
+                )
+            except (TimeoutError, nats.errors.Error) as exc:
+                # A replicated stream refuses a message whose id an identical one still being
+                # replicated holds ("duplicate message id is in process"); once that one is
+                # stored, a resend is answered as its duplicate, with its sequence.
+                if (
+                    isinstance(exc, APIError)
+                    and "in process" in str(exc.description or "")
+                    and asyncio.get_running_loop().time() < deadline
+                ):
+                    await asyncio.sleep(0.005)
+                    continue
+                raise LogUnavailable(
+                    "the run could not be made durable in the log; nothing was accepted, retry"
+                ) from exc
+            return int(ack.seq)
 
     async def ping(self) -> None:
         await self.last_sequence()
@@ -292,7 +326,13 @@ class JetStreamLog:
         js = self._js()
         try:
             try:
-                info = await js.consumer_info(self.stream, durable)
+                try:
+                    info = await js.consumer_info(self.stream, durable)
+                except (TimeoutError, ServiceUnavailableError, nats.errors.NoRespondersError):
+                    # a replicated stream's consumer is briefly leaderless after a node
+                    # joins or leaves (a JetStream cluster's first seconds): ask once more
+                    await asyncio.sleep(0.2)
+                    info = await js.consumer_info(self.stream, durable)
             except NotFoundError:
                 # never created: nothing consumed yet, so every message in the stream waits
                 state = (await js.stream_info(self.stream)).state

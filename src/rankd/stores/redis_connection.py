@@ -1,0 +1,237 @@
+"""Which Redis to talk to and how: one standalone server, a Cluster or a Sentinel group.
+
+The URL picks the mode (contract "Starting it"):
+
+- ``redis://[user:pass@]host:port[/db]`` (``rediss://`` for TLS), ``unix:///path``: one
+  server;
+- ``redis+cluster://[user:pass@]host:port[,host:port...]`` (``rediss+cluster://``): a
+  Redis Cluster, any of its nodes as seeds; the client learns the slot map from them;
+- ``redis+sentinel://[user:pass@]host:port[,host:port...]/<master-name>[/db]``
+  (``rediss+sentinel://``): the primary the Sentinels name, found again after a failover.
+
+Everything above the store speaks to one client object whatever the mode: redis-py's
+cluster client routes each command and script call by its keys' slot, splits pipelines per
+node and follows MOVED after a failover; the Sentinel pool asks the Sentinels for the
+primary on every new connection and drops its connections when one answers READONLY.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+from urllib.parse import unquote, urlsplit
+
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.cluster import LoadBalancingStrategy
+
+Mode = Literal["single", "cluster", "sentinel"]
+_SCHEMES: Mapping[str, tuple[Mode, bool]] = {
+    "redis": ("single", False),
+    "rediss": ("single", True),
+    "redis+cluster": ("cluster", False),
+    "rediss+cluster": ("cluster", True),
+    "redis+sentinel": ("sentinel", False),
+    "rediss+sentinel": ("sentinel", True),
+}
+
+
+class BadRedisUrl(ValueError):
+    """RANKD_REDIS_URL cannot be understood; the message is one line naming the problem."""
+
+
+@dataclass(frozen=True)
+class RedisTarget:
+    """A parsed RANKD_REDIS_URL."""
+
+    mode: Mode
+    tls: bool
+    hosts: tuple[tuple[str, int], ...]
+    db: int = 0
+    master: str = ""  # the Sentinel master name
+    username: str | None = None
+    password: str | None = None
+    url: str = ""
+
+
+def _host_port(part: str, url: str) -> tuple[str, int]:
+    host, sep, port = part.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadRedisUrl(f"RANKD_REDIS_URL: {part!r} is not host:port in {safe_url(url)}")
+    return host.strip("[]"), int(port)
+
+
+def safe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, hosts = rest.rpartition("@")
+    return f"{scheme}{sep}***@{hosts}" if at and creds else url
+
+
+def parse_redis_url(url: str) -> RedisTarget:
+    """A RANKD_REDIS_URL's parts, or BadRedisUrl saying what is wrong with it."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() == "unix":  # one Redis on a local socket: redis-py reads it
+        if not rest.strip("/"):
+            raise BadRedisUrl(f"RANKD_REDIS_URL: no socket path in {safe_url(url)}")
+        return RedisTarget("single", False, (), url=url)
+    if not sep or scheme.lower() not in _SCHEMES:
+        forms = ", ".join(f"{s}://" for s in _SCHEMES)
+        raise BadRedisUrl(f"RANKD_REDIS_URL: {safe_url(url)!r} must start with one of {forms}")
+    mode, tls = _SCHEMES[scheme.lower()]
+    # urlsplit cannot read a list of hosts: split the credentials and path off by hand
+    authority, _, path = rest.partition("/")
+    creds, at, hostlist = authority.rpartition("@")
+    username = password = None
+    if at:
+        user, colon, secret = creds.partition(":")
+        username = unquote(user) or None
+        password = unquote(secret) if colon else None
+    if not hostlist:
+        raise BadRedisUrl(f"RANKD_REDIS_URL: no host in {safe_url(url)}")
+    hosts = tuple(_host_port(p, url) for p in hostlist.split(",") if p)
+    if mode == "single" and len(hosts) != 1:
+        raise BadRedisUrl(
+            f"RANKD_REDIS_URL: {scheme}:// takes one host; use redis+cluster:// or "
+            "redis+sentinel:// for several"
+        )
+    segments = [s for s in path.split("/") if s]
+    master = ""
+    if mode == "sentinel":
+        if not segments:
+            raise BadRedisUrl(
+                f"RANKD_REDIS_URL: {safe_url(url)} names no master: "
+                "redis+sentinel://host:port[,host:port...]/<master-name>"
+            )
+        master = unquote(segments.pop(0))
+    if mode == "cluster" and segments:
+        raise BadRedisUrl("RANKD_REDIS_URL: a cluster has only database 0; drop the path")
+    db = 0
+    if segments:
+        if len(segments) > 1 or not segments[0].isdigit():
+            raise BadRedisUrl(f"RANKD_REDIS_URL: {'/'.join(segments)!r} is not a database number")
+        db = int(segments[0])
+    if urlsplit(f"x://{hostlist.split(',')[0]}").port is None and mode == "single":
+        raise BadRedisUrl(f"RANKD_REDIS_URL: no port in {safe_url(url)}")
+    return RedisTarget(mode, tls, hosts, db, master, username, password, url)
+
+
+def connect(
+    target: RedisTarget,
+    *,
+    max_connections: int,
+    pool_timeout_s: float,
+    read_from_replicas: bool = False,
+) -> Redis:
+    """A client for ``target`` (not connected yet: the first command connects).
+
+    Typed as ``Redis`` for the store: the cluster client answers the same commands, pipelines
+    and script calls (see the module's docstring), which is all the store uses of it.
+    """
+    common: dict[str, Any] = {
+        "username": target.username,
+        "password": target.password,
+        "socket_connect_timeout": 5,
+        "socket_keepalive": True,
+    }
+    if target.mode == "cluster":
+        cluster = RedisCluster(
+            startup_nodes=[ClusterNode(h, p) for h, p in target.hosts],
+            ssl=target.tls,
+            max_connections=max_connections,
+            # a failover's new primary is found by asking again: a few quick tries, then the
+            # error reaches the request (503) rather than holding it for long
+            cluster_error_retry_attempts=2,
+            # only plain read commands go to replicas: every script call (a submit's answer,
+            # a player's own view, a top list) stays on the primary, which is never behind
+            load_balancing_strategy=(
+                LoadBalancingStrategy.ROUND_ROBIN_REPLICAS if read_from_replicas else None
+            ),
+            **common,
+        )
+        return cast(Redis, cluster)
+    if target.mode == "sentinel":
+        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+            list(target.hosts),
+            sentinel_kwargs={"socket_connect_timeout": 2, "ssl": target.tls},
+            ssl=target.tls,
+            db=target.db,
+            **common,
+        )
+        sentinels = SentinelConnectionPool(  # type: ignore[no-untyped-call]
+            target.master,
+            sentinel,
+            max_connections=max_connections,
+            ssl=target.tls,
+            db=target.db,
+            **common,
+        )
+        return Redis(connection_pool=sentinels)
+    # A blocking pool: under a burst, requests wait for a connection instead of failing.
+    # No socket_timeout: redis-py wraps every read in an asyncio timeout for it, the largest
+    # single cost in the read profile; a dead Redis still fails fast (reset).
+    pool = BlockingConnectionPool.from_url(
+        target.url,
+        max_connections=max_connections,
+        timeout=pool_timeout_s,
+        socket_connect_timeout=5,
+        socket_keepalive=True,
+    )
+    return Redis(connection_pool=pool)
+
+
+def is_cluster(client: Redis) -> bool:
+    return isinstance(client, RedisCluster)
+
+
+class NodeClients:
+    """A plain client per cluster primary, for what must run on one connection to the node
+    that owns a key: the rebuild's raw bulk loads and its MULTI/EXEC swaps (all of one hash
+    tag). Bounded by the cluster's node count; on a standalone or Sentinel Redis it is the
+    client itself."""
+
+    def __init__(self, client: Redis, *, tls: bool = False, max_connections: int = 8) -> None:
+        self.client = client
+        self.tls = tls
+        self.max_connections = max_connections
+        self._nodes: dict[str, Redis] = {}
+
+    def for_key(self, key: str) -> Redis:
+        if not isinstance(self.client, RedisCluster):
+            return self.client
+        cluster = cast(RedisCluster, self.client)
+        node = cluster.get_node_from_key(key)
+        if node is None:
+            raise ConnectionError(f"no Redis Cluster node serves {key!r} right now")
+        found = self._nodes.get(node.name)
+        if found is None:
+            kwargs = cluster.get_connection_kwargs()
+            found = Redis(
+                host=node.host,
+                port=node.port,
+                ssl=self.tls,
+                username=kwargs.get("username"),
+                password=kwargs.get("password"),
+                max_connections=self.max_connections,
+                socket_connect_timeout=5,
+            )
+            self._nodes[node.name] = found
+        return found
+
+    async def close(self) -> None:
+        for node in self._nodes.values():
+            await node.aclose()
+        self._nodes.clear()
+
+
+async def identity(client: Redis) -> str:
+    """Which Redis processes hold the boards now: the primary's run id, or on a cluster
+    every primary's, sorted. A restart or a failover changes it."""
+    if isinstance(client, RedisCluster):
+        cluster = cast(RedisCluster, client)
+        infos = await cluster.info("server", target_nodes=RedisCluster.PRIMARIES)
+        return ",".join(sorted(str(i["run_id"]) for i in infos.values()))
+    info = await client.info("server")
+    return str(info["run_id"])
