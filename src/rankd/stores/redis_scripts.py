@@ -53,6 +53,7 @@ ENTRY = Script.load("entry")
 RATE_LIMIT = Script.load("rate_limit")
 SET_ENTRY = Script.load("set_entry")
 LOAD_PERIOD = Script.load("load_period")
+LOG_POSITION = Script.load("log_position")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -68,6 +69,7 @@ ALL_SCRIPTS = (
     RATE_LIMIT,
     SET_ENTRY,
     LOAD_PERIOD,
+    LOG_POSITION,
 )
 
 
