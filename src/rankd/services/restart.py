@@ -157,7 +157,7 @@ class Restorer:
         await self.store.disarm_run_ids([b.board_id for b in await self.boards.list()])
         self.rebuilder.restoring_profiles = True
         try:
-            async with self.pg.connection() as conn:
+            async with self.pg.connection() as conn, conn.transaction():  # named cursors
                 await self.store.restore_names(standings.name_chunks(conn))
                 await self.store.restore_profile_segments(standings.profile_segment_chunks(conn))
         finally:
