@@ -310,6 +310,8 @@ async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
     assert await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
     rebuilt_before = await _metric(client, "rankd_rebuilds_total")
 
+    # no recorded log position (as on a wiped Redis): a rebuild from PostgreSQL
+    await redis.delete(keys.LOG_POSITION)
     await redis.set(keys.VERIFIED_MARKER, "not-this-redis")
 
     async def verified() -> bool:
@@ -317,6 +319,32 @@ async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
 
     assert await wait_until(verified, timeout_s=3.0), "the watchdog did not rebuild within 3 s"
     assert await _metric(client, "rankd_rebuilds_total") > rebuilt_before
+    assert await all_reads(client, board_id, ["all-time", "daily"]) == reads
+    assert runtime.restorer.last is not None and runtime.restorer.last.how == "rebuild"
+
+
+async def test_watchdog_replays_only_the_tail_when_the_log_position_is_readable(
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+) -> None:
+    board_id = await make_board(windows=["all-time", "daily"])
+    await populate(client, board_id, runs=8)
+    await wait_consumer_idle(client, runtime)
+    reads = await all_reads(client, board_id, ["all-time", "daily"])
+    real_run_id = str((await redis.info("server"))["run_id"])
+
+    async def recorded() -> bool:
+        return await redis.hget(keys.LOG_POSITION, "seq") is not None
+
+    assert await wait_until(recorded, timeout_s=5.0), "no log position recorded"
+    rebuilt_before = await _metric(client, "rankd_rebuilds_total")
+    await redis.set(keys.VERIFIED_MARKER, "not-this-redis")
+
+    async def verified() -> bool:
+        return await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
+
+    assert await wait_until(verified, timeout_s=3.0), "the watchdog did not restore within 3 s"
+    assert await _metric(client, "rankd_rebuilds_total") == rebuilt_before
+    assert runtime.restorer.last is not None and runtime.restorer.last.how == "tail"
     assert await all_reads(client, board_id, ["all-time", "daily"]) == reads
 
 
