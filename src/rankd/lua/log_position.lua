@@ -8,7 +8,8 @@
 --           primary's, comma-separated
 -- ARGV[3] = now, unix ms
 --
--- Reply: 1 written; 0 not past the recorded sequence (nothing written); -1 refused: this
+-- Reply: 1 written (the same sequence again refreshes at_ms: services/restart.py asks
+-- PostgreSQL what changed since then); 0 behind the recorded sequence (nothing written); -1 refused: this
 -- node's run id is not in the verified identity (it restarted or was promoted since), so
 -- it may lack runs up to ARGV[1], and claiming them would hide the loss from the next
 -- restart. The run id is read here, in the same call as the write, so no restart can fall
@@ -19,7 +20,7 @@ if not run_id or not string.find(ARGV[2], run_id, 1, true) then
     return -1
 end
 local recorded = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0') or 0
-if tonumber(ARGV[1]) <= recorded then
+if tonumber(ARGV[1]) < recorded then
     return 0
 end
 redis.call('HSET', KEYS[1], 'seq', ARGV[1], 'run_id', run_id, 'at_ms', ARGV[3])

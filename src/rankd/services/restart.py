@@ -68,6 +68,7 @@ class RestoreReport:
     from_sequence: int = 0  # tail: the first sequence replayed
     through: int = 0  # tail: the last
     messages: int = 0
+    players: int = 0  # tail: names and profiles copied again
     members: int = 0  # rebuild: members loaded
     seconds: float = 0.0
 
@@ -75,7 +76,7 @@ class RestoreReport:
         if self.how == "tail":
             return (
                 f"tail replay from sequence {self.from_sequence} through {self.through}:"
-                f" {self.messages} messages in {self.seconds:.1f}s"
+                f" {self.messages} messages, {self.players} players' names in {self.seconds:.1f}s"
             )
         return (
             f"rebuild from PostgreSQL ({self.reason}): {self.members} members"
@@ -104,21 +105,22 @@ class Restorer:
         self.boards = boards
         self.last: RestoreReport | None = None  # the last restore, for /readyz
 
-    async def tail_start(self) -> tuple[int | None, str]:
-        """The first log sequence to replay, or None and why the tail cannot do."""
+    async def tail_start(self) -> tuple[int | None, int, str]:
+        """The first log sequence to replay and when the position was recorded (ms), or
+        None and why the tail cannot do."""
         positions = await self.store.read_positions()
         if not positions or any(p is None for p in positions):
-            return None, "no recorded log position (a new or wiped Redis, or no AOF)"
+            return None, 0, "no recorded log position (a new or wiped Redis, or no AOF)"
         seq = min(p[0] for p in positions if p is not None)
         at_ms = min(p[1] for p in positions if p is not None)
         first = await self.log.first_sequence()
         if seq + 1 < first:
-            return None, f"the log no longer holds sequence {seq + 1} (it starts at {first})"
+            return None, 0, f"the log no longer holds sequence {seq + 1} (it starts at {first})"
         async with self.pg.connection() as conn:
             changed = await moderation_db.changed_since(conn, at_ms - CHANGE_MARGIN_MS)
         if changed:
-            return None, f"{', '.join(changed)} since the recorded position"
-        return seq + 1, ""
+            return None, 0, f"{', '.join(changed)} since the recorded position"
+        return seq + 1, at_ms, ""
 
     async def restore(self, stage: Stage) -> RestoreReport | None:
         """Restore Redis if it is not the verified process; None when it is."""
@@ -126,11 +128,11 @@ class Restorer:
             return None
         started = time.perf_counter()
         run_id = await self.store.server_run_id()
-        start, reason = await self.tail_start()
+        start, at_ms, reason = await self.tail_start()
         if start is None:
             report = await self._rebuild(reason, stage)
         else:
-            report = await self._tail(start, run_id, stage)
+            report = await self._tail(start, at_ms, run_id, stage)
         report.seconds = time.perf_counter() - started
         self.last = report
         log.warning("redis restored: %s", report.describe())
@@ -147,21 +149,24 @@ class Restorer:
         await self.rebuilder.rebuild(when="redis_changed", progress=progress)
         return report
 
-    async def _tail(self, start: int, run_id: str, stage: Stage) -> RestoreReport:
+    async def _tail(self, start: int, at_ms: int, run_id: str, stage: Stage) -> RestoreReport:
         report = RestoreReport("tail", from_sequence=start)
         last = await self.log.last_sequence()
         report.through = last
         stage(f"tail replay from sequence {start}: restoring names and profiles")
-        # not in the log: copied again whole, as a rebuild does
         self.store.forget_indexed()  # the periods indexes' memo is of the node before
+        # not in the log: a restarted registry may lack its last claims (restored from
+        # PostgreSQL and the log on each board's next submit), and the names and profiles
+        # written since the position (PostgreSQL first, Redis after) are copied again
         await self.store.disarm_run_ids([b.board_id for b in await self.boards.list()])
         self.rebuilder.restoring_profiles = True
         try:
-            async with self.pg.connection() as conn, conn.transaction():  # named cursors
-                await self.store.restore_names(standings.name_chunks(conn))
-                await self.store.restore_profile_segments(standings.profile_segment_chunks(conn))
+            async with self.pg.connection() as conn:
+                changed = await standings.players_changed_since(conn, at_ms - CHANGE_MARGIN_MS)
+            await self.store.patch_players(changed)
         finally:
             self.rebuilder.restoring_profiles = False
+        report.players = len(changed)
 
         def progress(messages: int) -> None:
             report.messages += messages

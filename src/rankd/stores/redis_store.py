@@ -824,6 +824,22 @@ class RedisStore:
         """Replace the profile-segments hash with ``chunks`` (staged, then renamed)."""
         return await self._restore_hash(keys.PROFILE_SEGMENTS, chunks)
 
+    async def patch_players(self, players: Sequence[tuple[str, str, str]]) -> None:
+        """Write these players' names and profile segments into the copies (an empty
+        profile removed), as restore_names/restore_profile_segments would have."""
+        with _reachable():
+            for first in range(0, len(players), 1000):
+                chunk = players[first : first + 1000]
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.hset(keys.NAMES, mapping={p: n for p, n, _ in chunk})
+                profiles = {p: s for p, _, s in chunk if s != "{}"}
+                if profiles:
+                    pipe.hset(keys.PROFILE_SEGMENTS, mapping=profiles)  # type: ignore[arg-type]
+                cleared = [p for p, _, s in chunk if s == "{}"]
+                if cleared:
+                    pipe.hdel(keys.PROFILE_SEGMENTS, *cleared)
+                await pipe.execute()
+
     async def has_names(self) -> bool:
         with _reachable():
             return bool(await self.redis.exists(keys.NAMES))
