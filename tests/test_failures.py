@@ -40,6 +40,7 @@ from typing import Any
 import httpx
 import nats
 import nats.errors
+import nats.js.errors
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from redis.asyncio import Redis
@@ -354,7 +355,19 @@ def assert_verdict(name: str, ledger: Ledger, verdict: Verdict, settled_s: float
 
 
 async def logged_run_ids(nats_url: str, stream_name: str = "RUNS") -> set[str]:
-    """Every run id in the JetStream log, read with an ephemeral consumer from the start."""
+    """Every run id in the JetStream log, read with an ephemeral consumer from the start.
+    A replicated stream is briefly leaderless after a node left or rejoined: asked again."""
+    for attempt in range(5):
+        try:
+            return await _logged_run_ids(nats_url, stream_name)
+        except nats.js.errors.ServiceUnavailableError:
+            if attempt == 4:
+                raise
+            await asyncio.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
+async def _logged_run_ids(nats_url: str, stream_name: str) -> set[str]:
     nc = await nats.connect(nats_url.split(","), connect_timeout=5, allow_reconnect=False)
     try:
         js = nc.jetstream(timeout=5)
