@@ -104,6 +104,7 @@ class Restorer:
         self.applier = applier
         self.boards = boards
         self.last: RestoreReport | None = None  # the last restore, for /readyz
+        self.change_margin_ms = CHANGE_MARGIN_MS
 
     async def tail_start(self) -> tuple[int | None, int, str]:
         """The first log sequence to replay and when the position was recorded (ms), or
@@ -117,7 +118,7 @@ class Restorer:
         if seq + 1 < first:
             return None, 0, f"the log no longer holds sequence {seq + 1} (it starts at {first})"
         async with self.pg.connection() as conn:
-            changed = await moderation_db.changed_since(conn, at_ms - CHANGE_MARGIN_MS)
+            changed = await moderation_db.changed_since(conn, at_ms - self.change_margin_ms)
         if changed:
             return None, 0, f"{', '.join(changed)} since the recorded position"
         return seq + 1, at_ms, ""
@@ -162,7 +163,7 @@ class Restorer:
         self.rebuilder.restoring_profiles = True
         try:
             async with self.pg.connection() as conn:
-                changed = await standings.players_changed_since(conn, at_ms - CHANGE_MARGIN_MS)
+                changed = await standings.players_changed_since(conn, at_ms - self.change_margin_ms)
             await self.store.patch_players(changed)
         finally:
             self.rebuilder.restoring_profiles = False
