@@ -22,12 +22,14 @@ verified it, and every later one was applied to that node.
 What a restart costs. If every primary's position is readable and the log still holds the
 message after the smallest one, the log is replayed from there (the same idempotent apply
 as ``rankd replay``: bans, holds, sum boards' counted runs, periods indexes), through the
-log's last sequence as of the start; names and profile segments are copied again from
-PostgreSQL and the run-id registries disarmed, as a rebuild does (those writes are not in
-the log). Otherwise (a wiped node, an AOF turned off, a tail past the log's retention, or
-a ban, hold decision, board deletion or erasure recorded in PostgreSQL after the position
-was written, whose Redis write may be in the AOF's lost last second) everything is rebuilt
-from PostgreSQL as before. /readyz says which, and how far it has got.
+log's last sequence as of the start. Writes that are not in the log are redone too: the
+names and profile segments of players written in PostgreSQL since the position (less a
+minute, for the Redis write that follows the commit and for clocks) are copied again, and
+the run-id registries disarmed as a rebuild does. Otherwise (a wiped node, an AOF turned
+off, a tail past the log's retention, or a ban, hold decision, board deletion or erasure
+recorded in PostgreSQL after the position was written, whose Redis write may be in the
+AOF's lost last second) everything is rebuilt from PostgreSQL as before. /readyz says
+which, and how far it has got.
 
 Not covered by either path, as before: a segment dimension's value count (a few values may
 pass the bound after a loss, see services/segment_values.py) and rate-limit counters.
