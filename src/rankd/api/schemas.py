@@ -94,7 +94,12 @@ class BoardIn(BaseModel):
     policy: Literal["best", "sum"] | None = None
     max_score: int | None = Field(None, ge=1, le=2**53 - 1)
     max_run_score: int | None = Field(None, ge=1, le=2**53 - 1)
-    shards: int | None = Field(None, ge=1, le=1024, description="only 1 until sharding is built")
+    shards: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="sorted sets each period is split over (1: unsharded); fixed once it has runs",
+    )
     hold_top: int | None = Field(None, ge=0, description="only 0 until review holds are built")
     grace_seconds: int | None = Field(None, ge=0, le=31_536_000)
     retention_days: dict[str, int] | None = None

@@ -52,6 +52,7 @@ ENTRY = Script.load("entry")
 RATE_LIMIT = Script.load("rate_limit")
 SET_ENTRY = Script.load("set_entry")
 LOAD_PERIOD = Script.load("load_period")
+AHEAD = Script.load("ahead")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -66,6 +67,7 @@ ALL_SCRIPTS = (
     RATE_LIMIT,
     SET_ENTRY,
     LOAD_PERIOD,
+    AHEAD,
 )
 
 

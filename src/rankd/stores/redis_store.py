@@ -33,6 +33,7 @@ from rankd.stores.redis_loader import (
     run_commands,
 )
 from rankd.stores.redis_scripts import (
+    AHEAD,
     AROUND,
     ENTRY,
     FIRST_RECEIPTS,
@@ -51,6 +52,7 @@ from rankd.stores.redis_scripts import (
     load_all,
     run_pipeline,
 )
+from rankd.stores.sharded import ShardedReads
 from rankd.ttlcache import TTLCache
 
 Command = tuple[str, tuple[Any, ...]]
@@ -119,8 +121,9 @@ def script_call(board: BoardConfig, target: Target, now_ms: int = 0, keep_ms: in
     """The script call that applies one planned target; a ``mark``ed target also notes in
     the period's :applied key that the submit path applied it (at ``now_ms``, forgetting
     marks older than ``keep_ms``)."""
-    pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment)
     run = target.run
+    shard = keys.shard_of(run.player_id, board.shards)
+    pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment, shard)
     marked = mark_of(run.run_id, run.player_id) if target.mark else ""
     if target.operation == "best":
         assert target.composite is not None
@@ -250,11 +253,30 @@ class RedisStore:
         self.marks_keep_ms = int(marks_keep_s * 1000)
         # the request paths' calls share pipelines (redis_batch.py); 0: each its own
         self.batch = Batcher(self.redis, max_in_flight=batch_in_flight) if batch_in_flight else None
+        # Each board's shards (1: unsharded), noted by the board registry whenever it loads
+        # a config; one small entry per board this process has seen.
+        self.shards: dict[str, int] = {}
+        self.sharded = ShardedReads(self.redis)
         # Which periods this process has already put in the periods index (an entry: a
         # tuple of three short strings, about 250 bytes).
         self._indexed: TTLCache[tuple[str, str, str], bool] = TTLCache(
             index_memo_s, index_memo_bytes, lambda key, _: 250
         )
+
+    def note_shards(self, board_id: str, shards: int) -> None:
+        """Remember a board's shards (the board registry calls this for every config)."""
+        self.shards[board_id] = shards
+
+    def shards_of(self, board_id: str) -> int:
+        return self.shards.get(board_id, 1)
+
+    def _own(self, ref: PeriodRef, player_id: str) -> keys.PeriodKeys:
+        """A player's keys of a period: their shard's on a sharded board."""
+        return keys.period_keys(*ref, keys.shard_of(player_id, self.shards_of(ref.board)))
+
+    def _every(self, ref: PeriodRef) -> list[keys.PeriodKeys]:
+        """Every shard's keys of a period (one set on an unsharded board)."""
+        return keys.shard_keys(*ref, self.shards_of(ref.board))
 
     async def open(self) -> None:
         with _reachable():
@@ -282,11 +304,18 @@ class RedisStore:
     # the write path
 
     async def apply(
-        self, board: BoardConfig, plans: Sequence[Sequence[Target]], *, announce: bool = False
+        self,
+        board: BoardConfig,
+        plans: Sequence[Sequence[Target]],
+        *,
+        announce: bool = False,
+        ranked: bool | None = None,
     ) -> list[list[Reply | None]]:
         """Run every sendable target of ``plans`` in one pipeline, with the periods-index
         updates they need; replies shaped like ``plans`` (None where nothing was sent).
-        With ``announce``, the pipeline ends with one change notice (see change_notice)."""
+        With ``announce``, the pipeline ends with one change notice (see change_notice).
+        ``ranked`` (default: as ``announce``, the submit path) asks for the ranks in the
+        replies on the whole board; else a sharded board's replies rank on the shard."""
         now_ms = int(time.time() * 1000)
         keep_ms = self.marks_keep_ms
         calls = [script_call(board, t, now_ms, keep_ms) for p in plans for t in p if t.sendable]
@@ -299,14 +328,48 @@ class RedisStore:
         for memo in memos:
             self._indexed.put(memo, True)
         replies = iter(spread(results[: len(sent)]))
-        return [[next(replies) if t.sendable else None for t in p] for p in plans]  # type: ignore[misc]
+        out = [[next(replies) if t.sendable else None for t in p] for p in plans]
+        if (announce if ranked is None else ranked) and board.shards > 1:
+            await self._board_ranks(board, plans, out)
+        return out  # type: ignore[return-value]
+
+    async def _board_ranks(
+        self,
+        board: BoardConfig,
+        plans: Sequence[Sequence[Target]],
+        replies: list[list[Sequence[int] | None]],
+    ) -> None:
+        """A sharded board's submit replies rank on the entry's own shard; add the entries
+        ahead of it on every other shard (one more pipeline, every shard's ahead.lua)."""
+        calls: list[Call] = []
+        slots: list[tuple[int, int]] = []
+        for i, (targets, answered) in enumerate(zip(plans, replies, strict=True)):
+            for j, (t, reply) in enumerate(zip(targets, answered, strict=True)):
+                if reply is None or not int(reply[1]):
+                    continue
+                own = keys.shard_of(t.run.player_id, board.shards)
+                member = codec.member(t.run.player_id, int(reply[4]))
+                for k in range(board.shards):
+                    if k != own:
+                        pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment, k)
+                        calls.append((AHEAD, (pk.public,), (0, 0, int(reply[2]), member)))
+                        slots.append((i, j))
+        if not calls:
+            return
+        with _reachable():
+            counted = await run_pipeline(self.redis, calls)
+        for (i, j), reply in zip(slots, counted, strict=True):
+            held = replies[i][j]
+            assert held is not None
+            replies[i][j] = (held[0], int(held[1]) + int(reply[1][0]), *held[2:])
 
     async def find_marks(self, board: BoardConfig, targets: Sequence[Target]) -> list[bool]:
         """Whether the submit path marked each target as applied (one ZMSCORE per period
         key, one round trip)."""
         by_key: dict[str, list[int]] = {}
         for i, t in enumerate(targets):
-            pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment)
+            shard = keys.shard_of(t.run.player_id, board.shards)
+            pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment, shard)
             by_key.setdefault(pk.applied, []).append(i)
         found = [False] * len(targets)
         if not by_key:
@@ -404,6 +467,9 @@ class RedisStore:
 
     async def top(self, ref: PeriodRef, offset: int, count: int) -> tuple[Rows, int]:
         """``count`` entries from rank ``offset + 1``, and the period's total."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.top(ref, shards, offset, count)
         call = (TOP, (keys.period_keys(*ref).public,), (offset, offset + count - 1))
         with _reachable():
             total, flat = await self._call(call)
@@ -413,6 +479,9 @@ class RedisStore:
         self, ref: PeriodRef, player_id: str
     ) -> tuple[tuple[int, int, int] | None, int]:
         """((composite, 0-based rank, exact ms or 0) or None: no entry, total)."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.entry(ref, shards, player_id)
         call = (ENTRY, (keys.period_keys(*ref).public,), (player_id,))
         with _reachable():
             reply = await self._call(call)
@@ -425,6 +494,9 @@ class RedisStore:
         self, ref: PeriodRef, player_id: str, span: int
     ) -> tuple[int, int, Rows] | None:
         """(0-based rank of the first row, total, rows) around a player; None: no entry."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.around(ref, shards, player_id, span)
         call = (AROUND, (keys.period_keys(*ref).public,), (player_id, span))
         with _reachable():
             reply = await self._call(call)
@@ -436,6 +508,9 @@ class RedisStore:
         self, ref: PeriodRef, player_ids: Sequence[str]
     ) -> tuple[list[tuple[int, int, int] | None], list[str | None]]:
         """Each player's (composite, 0-based rank, exact ms or 0) or None, and their names."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.group(ref, shards, player_ids)
         call = (FRIENDS, (keys.period_keys(*ref).public,), tuple(player_ids))
         with _reachable():
             [flat, names] = await run_pipeline(
@@ -456,16 +531,18 @@ class RedisStore:
         composite, and the player's public composite (None: no entry). One round trip."""
         calls: list[Call] = []
         counts: list[Command] = []
+        spans: list[int] = []
         for ref, player_id, composite in checks:
-            key = keys.period_keys(*ref).public
-            calls.append((ENTRY, (key,), (player_id,)))
-            counts.append(("ZCOUNT", (key, f"({composite}", "+inf")))
+            calls.append((ENTRY, (self._own(ref, player_id).public,), (player_id,)))
+            every = self._every(ref)
+            spans.append(len(every))
+            counts += [("ZCOUNT", (pk.public, f"({composite}", "+inf")) for pk in every]
         with _reachable():
             raw = await run_pipeline(self.redis, calls, counts)
-        entries, above = raw[: len(checks)], raw[len(checks) :]
+        entries, counted = raw[: len(checks)], iter(raw[len(checks) :])
+        above = [sum(int(next(counted)) for _ in range(n)) for n in spans]
         return [
-            (int(n), None if len(e) == 1 else _number(e[1]))
-            for n, e in zip(above, entries, strict=True)
+            (n, None if len(e) == 1 else _number(e[1])) for n, e in zip(above, entries, strict=True)
         ]
 
     async def settle_holds(
@@ -479,8 +556,8 @@ class RedisStore:
         best of the holds still waiting, or goes."""
         calls: list[Call] = []
         for ref, hold, approved, side, waiting in decided:
-            pk = keys.period_keys(*ref)
             player = hold.player_id
+            pk = self._own(ref, player)
             if approved:
                 calls.append(
                     (
@@ -504,6 +581,9 @@ class RedisStore:
 
     async def own(self, ref: PeriodRef, player_id: str) -> tuple[Own, int]:
         """A player's own view of a period (see ``Own``) and the public total."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.own(ref, shards, player_id)
         pk = keys.period_keys(*ref)
         call = (OWN_ENTRY, (pk.public, pk.shadow, pk.pending), (player_id,))
         with _reachable():
@@ -527,19 +607,23 @@ class RedisStore:
         for ref, source, dest, players in moves:
             if not players:
                 continue
-            pk = keys.period_keys(*ref)
             mode, extra = "best", ("", "", "")  # type: tuple[str, tuple[int | str, ...]]
             if replace:
                 mode = "replace"
             elif board.policy == "sum":
                 mode, extra = "sum", sum_args(board, ref.window)
-            calls.append(
-                (
-                    MOVE_ENTRIES,
-                    (pk.side(dest), pk.side(source), pk.public),
-                    (mode, *extra, *players),
+            by_shard: dict[int, list[str]] = {}
+            for player in players:  # each player's entries are on their own shard
+                by_shard.setdefault(keys.shard_of(player, board.shards), []).append(player)
+            for shard, on_shard in by_shard.items():
+                pk = keys.period_keys(*ref, shard)
+                calls.append(
+                    (
+                        MOVE_ENTRIES,
+                        (pk.side(dest), pk.side(source), pk.public),
+                        (mode, *extra, *on_shard),
+                    )
                 )
-            )
         if not calls:
             return 0
         with _reachable():
@@ -548,6 +632,9 @@ class RedisStore:
 
     async def count_from(self, ref: PeriodRef, floor: int) -> tuple[int, int]:
         """(entries with a composite of at least ``floor``, total)."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.count_from(ref, shards, floor)
         key = keys.period_keys(*ref).public
         with _reachable():
             pipe = self.redis.pipeline(transaction=False)
@@ -568,6 +655,9 @@ class RedisStore:
         return bool(found)
 
     async def period_exists(self, ref: PeriodRef) -> bool:
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.exists(ref, shards)
         with _reachable():
             return bool(await self.redis.exists(keys.period_keys(*ref).public))
 
@@ -578,7 +668,14 @@ class RedisStore:
     ) -> AsyncIterator[tuple[list[str], list[int], list[str | None], list[int]]]:
         """A period's whole standings, best first, ``size`` entries at a time, as columns:
         player ids, composites, names and exact achieved times (0: not recorded). Bounded
-        replies however large the period, never one huge ZRANGE."""
+        replies however large the period, never one huge ZRANGE. A sharded period's shards
+        are merged into the one ranking an unsharded key would hold."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            async for players, composites, achieved in self.sharded.pages(ref, shards, size):
+                with _reachable():
+                    names = await self.redis.hmget(keys.NAMES, players)
+                yield players, composites, [_name(n) for n in names], achieved
+            return
         key = keys.period_keys(*ref).public
         first = 0
         while True:
@@ -613,17 +710,18 @@ class RedisStore:
     async def unlink_period(self, ref: PeriodRef) -> int:
         """Remove a period's keys; UNLINK frees their memory off Redis's main thread, so a
         large board leaving never blocks other commands."""
-        pk = keys.period_keys(*ref)
-        # the exact-times hashes too: every bucket, in a few commands (absent ones cost
-        # Redis a lookup each), as the members are not known here
-        buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
-        with _reachable():
-            pipe = self.redis.pipeline(transaction=False)
-            pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied)
-            for i in range(0, len(buckets), 8192):
-                pipe.unlink(*buckets[i : i + 8192])
-            removed = await pipe.execute()
-        return int(removed[0])
+        removed = 0
+        for pk in self._every(ref):  # every shard's keys, a shard at a time
+            # the exact-times hashes too: every bucket, in a few commands (absent ones cost
+            # Redis a lookup each), as the members are not known here
+            buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
+            with _reachable():
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied)
+                for i in range(0, len(buckets), 8192):
+                    pipe.unlink(*buckets[i : i + 8192])
+                removed += int((await pipe.execute())[0])
+        return removed
 
     # player names: a copy of PostgreSQL's players table
 
