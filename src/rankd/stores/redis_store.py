@@ -797,6 +797,7 @@ class RedisStore:
         *,
         shadowed: Sequence[str] = (),
         held: Sequence[tuple[str, int, int]] = (),
+        shard: int = -1,
     ) -> int:
         """Load a period's entries (and a sum board's counted runs) beside the live keys,
         then swap them in at once; returns the entries loaded. The entries' exact times go
@@ -808,8 +809,9 @@ class RedisStore:
         ``shadowed``: banned players, whose entries go to the :shadow key instead (moved out
         of the staged board before the swap, so no reader sees them); ``held``: the
         :pending key's entries, (player, composite, exact ms) of runs held for review.
+        ``shard``: which shard of a sharded period this loads (its entries alone).
         """
-        pk = keys.period_keys(*ref)
+        pk = keys.period_keys(*ref, shard)
 
         async def time_groups(members: int) -> AsyncIterator[tuple[str, int, bytes]]:
             async for bucket, fields, arguments in times(members):
@@ -874,17 +876,21 @@ class RedisStore:
         return sum(small.members for small in periods)
 
     async def missing_periods(self, refs: Sequence[PeriodRef]) -> set[PeriodRef]:
-        """Which of ``refs`` have no board key, asked in pipelined chunks (one round trip
-        per 1,000 periods, not one each)."""
+        """Which of ``refs`` have no board key (on no shard), asked in pipelined chunks (one
+        round trip per 1,000 periods, not one each)."""
         missing: set[PeriodRef] = set()
         for i in range(0, len(refs), 1000):
             chunk = refs[i : i + 1000]
+            spans = [self._every(ref) for ref in chunk]
             with _reachable():
                 async with self.redis.pipeline(transaction=False) as pipe:
-                    for ref in chunk:
-                        pipe.exists(keys.period_keys(*ref).public)
-                    found = await pipe.execute()
-            missing.update(ref for ref, exists in zip(chunk, found, strict=True) if not exists)
+                    for every in spans:
+                        for pk in every:
+                            pipe.exists(pk.public)
+                    found = iter(await pipe.execute())
+            for ref, every in zip(chunk, spans, strict=True):
+                if not any([next(found) for _ in every]):
+                    missing.add(ref)
         return missing
 
     async def _swap(

@@ -330,6 +330,16 @@ async def periods(
     return [(PeriodRef(r[0], r[1], r[2], r[3]), r[4]) for r in await cur.fetchall()]
 
 
+def shard_sql(player: str) -> str:
+    """SQL for a player's shard on a board of ``%(n)s`` shards, as redis_keys.shard_of
+    computes it (the first 4 bytes of the id's MD5, big-endian, modulo the shards)."""
+    return f"(('x' || left(md5({player}), 8))::bit(32)::bigint %% %(n)s)"
+
+
+# Narrows a period's rows to one shard's: ``%(n)s`` = 0 for every row.
+SHARD_FILTER = f" AND (%(n)s = 0 OR {shard_sql('player_id')} = %(k)s)"
+
+
 def _resp_fragment(score: str, member: str) -> str:
     """SQL for one member's ZADD arguments in RESP, with chr(1) standing in for CR LF
     (the loader swaps them back for a whole page at once; see rebuild.py)."""
@@ -354,7 +364,7 @@ def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where
         f" max({first}), max({second}) FILTER (WHERE rn = %(size)s)"
         f" FROM (SELECT *, row_number() OVER (ORDER BY {first}, {second}) AS rn"
         f"  FROM {table} WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
-        f"  AND segment = %(s)s"
+        f"  AND segment = %(s)s{SHARD_FILTER}"
         f"  AND ({first}, {second}) > (%(c1)s, %(c2)s) {where}"
         f"  ORDER BY {first}, {second} LIMIT %(size)s) page"
     )
@@ -411,17 +421,22 @@ TIME_GROUPS_SQL = (
     f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
     " FROM player_best"
     " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
+    f"{SHARD_FILTER}"
     " GROUP BY time_bucket"
 )
 
 
 async def time_groups(
-    conn: AsyncConnection[Any], key: PeriodKey, members: int, size: int = 2_000
+    conn: AsyncConnection[Any],
+    key: PeriodKey,
+    members: int,
+    size: int = 2_000,
+    shard: tuple[int, int] = (0, 0),
 ) -> AsyncIterator[tuple[int, int, bytes]]:
     """(bucket, members, arguments) of every exact-times hash of a period of ``members``
-    entries. A large period streams through a server-side cursor (needs a transaction); a
-    small one, most of them, costs one query."""
-    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3]}
+    entries (of one shard's: ``shard`` = (k, shards); (0, 0): all). A large period streams
+    through a server-side cursor (needs a transaction); a small one costs one query."""
+    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "k": shard[0], "n": shard[1]}
     if members <= 20_000:
         cur = await conn.execute(TIME_GROUPS_SQL, params)
         for bucket, count, arguments in await cur.fetchall():
@@ -501,8 +516,10 @@ async def pages(
     start: tuple[Any, Any],
     extra: dict[str, Any] | None = None,
     size: int = 20_000,
+    shard: tuple[int, int] = (0, 0),
 ) -> AsyncIterator[tuple[int, bytes]]:
-    """(members, RESP arguments with chr(1) for CR LF) pages of a keyset-paged query."""
+    """(members, RESP arguments with chr(1) for CR LF) pages of a keyset-paged query, of
+    one shard's rows (``shard`` = (k, shards); (0, 0): all)."""
     cursor = start
     while True:
         params = {
@@ -512,6 +529,8 @@ async def pages(
             "s": key[3],
             "c1": cursor[0],
             "c2": cursor[1],
+            "k": shard[0],
+            "n": shard[1],
         }
         cur = await conn.execute(sql, {**params, **(extra or {}), "size": size})
         row = await cur.fetchone()
