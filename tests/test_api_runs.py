@@ -851,20 +851,19 @@ async def test_every_rfc3339_form_of_ended_at_is_accepted(
     assert response.json()["standings"][0]["achieved_at"] == iso(expected)
 
 
-async def test_sum_board_counts_a_run_id_once_per_player(
+async def test_sum_board_refuses_another_players_reuse_of_a_run_id(
     client: httpx.AsyncClient, make_board
 ) -> None:
-    # Dedup is keyed by (player, run_id): another player's reuse of an id neither borrows
-    # nor suppresses a count, and the answer is a real standing.
+    # Contract v1.2: a run_id already seen on the board with another player is a conflict;
+    # it neither borrows nor suppresses a count (tests/test_run_conflict.py has the rest).
     board_id = await make_board(policy="sum", windows=["all-time", "daily"])
     await submit(client, board_id, "r1", "p1", 10)
-    reused = await submit(client, board_id, "r1", "p2", 7)
-    for standing in reused["standings"]:
-        assert (standing["rank"], standing["score"], standing["is_best"]) == (2, 7, True)
-    again = await submit(client, board_id, "r1", "p2", 7)
+    response = await post_run(client, board_id, run("r1", "p2", 7))
+    assert response.status_code == 409 and response.json()["error"]["code"] == "run_conflict"
+    again = await submit(client, board_id, "r1", "p1", 10)
     assert [s["improved"] for s in again["standings"]] == [False, False]
     entries = (await top(client, board_id))["entries"]
-    assert [(e["player_id"], e["score"]) for e in entries] == [("p1", 10), ("p2", 7)]
+    assert [(e["player_id"], e["score"]) for e in entries] == [("p1", 10)]
 
 
 async def test_concurrent_resends_on_sum_board_count_the_run_once(
@@ -901,7 +900,7 @@ async def test_a_resend_without_ended_at_keeps_its_first_receipt_time(
     client: httpx.AsyncClient, make_board
 ) -> None:
     """ended_at defaults to the time the service first received the run: a resend (within
-    RANKD_FIRST_RECEIPT_KEEP_S) reports the same entry in every window."""
+    RANKD_RUN_MEMORY_S) reports the same entry in every window."""
     board_id = await make_board(windows=["all-time", "daily"], max_score=1000)
     body = {"run_id": "no-end", "player_id": "p1", "score": 5}
     first = (await post_run(client, board_id, body)).json()["standings"]

@@ -587,6 +587,43 @@ async def test_redis_killed_and_wiped_mid_stream_loses_no_acknowledged_run(
 
 
 @pytest.mark.slow
+async def test_a_run_id_conflict_is_refused_after_redis_is_killed_and_wiped(
+    server_dir: Path,
+) -> None:
+    """kill -9 Redis and delete its AOF: the run-id registry is gone with it, yet a resend
+    of a run id with other content is still refused (restored from PostgreSQL and the log
+    before the next claim), and the boards keep the first content."""
+    name = "redis-kill-conflict"
+    async with deployment(server_dir) as d:
+        url = f"/v1/boards/{d.board}/runs"
+        first = {"run_id": "kept-1", "player_id": "alice", "score": 10}
+        assert (await d.http.post(url, json=first, headers=SERVER_H)).status_code == 200
+        redis = d.servers.redis
+        assert redis is not None
+        await asyncio.to_thread(redis.kill)
+        wipe(redis.directory)
+        await asyncio.to_thread(redis.start)
+        other = {"run_id": "kept-1", "player_id": "bob", "score": 20}
+        deadline = time.monotonic() + 30
+        while True:  # 503 while the service finds Redis again
+            response = await d.http.post(url, json=other, headers=SERVER_H)
+            if response.status_code != 503 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        print(f"\n[{name}] conflicting send after the wipe: {response.status_code}")
+        assert response.status_code == 409, response.text
+        assert response.json()["error"]["code"] == "run_conflict"
+        deadline = time.monotonic() + 30
+        while True:  # the rebuild restores alice
+            top = await d.http.get(f"/v1/boards/{d.board}/top")
+            entries = [(e["player_id"], e["score"]) for e in top.json().get("entries", [])]
+            if entries == [("alice", 10)] or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        assert entries == [("alice", 10)]
+
+
+@pytest.mark.slow
 async def test_service_killed_mid_stream_loses_no_acknowledged_run(server_dir: Path) -> None:
     """kill -9 the service; a new one on the same servers heals what was logged, not applied."""
     name = "service-kill"

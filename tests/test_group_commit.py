@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from rankd.errors import Unavailable
-from rankd.runs import Run, decode_message
+from rankd.runs import Run, decode_message, encode_message
 from rankd.services.group_commit import GroupCommitter, message_id
 
 
@@ -87,7 +87,7 @@ async def test_a_lone_append_publishes_at_once() -> None:
     caller = append(group, "b", "r1")
     [message] = await log.published(1)
     assert (message.board_id, message.run_ids) == ("b", ["r1"])
-    assert message.msg_id == message_id("b", runs("r1"))
+    assert message.msg_id == message_id("b", message.payload)
     assert not caller.done()  # durable only once the log acks
     message.ack(7)
     assert await caller == 7
@@ -107,7 +107,7 @@ async def test_appends_wait_while_max_in_flight_and_then_leave_together() -> Non
     assert await first == 1
     together = (await log.published(3))[2]
     assert together.run_ids == ["r3", "r4", "r5", "r6"]  # ONE message, in arrival order
-    assert together.msg_id == message_id("b", runs("r3", "r4", "r5", "r6"))
+    assert together.msg_id == message_id("b", together.payload)
     await settle()
     assert len(log.publishes) == 3
 
@@ -238,3 +238,14 @@ async def test_boards_are_independent() -> None:
     assert (a_next.board_id, a_next.run_ids) == ("a", ["a2"])
     a_next.ack(6)
     assert await waiting_on_a == 6
+
+
+def test_the_message_id_is_the_content_so_only_identical_messages_are_duplicates() -> None:
+    """The log drops a message whose id it saw within its duplicate window and acks it as
+    if stored: with an id naming only the run ids, a resend with another player or score was
+    answered as durable and never logged. The id is a digest of the whole message."""
+    alice = encode_message("b", [Run("run-1", "alice", 10, 1_000, 1_000)])
+    bob = encode_message("b", [Run("run-1", "bob", 20, 1_000, 1_000)])
+    assert message_id("b", alice) != message_id("b", bob)
+    assert message_id("b", alice) == message_id("b", bytes(alice))
+    assert message_id("b", alice) != message_id("c", alice)

@@ -60,10 +60,12 @@ async def two_boards(client: httpx.AsyncClient, runtime: Runtime, make_board) ->
     """A best board over every window (runs over five days) and a sum board."""
     best_id = await make_board(windows=ALL_WINDOWS, grace_seconds=TEN_DAYS_S)
     sum_id = await make_board(windows=SUM_WINDOWS, policy="sum")
+    ended = {}
     for i in range(24):
         await submit(client, best_id, f"b{i}", f"p{i % 7}", 1000 + 37 * i, ago(hours=5 * i))
-        await submit(client, sum_id, f"s{i}", f"p{i % 5}", 3 + i, ago(minutes=60 - 2 * i))
-    await submit(client, sum_id, "s3", "p3", 6, ago(minutes=54))  # a resend
+        ended[i] = ago(minutes=60 - 2 * i)
+        await submit(client, sum_id, f"s{i}", f"p{i % 5}", 3 + i, ended[i])
+    await submit(client, sum_id, "s3", "p3", 6, ended[3])  # a resend (its ended_at too)
     await wait_consumer_idle(client, runtime)
     return best_id, sum_id
 

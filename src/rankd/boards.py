@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
-from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, is_segment_dimension
+from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, clip, is_segment_dimension
 from rankd.periods import SPAN_MS, WINDOWS
 
 Policy = Literal["best", "sum"]
@@ -97,7 +97,7 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
     unknown = sorted(set(body) - set(SETTING_FIELDS))
     if unknown:
         raise InvalidRequest(
-            f"unknown field {unknown[0]!r}; allowed: {', '.join(sorted(SETTING_FIELDS))}"
+            f"unknown field {clip(str(unknown[0]))!r}; allowed: {', '.join(sorted(SETTING_FIELDS))}"
         )
     base = current or BoardConfig(board_id)
     values = base.settings()

@@ -44,6 +44,12 @@ class HoldNotFound(RankdError):
     code = "hold_not_found"
 
 
+class RunConflict(RankdError):
+    """A run_id already sent on the board with another player, score or ended_at."""
+
+    code = "run_conflict"
+
+
 class BoardImmutableField(RankdError):
     code = "board_immutable_field"
 

@@ -23,6 +23,16 @@ _PLAYER_ID = re.compile(PLAYER_ID_PATTERN.strip("^$"))
 _RUN_ID = re.compile(RUN_ID_PATTERN.strip("^$"))
 
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# Longest piece of client input an error message repeats (longer is cut, with an ellipsis).
+ECHO_MAX = 80
+
+
+def clip(text: str, limit: int = ECHO_MAX) -> str:
+    """``text`` as an error message may echo it: at most ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 SEGMENT_DIMENSION_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 SEGMENT_VALUE_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 _SEGMENT_DIMENSION = re.compile(SEGMENT_DIMENSION_PATTERN.strip("^$"))
@@ -55,15 +65,24 @@ def is_segment_value(value: object) -> bool:
     return isinstance(value, str) and _SEGMENT_VALUE.fullmatch(value) is not None
 
 
+# A profile's segments serve every board (each has at most 4 dimensions): bounded so a
+# profile stays small (16 dimensions of 32-character values: under 1 KB).
+MAX_PROFILE_DIMENSIONS = 16
+
+
 def check_segments(value: object, field: str, dimensions: tuple[str, ...] | None) -> dict[str, str]:
     """A ``{"dimension": "value"}`` object; with ``dimensions``, only those dimensions."""
     if not isinstance(value, dict):
         raise InvalidRequest(f'{field} must be an object such as {{"country": "FR"}}')
+    most = MAX_PROFILE_DIMENSIONS if dimensions is None else len(dimensions)
+    if len(value) > most and dimensions is None:
+        raise InvalidRequest(f"{field} holds {len(value)} dimensions; at most {most}")
     for dimension, item in value.items():
         if dimensions is not None and dimension not in dimensions:
             known = ", ".join(dimensions) or "none"
             raise InvalidRequest(
-                f"{field} names the dimension {dimension!r}, which this board does not have "
+                f"{field} names the dimension {clip(str(dimension))!r}, which this board does"
+                f" not have "
                 f"(its dimensions: {known})"
             )
         if not is_segment_dimension(dimension):

@@ -22,6 +22,19 @@ RUNS_APPLIED = Counter(
     "where the submit path had not), counted again on each redelivery or replay, whether "
     "or not they changed an entry.",
 )
+REDIS_MEMORY_USED = Gauge(
+    "rankd_redis_memory_used_ratio",
+    "Redis used_memory over its maxmemory (0 when Redis has no limit); writes fail at 1.",
+)
+RUN_CONFLICTS = Counter(
+    "rankd_run_conflicts_total",
+    "Runs refused with run_conflict: their run_id was sent before with other content.",
+)
+CONFLICTS_SKIPPED = Counter(
+    "rankd_consumer_conflicts_skipped_total",
+    "Logged runs the log consumer applied nowhere because their run_id was recorded with "
+    "other content (only after Redis lost claims it had made; see services/run_ids.py).",
+)
 TARGETS_ALREADY_APPLIED = Counter(
     "rankd_consumer_targets_already_applied_total",
     "Standings (run, window, segment) the log consumer left alone in Redis because the "

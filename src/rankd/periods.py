@@ -12,6 +12,8 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
+from rankd.formats import clip
+
 Window = Literal["all-time", "daily", "weekly", "monthly"]
 WINDOWS: tuple[Window, ...] = ("all-time", "daily", "weekly", "monthly")
 ALL_TIME = "all-time"
@@ -88,7 +90,7 @@ def _build(window: str, start: date) -> Period:
         end = _month_after(start)
         pid = f"{start.year}-{start.month:02d}"
     else:
-        raise PeriodError(f"unknown window {window!r}")
+        raise PeriodError(f"unknown window {clip(window)!r}")
     return Period(window, pid, _ms(start), _ms(end))
 
 
@@ -112,7 +114,7 @@ def _period_of_day(window: str, day_number: int) -> Period:
         return _build(window, day - timedelta(days=day.weekday()))
     if window == "monthly":
         return _build(window, day.replace(day=1))
-    raise PeriodError(f"unknown window {window!r}")
+    raise PeriodError(f"unknown window {clip(window)!r}")
 
 
 def parse_period(window: str, period_id: str) -> Period:
@@ -121,7 +123,7 @@ def parse_period(window: str, period_id: str) -> Period:
     match = pattern.fullmatch(period_id) if pattern is not None else None
     if match is not None and not FIRST_YEAR <= int(match[1]) <= LAST_YEAR:
         raise PeriodError(
-            f"period {period_id!r} is outside the years {FIRST_YEAR}..{LAST_YEAR} that runs "
+            f"period {clip(period_id)!r} is outside the years {FIRST_YEAR}..{LAST_YEAR} that runs "
             "can fall in"
         )
     try:
@@ -136,8 +138,8 @@ def parse_period(window: str, period_id: str) -> Period:
         if window == "monthly" and match:
             return _build(window, date(int(match[1]), int(match[2]), 1))
     except ValueError as exc:  # e.g. 2026-02-30 or week 54
-        raise PeriodError(f"period {period_id!r} is not a valid {window} period") from exc
-    raise PeriodError(f"period {period_id!r} is not a valid {window} period id")
+        raise PeriodError(f"period {clip(period_id)!r} is not a valid {window} period") from exc
+    raise PeriodError(f"period {clip(period_id)!r} is not a valid {window} period id")
 
 
 def previous(period: Period) -> Period:

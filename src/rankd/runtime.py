@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankd import metrics
 from rankd.aio import stop_tasks, wait_or_stop
 from rankd.api.auth import Authenticator
 from rankd.embedded.supervisor import describe, read_status
@@ -24,7 +26,9 @@ from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
 from rankd.services.recovery import Recovery
 from rankd.services.registry import BoardRegistry
+from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
+from rankd.services.segment_values import SegmentValues
 from rankd.services.submit import Submitter
 from rankd.settings import Settings
 from rankd.stores.archive import ArchiveStore
@@ -35,6 +39,7 @@ from rankd.stores.runlog import Durable, JetStreamLog, RunLog
 log = logging.getLogger("rankd")
 
 CLOSE_TIMEOUT_S = 5.0
+MAX_HEALS = 64  # pending rebuilds after run-id conflicts (each a few periods)
 # How often each dependency is pinged to notice it lost and back (three small round trips).
 HEALTH_INTERVAL_S = 0.25
 
@@ -62,6 +67,7 @@ class Runtime:
     recovery: Recovery = field(default_factory=Recovery)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _heals: set[asyncio.Task[None]] = field(default_factory=set)
     _wake_redis_watch: asyncio.Event = field(default_factory=asyncio.Event)
     _rebuilding: bool = False
     _consumer_started: bool = False  # background work runs (not so for `rankd rebuild`)
@@ -106,6 +112,7 @@ class Runtime:
         committer = GroupCommitter(
             log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
         )
+        run_ids = RunIds(store, pg, log, memory_s=s.run_memory_s, durable=DURABLE)
 
         async def log_applied_through() -> int | None:
             return await applied_through(log)
@@ -122,7 +129,15 @@ class Runtime:
             boards=boards,
             names=names,
             players=players,
-            submitter=Submitter(store, pg, committer, players, moderation, s.first_receipt_keep_s),
+            submitter=Submitter(
+                store,
+                pg,
+                committer,
+                players,
+                moderation,
+                run_ids,
+                SegmentValues(store, pg, s.segment_values_max),
+            ),
             reader=Reader(
                 store,
                 names,
@@ -134,7 +149,7 @@ class Runtime:
                 restoring=rebuilder.is_restoring,
             ),
             auth=Authenticator(s.admin_keys, s.server_keys),
-            applier=Applier(boards, store, pg, moderation),
+            applier=Applier(boards, store, pg, moderation, run_memory_s=s.run_memory_s),
             moderation=moderation,
             rebuilder=rebuilder,
             seasons=SeasonJob(
@@ -144,11 +159,13 @@ class Runtime:
                 rebuilder,
                 log_applied_through,
                 settle_ms=int(s.season_settle_s * 1000),
+                run_memory_s=s.run_memory_s,
             ),
             limiter=RateLimiter(
                 store,
                 per_key=Rate(s.rate_key_per_s, s.rate_key_burst),
                 per_address=Rate(s.rate_address_per_s, s.rate_address_burst),
+                runs_per_key=Rate(s.rate_key_runs_per_s, s.rate_key_runs_burst),
                 fail_open_s=s.rate_fail_open_s,
                 refusal_memo_bytes=s.rate_refusal_memo_bytes,
                 lease_s=s.rate_lease_s,
@@ -205,6 +222,8 @@ class Runtime:
                 self.pg,
                 self.moderation,
                 mark_wait_s=s.consumer_mark_wait_s,
+                run_memory_s=s.run_memory_s,
+                heal=self.heal_periods,
             ),
             self.pg,
             durable,
@@ -212,16 +231,43 @@ class Runtime:
             lag_refresh_s=s.lag_refresh_s,
         )
 
+    def heal_periods(self, periods: list[tuple[str, str, str]]) -> None:
+        """Rebuild these (board, window, period)s from PostgreSQL once their submitters
+        have surely written to Redis (the consumer's mark wait, plus a margin): the log
+        consumer applied a run of theirs nowhere for a run-id conflict (services/run_ids.py),
+        which only happens after Redis lost claims, and Redis may hold it. Rare; at most
+        MAX_HEALS pending, past that a warning says to run `rankd rebuild`."""
+        if len(self._heals) >= MAX_HEALS:
+            log.warning("run-id conflicts: too many heals pending; run `rankd rebuild`")
+            return
+
+        async def later() -> None:
+            await asyncio.sleep(self.settings.consumer_mark_wait_s + 1.0)
+            for board, window, period in periods:
+                try:
+                    await self.rebuilder.rebuild(board=board, window=window, period=period)
+                except Exception as exc:
+                    log.warning("heal of %s %s %s: %r", board, window, period, exc)
+
+        task = asyncio.create_task(later(), name="run-id-conflict-heal")
+        self._heals.add(task)
+        task.add_done_callback(self._heals.discard)
+
     async def _watch_redis(self) -> None:
         """Rebuild from PostgreSQL whenever Redis comes back as a different process (checked
-        every interval, and at once when the health watch sees Redis answer again)."""
+        every interval, and at once when the health watch sees Redis answer again); warn
+        when its memory nears its limit."""
         interval = self.settings.redis_watch_interval_s
+        memory_checked = 0.0
         while True:
             await wait_or_stop(self._wake_redis_watch, interval)
             self._wake_redis_watch.clear()
             if self._stopping.is_set():
                 return
             try:
+                if time.monotonic() - memory_checked >= self.settings.redis_memory_check_s:
+                    memory_checked = time.monotonic()
+                    await self.check_redis_memory()
                 if await self.store.is_verified():
                     continue
                 self._rebuilding = True
@@ -272,12 +318,28 @@ class Runtime:
             lag = await self.log.lag(DURABLE)
             self.recovery.applied(lag.ack_floor, not lag.pending and not lag.ack_pending)
 
+    async def check_redis_memory(self) -> float:
+        """Redis's used share of its maxmemory (0: no limit), logged past the warning ratio."""
+        used, limit = await self.store.memory()
+        ratio = used / limit if limit else 0.0
+        metrics.REDIS_MEMORY_USED.set(ratio)
+        if ratio >= self.settings.redis_memory_warn_ratio:
+            log.warning(
+                "Redis uses %.0f%% of its maxmemory (%d of %d bytes): past 100%% it refuses"
+                " writes and submits fail; raise RANKD_REDIS_MAX_MEMORY or let closed periods"
+                " expire",
+                ratio * 100,
+                used,
+                limit,
+            )
+        return ratio
+
     async def close(self) -> None:
         """Stop the background work, then the connections; bounded, so a task stuck in a
         driver call cannot hold up a shutdown."""
         self._stopping.set()
         self._wake_redis_watch.set()
-        stuck = await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
+        stuck = await stop_tasks([*self._tasks, *self._heals], CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
         await self.live.close()

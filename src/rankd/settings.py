@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     rate_key_burst: int = Field(20_000, ge=1, le=10_000_000)
     rate_address_per_s: float = Field(20_000.0, ge=0, le=1_000_000)
     rate_address_burst: int = Field(40_000, ge=1, le=10_000_000)
+    # Runs per second a key may submit (each run of a batch counts; 0 turns it off), and
+    # how many an idle key may submit at once; counted besides the key's request rate.
+    rate_key_runs_per_s: float = Field(50_000.0, ge=0, le=10_000_000)
+    rate_key_runs_burst: int = Field(100_000, ge=1, le=100_000_000)
     # How many proxies in front of Rankd append the client's address to X-Forwarded-For; the
     # address that many entries from the right is the client's (0: the header is ignored,
     # since anyone can send it).
@@ -141,6 +145,11 @@ class Settings(BaseSettings):
     # How often each instance checks that Redis is still the process the boards were
     # verified on (a restart triggers a rebuild from PostgreSQL).
     redis_watch_interval_s: float = Field(1.0, gt=0)
+    # Warn (log and rankd_redis_memory_used_ratio) once Redis uses this share of its
+    # maxmemory: past it, Redis refuses writes (noeviction) and submits answer 503. The
+    # embedded Redis's limit is RANKD_REDIS_MAX_MEMORY (default 2gb).
+    redis_memory_warn_ratio: float = Field(0.8, gt=0, le=1)
+    redis_memory_check_s: float = Field(10.0, gt=0)
     # The submit path marks the runs it applied to Redis (kept this long); the log consumer
     # writes Redis only for runs without a mark, waiting up to consumer_mark_wait_s for the
     # marks of runs received that recently (see services/applier.py)
@@ -151,8 +160,15 @@ class Settings(BaseSettings):
     ban_refresh_s: float = Field(0.2, gt=0)
     ban_settle_s: float = Field(0.6, ge=0)
 
-    # A run resent without ended_at within this long keeps its first receipt's time (0: off)
-    first_receipt_keep_s: float = Field(120.0, ge=0)
+    # How long a run id's first content stays binding on its board (services/run_ids.py): a
+    # resend with another player, score or ended_at is refused (409 run_conflict) for at
+    # least this long and at most a quarter longer; a resend without ended_at keeps the
+    # first send's. The contract asks for at least a day; every instance must agree on it.
+    run_memory_s: float = Field(86_400.0, ge=1)
+
+    # Distinct values each segment dimension of a board may take (every value makes keys in
+    # every window); a run bringing one more is refused with 400 (services/segment_values.py)
+    segment_values_max: int = Field(10_000, ge=1, le=10_000_000)
 
     # Runs may end at most this far in the future (clock skew between game servers and us).
     max_future_skew_s: int = Field(300, ge=0)

@@ -6,7 +6,14 @@ from typing import Any
 
 from rankd.boards import BoardConfig
 from rankd.errors import InvalidRequest, ScoreOutOfRange
-from rankd.formats import RUN_ID_PATTERN, check_player_id, check_segments, is_run_id, parse_time
+from rankd.formats import (
+    RUN_ID_PATTERN,
+    check_player_id,
+    check_segments,
+    clip,
+    is_run_id,
+    parse_time,
+)
 from rankd.periods import EPOCH, EPOCH_MS
 from rankd.runs import Run
 
@@ -20,7 +27,8 @@ def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -
     unknown = sorted(set(payload) - RUN_FIELDS)
     if unknown:
         raise InvalidRequest(
-            f"unknown field {unknown[0]!r}; a run has run_id, player_id, score, ended_at, segments"
+            f"unknown field {clip(str(unknown[0]))!r}; a run has run_id, player_id, score,"
+            " ended_at, segments"
         )
     run_id = payload.get("run_id")
     if not isinstance(run_id, str) or not is_run_id(run_id):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,6 +32,8 @@ from rankd.runtime import Runtime
 from rankd.settings import Settings
 
 access_log = logging.getLogger("rankd.access")
+# admin routes whose request counts would reveal moderation (bans, holds)
+_MODERATION = re.compile(r"/bans?(/|$)|/holds(/|$)")
 
 
 class RequestMetrics:
@@ -60,7 +63,12 @@ class RequestMetrics:
         finally:
             seconds = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", "unmatched")
-            metrics.REQUESTS.labels(scope["method"], route, f"{status // 100}xx").observe(seconds)
+            method = scope["method"]
+            if _MODERATION.search(route):
+                # /metrics is public: per-route counts of bans, unbans and hold decisions
+                # would tell anyone how many players are banned; one label for them all
+                method, route = "*", "(moderation)"
+            metrics.REQUESTS.labels(method, route, f"{status // 100}xx").observe(seconds)
             if self.log_requests and access_log.isEnabledFor(logging.INFO):
                 # the path without its query: ids are enough to find a request, and query
                 # strings (viewer=, ids=) need not end up in log files

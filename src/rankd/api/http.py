@@ -10,6 +10,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from rankd.errors import BodyTooLarge, ClientGone, InvalidRequest, UnsupportedMediaType
+from rankd.formats import clip
 from rankd.runtime import Runtime
 
 MAX_BODY = 1 << 20  # 1 MiB
@@ -21,7 +22,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise InvalidRequest(f"the body repeats the key {key!r}; send each key once")
+                raise InvalidRequest(
+                    f"the body repeats the key {clip(str(key))!r}; send each key once"
+                )
             seen.add(key)
     return found
 
@@ -41,7 +44,7 @@ def _check_media_type(request: Request) -> None:
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding != "identity":
         raise UnsupportedMediaType(
-            f"Content-Encoding {encoding!r} is not supported; send the body uncompressed"
+            f"Content-Encoding {clip(encoding)!r} is not supported; send the body uncompressed"
         )
 
 

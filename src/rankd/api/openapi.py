@@ -44,7 +44,8 @@ ROUTES: dict[str, Doc] = {
     "GET /v1/boards": Doc("public", ("unavailable",)),
     "GET /v1/boards/{board_id}": Doc("public", ("board_not_found", "unavailable")),
     "POST /v1/boards/{board_id}/runs": Doc(
-        "server", (*BODY, "score_out_of_range", "board_not_found", "unavailable")
+        "server",
+        (*BODY, "score_out_of_range", "board_not_found", "run_conflict", "unavailable"),
     ),
     "POST /v1/boards/{board_id}/runs:batch": Doc(
         "server", (*BODY, "board_not_found", "unavailable")
@@ -95,6 +96,8 @@ MESSAGES: dict[str, str] = {
     "player_not_ranked": "player '48213377' has no entry in weekly period 2026-W45",
     "hold_not_found": "no run 'r-7f3a91' is held on board 'arena'",
     "board_immutable_field": "order cannot change on a board that has runs; create a new board",
+    "run_conflict": "run_id 'r-7f3a91' was already sent on this board with another player_id,"
+    " score or ended_at; send a new run_id for a new run",
     "body_too_large": "the request body is larger than 1 MiB; send fewer runs per request",
     "unsupported_media_type": "send the body as JSON with Content-Type: application/json",
     "rate_limited": "too many requests for this key; retry after the Retry-After seconds",

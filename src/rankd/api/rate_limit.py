@@ -9,13 +9,14 @@ live page are not limited: probes and scrapes must not be refused.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 from functools import lru_cache
 from typing import cast
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rankd.api.errors import response_for
+from rankd.api.errors import error_response, response_for
 from rankd.errors import RateLimited
 from rankd.runtime import Runtime
 from rankd.services.rate_limits import address_identity, key_identity
@@ -48,12 +49,18 @@ def _network(raw: str) -> str | None:
     return str(address)
 
 
+def _opaque(raw: str) -> str:
+    """A peer that is not an IP address (a Unix socket path, say) as a bounded identity:
+    however long it is, the limiter's memory per identity stays the same."""
+    return "h:" + hashlib.sha256(raw.encode("utf-8", "replace")).hexdigest()[:32]
+
+
 def client_address(scope: Scope, trusted_proxies: int) -> str:
     """Who sent the request: the peer, or with ``trusted_proxies`` proxies in front the
     address the outermost of them saw (that many entries from the right of
     X-Forwarded-For). Entries further left are the client's own word, so never used."""
     client = scope.get("client")
-    peer = (_network(client[0]) or client[0]) if client else "unknown"
+    peer = (_network(client[0]) or _opaque(client[0])) if client else "unknown"
     if trusted_proxies == 0:
         return peer
     forwarded = _header(scope, b"x-forwarded-for")
@@ -74,7 +81,16 @@ class RateLimit:
             await self.app(scope, receive, send)
             return
         rt = cast(Runtime, scope["app"].state.runtime)
-        key = rt.auth.valid_key(_header(scope, b"authorization"))
+        authorization = [v for k, v in scope["headers"] if k == b"authorization"]
+        if len(authorization) > 1:
+            # the route and the limiter must judge the same key; with several, which one
+            # is meant is anyone's guess, so none is
+            refusal = error_response(
+                400, "invalid_request", "send one Authorization header, not several"
+            )
+            await refusal(scope, receive, send)
+            return
+        key = rt.auth.valid_key(authorization[0].decode("latin-1") if authorization else None)
         try:
             if key is not None:
                 await rt.limiter.check("key", _key_identity(key))

@@ -12,7 +12,7 @@ from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
-from rankd.formats import format_time, is_board_id
+from rankd.formats import clip, format_time, is_board_id
 
 router = APIRouter(tags=["boards"])
 
@@ -54,5 +54,5 @@ async def list_boards(request: Request) -> Response:
 )
 async def get_board(board_id: str, request: Request) -> Response:
     if not is_board_id(board_id):
-        raise BoardNotFound(f"board {board_id!r} does not exist")
+        raise BoardNotFound(f"board {clip(board_id)!r} does not exist")
     return reply(board_out(await runtime(request).boards.get(board_id)))

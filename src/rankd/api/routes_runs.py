@@ -14,9 +14,28 @@ from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest, RankdError
 from rankd.runs import Run
+from rankd.runtime import Runtime
+from rankd.services.rate_limits import key_identity
 from rankd.validation import parse_run
 
 router = APIRouter(tags=["runs"])
+
+
+async def _count_runs(rt: Runtime, request: Request, runs: int) -> None:
+    """Count a submit's runs against its key's run rate (a batch of N is N runs)."""
+    key = rt.auth.valid_key(request.headers.get("authorization"))
+    if key is None:
+        return
+    rate = rt.limiter.rates["runs"]
+    if rate.per_s > 0 and runs > rate.burst:
+        # it could never pass, and counting it as the burst would let batches exceed the rate
+        raise InvalidRequest(
+            f"runs holds {runs} runs; this service takes at most {rate.burst} at once"
+            " per key (RANKD_RATE_KEY_RUNS_BURST): send smaller batches"
+        )
+    await rt.limiter.check("runs", "r" + key_identity(key)[1:], runs)
+
+
 MAX_BATCH = 1000
 
 
@@ -29,11 +48,14 @@ MAX_BATCH = 1000
 async def submit_run(board_id: str, request: Request) -> Response:
     rt = runtime(request)
     rt.auth.require(request, "server")
+    await _count_runs(rt, request, 1)
     board = await rt.boards.get(board_id)
     body = await read_json(request)
     now_ms = int(time.time() * 1000)
     run = parse_run(body, board, now_ms, rt.settings.max_future_skew_s * 1000)
     [standings] = await rt.submitter.submit(board, [run])
+    if isinstance(standings, RankdError):
+        raise standings
     metrics.RUNS_ACCEPTED.labels("single").inc()
     return reply(
         {
@@ -65,6 +87,7 @@ async def submit_batch(board_id: str, request: Request) -> Response:
     payloads: list[Any] = body["runs"]
     if len(payloads) > MAX_BATCH:
         raise InvalidRequest(f"runs holds {len(payloads)} runs; at most {MAX_BATCH} per batch")
+    await _count_runs(rt, request, max(1, len(payloads)))
     now_ms = int(time.time() * 1000)
     skew_ms = rt.settings.max_future_skew_s * 1000
     results: list[dict[str, Any]] = []
@@ -84,7 +107,12 @@ async def submit_batch(board_id: str, request: Request) -> Response:
         valid.append((len(results), run))
         results.append({"run_id": run.run_id})
     standings = await rt.submitter.submit(board, [run for _, run in valid])
-    for (index, _), runs_standings in zip(valid, standings, strict=True):
-        results[index]["standings"] = runs_standings
-    metrics.RUNS_ACCEPTED.labels("batch").inc(len(valid))
+    accepted = 0
+    for (index, _), outcome in zip(valid, standings, strict=True):
+        if isinstance(outcome, RankdError):
+            results[index]["error"] = {"code": outcome.code, "message": outcome.message}
+        else:
+            results[index]["standings"] = outcome
+            accepted += 1
+    metrics.RUNS_ACCEPTED.labels("batch").inc(accepted)
     return reply({"results": results})

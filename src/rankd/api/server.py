@@ -44,6 +44,12 @@ class ServerConfig(uvicorn.Config):
         probe_connections: int = 64,
         **options: Any,
     ) -> None:
+        # proxy_headers off: uvicorn would otherwise take X-Forwarded-For from 127.0.0.1
+        # (its default forwarded_allow_ips) as the client's address, so anyone on the host,
+        # or a local proxy passing the header through, picks the address the rate limit
+        # counts. The limiter reads the header itself, only as RANKD_RATE_TRUSTED_PROXIES
+        # allows (api/rate_limit.py).
+        options["proxy_headers"] = False
         super().__init__(app, http=GuardedHttpProtocol, server_header=False, **options)
         self.header_timeout_s = header_timeout_s
         self.body_timeout_s = body_timeout_s

@@ -57,6 +57,12 @@ class BoardImmutableField(RankdAPIError):
     code = "board_immutable_field"
 
 
+class RunConflict(RankdAPIError):
+    """409: the run_id was sent before with other content; nothing was accepted."""
+
+    code = "run_conflict"
+
+
 class BodyTooLarge(RankdAPIError):
     code = "body_too_large"
 
@@ -86,6 +92,7 @@ BY_CODE: dict[str, type[RankdAPIError]] = {
         PlayerNotRanked,
         HoldNotFound,
         BoardImmutableField,
+        RunConflict,
         BodyTooLarge,
         UnsupportedMediaType,
         RateLimited,

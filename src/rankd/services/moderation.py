@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from rankd.aio import stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.errors import HoldNotFound
+from rankd.formats import clip
 from rankd.periods import ALL_TIME, PeriodRef, period_at
 from rankd.plan import Target, plan
 from rankd.runs import Run
@@ -142,18 +143,20 @@ class Moderation:
             assert t.composite is not None
             if above < board.hold_top and (current is None or t.composite > current):
                 run.held = (*run.held, t.window)
-
-    async def record_holds(self, board: BoardConfig, plans: Sequence[Sequence[Target]]) -> None:
-        """Put held targets in the holds table (idempotent: a resend adds nothing)."""
-        holds = _holds(board, plans)
-        if holds:
-            async with self.pg.connection() as conn:
-                await db.add_holds(conn, holds, _now_ms())
+        # a run held before stays held where it was, whatever the board says now: the
+        # decision made on it (or still to make) is followed (follow_decisions), so a
+        # resent rejected run is never published by being sent again
+        async with self.pg.connection() as conn:
+            before = await db.held_windows(conn, board.board_id, [r.run_id for r, _ in candidates])
+        for run, t in candidates:
+            if t.window in before.get(run.run_id, ()) and t.window not in run.held:
+                run.held = (*run.held, t.window)
 
     async def follow_decisions(
         self, conn: Conn, board: BoardConfig, plans: Sequence[Sequence[Target]]
     ) -> None:
-        """For the log consumer and replays, inside their transaction on ``conn``: a held
+        """For the submit path, the log consumer and replays, inside their transaction on
+        ``conn``: a held
         target whose hold was approved since is applied publicly; one rejected is not
         applied at all; one still waiting (or not recorded yet) goes to :pending and is
         recorded. The hold rows stay locked until that transaction ends, so a decision made
@@ -164,8 +167,14 @@ class Moderation:
         await db.add_holds(conn, _holds(board, plans), _now_ms())
         status = await db.decisions(conn, board.board_id, [t.run.run_id for t in held])
         for t in held:
-            decision = status.get((t.run.run_id, t.window), "pending")
-            if decision == "approved":
+            decision, player_id, score = status.get(
+                (t.run.run_id, t.window), ("pending", t.run.player_id, t.run.score)
+            )
+            if (player_id, score) != (t.run.player_id, t.run.score):
+                # the run id was held for other content (a reuse the run-id registry no
+                # longer remembers): this run was never reviewed, so it counts nowhere
+                t.disposition = "closed"
+            elif decision == "approved":
                 t.side = "shadow" if t.run.player_id in self.bans.banned else "public"
             elif decision == "rejected":
                 t.disposition = "closed"
@@ -260,7 +269,7 @@ class Moderation:
             )
             if not holds:
                 raise HoldNotFound(
-                    f"no run {run_id!r} is waiting for review on board {board.board_id!r}"
+                    f"no run {clip(run_id)!r} is waiting for review on board {board.board_id!r}"
                 )
             if approve:
                 batch = StandingsBatch.empty()

@@ -44,7 +44,7 @@ from rankd.errors import RateLimited, Unavailable
 from rankd.stores.redis_store import RedisStore
 from rankd.ttlcache import TTLCache
 
-Kind = Literal["key", "address"]
+Kind = Literal["key", "address", "runs"]
 # what one remembered refusal holds: an identity of up to ~70 characters and a float
 REFUSAL_BYTES = 200
 # the longest a refusal is remembered; a longer wait is asked of Redis again after it
@@ -86,12 +86,18 @@ class RateLimiter:
         per_key: Rate,
         per_address: Rate,
         fail_open_s: float = 1.0,
+        runs_per_key: Rate | None = None,
         refusal_memo_bytes: int = 1 << 20,
         lease_s: float = 0.05,
         lease_bytes: int = 1 << 20,
     ) -> None:
         self.store = store
-        self.rates: dict[Kind, Rate] = {"key": per_key, "address": per_address}
+        # runs: a key's submitted runs, a batch counting each of its runs (work, not requests)
+        self.rates: dict[Kind, Rate] = {
+            "key": per_key,
+            "address": per_address,
+            "runs": runs_per_key or Rate(0.0, 1),
+        }
         self.fail_open_s = fail_open_s
         self.lease_s = lease_s
         self._unchecked_until = 0.0
@@ -107,9 +113,10 @@ class RateLimiter:
             REFUSAL_MEMO_S, refusal_memo_bytes, lambda _, __: REFUSAL_BYTES
         )
 
-    async def check(self, kind: Kind, identity: str) -> None:
-        """Count one request of ``identity``; RateLimited (with its Retry-After) when it is
-        over its rate."""
+    async def check(self, kind: Kind, identity: str, cost: int = 1) -> None:
+        """Count ``cost`` requests (or runs) of ``identity``; RateLimited (with its
+        Retry-After) when it is over its rate. A cost above the burst can never pass:
+        callers refuse it first (routes_runs.py)."""
         rate = self.rates[kind]
         if rate.per_s <= 0:
             return
@@ -122,10 +129,15 @@ class RateLimiter:
         if asked < self._unchecked_until:
             metrics.RATE_UNCHECKED.inc()
             return
-        if self._spend(identity):
+        if cost == 1 and self._spend(identity):
             return
         try:
-            wait_us = await self._lease(identity, rate)
+            if cost == 1:
+                wait_us = await self._lease(identity, rate)
+            else:  # a batch pays for all its runs at once, past any lease
+                wait_us = await self.store.rate_limit(
+                    identity, rate.interval_us, rate.burst, cost=cost
+                )
         except Unavailable:
             self._unchecked_until = time.monotonic() + self.fail_open_s
             metrics.RATE_UNCHECKED.inc()
@@ -176,8 +188,11 @@ class RateLimiter:
         metrics.RATE_LIMITED.labels(kind).inc()
         retry_after_s = max(1, math.ceil(wait_s))
         whose = "this key" if kind == "key" else "this address"
+        what = "requests"
+        if kind == "runs":
+            whose, what = "this key", "runs"
         return RateLimited(
-            f"too many requests from {whose} (limit {rate.per_s:g}/s, burst {rate.burst}); "
+            f"too many {what} from {whose} (limit {rate.per_s:g}/s, burst {rate.burst}); "
             f"retry in {retry_after_s} s",
             retry_after_s,
         )

@@ -45,7 +45,8 @@ from rankd.ttlcache import TTLCache
 _TOP_BYTES = 400
 _ENTRY_BYTES = 450
 _STATE_BYTES = 300  # a cached archive state: its key tuple and the small state object
-_PERIOD_STATE_BYTES = 120  # one period's state in a cached /periods listing
+_PERIOD_STATE_BYTES = 120  # one period's (or segment's) state in a cached listing
+_PERIOD_ID_BYTES = 70  # one period id in a cached set of frozen periods
 # A read that finds a closed period's key gone re-reads its archive state if what this
 # process knows is older than this: a just-archived period turns to the archive within
 # a second, and reads of closed periods that never had data cost PostgreSQL one query per
@@ -141,8 +142,18 @@ class Reader:
         # Whether a closed period is frozen or has left Redis. Only moves forward (a raised
         # grace reopens a period, which reads decide without this), and a read that finds
         # the Redis key gone asks again (see _RECHECK_S), so a stale answer costs little.
-        self._states: TTLCache[PeriodRef, ArchiveState | None] = TTLCache(
-            archive_state_s, archive_state_bytes, lambda *_: _STATE_BYTES
+        # Two levels, so a read of a period never frozen, or of a segment value nobody
+        # has, is answered from memory: the frozen period ids of a board window (one
+        # query), then the frozen segments of one of those periods (one query each).
+        self._frozen: TTLCache[tuple[str, str], frozenset[str]] = TTLCache(
+            archive_state_s,
+            archive_state_bytes,
+            lambda _, ids: _STATE_BYTES + _PERIOD_ID_BYTES * len(ids),
+        )
+        self._states: TTLCache[tuple[str, str, str], dict[str, ArchiveState]] = TTLCache(
+            archive_state_s,
+            archive_state_bytes,
+            lambda _, states: _STATE_BYTES + _PERIOD_STATE_BYTES * len(states),
         )
         self._listed: TTLCache[tuple[str, str], dict[str, ArchiveState]] = TTLCache(
             archive_state_s,
@@ -178,13 +189,27 @@ class Reader:
         return period.window != ALL_TIME and period.status(self.clock(), grace_ms) == "closed"
 
     async def _archive_state(self, ref: PeriodRef, *, recheck: bool) -> ArchiveState | None:
+        """The period's archive state from the two cached levels (see __init__): at most
+        one PostgreSQL query per board window and per frozen period every _RECHECK_S,
+        whatever segment values or period ids the reads name."""
         assert self.archive is not None
-        hit = self._states.get(ref)
-        if hit is not None and (not recheck or hit.age_s < _RECHECK_S):
-            return hit.value
-        state = await self.archive.state(ref)
-        self._states.put(ref, state)
-        return state
+        window = (ref.board, ref.window)
+        frozen = self._frozen.get(window)
+        if frozen is None or (recheck and frozen.age_s >= _RECHECK_S):
+            ids = await self.archive.frozen_periods(ref.board, ref.window)
+            self._frozen.put(window, ids)
+        else:
+            ids = frozen.value
+        if ref.period not in ids:
+            return None
+        period = (ref.board, ref.window, ref.period)
+        hit = self._states.get(period)
+        if hit is None or (recheck and hit.age_s >= _RECHECK_S):
+            states = await self.archive.period_states(*period)
+            self._states.put(period, states)
+        else:
+            states = hit.value
+        return states.get(ref.segment)
 
     async def from_archive(self, scope: Scope, *, key_missing: bool = False) -> bool:
         """Whether a read of ``scope`` is served from the archive instead of Redis.
@@ -270,6 +295,8 @@ class Reader:
         if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
             entries, total = await self._viewed_rows(scope, view, offset, n)
             return {**scope.head, "total": total, "entries": entries}
+        if viewer is not None and await self.from_archive(scope):
+            return await self._archived_top(scope, n, offset, viewer)  # never cached
         cache_key = (*scope.ref, n, offset)
         hit = self._tops.get(cache_key)
         if hit is not None and (max_age_s is None or hit.age_s <= max_age_s):
@@ -296,10 +323,10 @@ class Reader:
         if viewer is not None and (view := await self.own_view(scope, viewer)) is not None:
             return await self._viewed_player(scope, view, player_id)
         if await self.from_archive(scope):
-            return await self._archived_player(scope, player_id)
+            return await self._archived_player(scope, player_id, viewer)
         held, total = await self.store.entry(scope.ref, player_id)
         if total == 0 and await self.from_archive(scope, key_missing=True):
-            return await self._archived_player(scope, player_id)
+            return await self._archived_player(scope, player_id, viewer)
         if held is None:
             raise scope.not_ranked(player_id)
         composite, rank0, achieved_ms = held
@@ -346,10 +373,10 @@ class Reader:
             entries, total = await self._viewed_rows(scope, view, first, center + span - first + 1)
             return {**scope.head, "total": total, "entries": entries}
         if await self.from_archive(scope):
-            return await self._archived_around(scope, player_id, span)
+            return await self._archived_around(scope, player_id, span, viewer)
         found = await self.store.around(scope.ref, player_id, span)
         if found is None and await self._gone_to_archive(scope):
-            return await self._archived_around(scope, player_id, span)
+            return await self._archived_around(scope, player_id, span, viewer)
         if found is None:
             raise scope.not_ranked(player_id)
         first0, total, slice_ = found
@@ -370,14 +397,14 @@ class Reader:
         if viewer is not None:
             view = await self.own_view(scope, viewer)
         if view is None and await self.from_archive(scope):
-            return await self._archived_friends(scope, ids)
+            return await self._archived_friends(scope, ids, viewer)
         standings, raw_names = await self.store.group(scope.ref, ids)
         if (
             view is None
             and all(held is None for held in standings)
             and await self._gone_to_archive(scope)
         ):
-            return await self._archived_friends(scope, ids)
+            return await self._archived_friends(scope, ids, viewer)
         present = [
             (pid, held[0], held[2], held[1] + 1)
             for pid, held in zip(ids, standings, strict=True)
@@ -425,7 +452,7 @@ class Reader:
 
     async def periods(self, board: BoardConfig, window: str) -> Periods:
         now_ms = self.clock()
-        ids = set(await self.store.period_ids(board.board_id, window))
+        ids = set(await self.store.public_periods(board.board_id, window))
         ids.add(period_at(window, now_ms).id)
         states: dict[str, ArchiveState] = {}
         if self.archive is not None and window != ALL_TIME:
@@ -474,18 +501,22 @@ class Reader:
             for rank, pid, score, achieved_ms, name in rows
         ]
 
-    async def _archived_top(self, scope: Scope, n: int, offset: int) -> Top:
+    async def _archived_top(
+        self, scope: Scope, n: int, offset: int, viewer: str | None = None
+    ) -> Top:
         assert self.archive is not None
-        rows, total = await self.archive.top(scope.ref, offset, n)
+        rows, total = await self.archive.top(scope.ref, offset, n, viewer)
         return {
             **scope.head,
             "total": total,
             "entries": self._archived_entries(rows),
         }
 
-    async def _archived_player(self, scope: Scope, player_id: str) -> PlayerStanding:
+    async def _archived_player(
+        self, scope: Scope, player_id: str, viewer: str | None = None
+    ) -> PlayerStanding:
         assert self.archive is not None
-        row, total = await self.archive.entry(scope.ref, player_id)
+        row, total = await self.archive.entry(scope.ref, player_id, viewer)
         if row is None:
             raise scope.not_ranked(player_id)
         [entry] = self._archived_entries([row])
@@ -496,9 +527,11 @@ class Reader:
             "percentile": _percentile(entry["rank"], total),
         }
 
-    async def _archived_around(self, scope: Scope, player_id: str, span: int) -> Around:
+    async def _archived_around(
+        self, scope: Scope, player_id: str, span: int, viewer: str | None = None
+    ) -> Around:
         assert self.archive is not None
-        found = await self.archive.around(scope.ref, player_id, span)
+        found = await self.archive.around(scope.ref, player_id, span, viewer)
         if found is None:
             raise scope.not_ranked(player_id)
         rows, total = found
@@ -508,9 +541,11 @@ class Reader:
             "entries": self._archived_entries(rows),
         }
 
-    async def _archived_friends(self, scope: Scope, ids: list[str]) -> Friends:
+    async def _archived_friends(
+        self, scope: Scope, ids: list[str], viewer: str | None = None
+    ) -> Friends:
         assert self.archive is not None
-        rows = await self.archive.group(scope.ref, ids)
+        rows = await self.archive.group(scope.ref, ids, viewer)
         entries: list[FriendEntry] = [
             {**entry, "position": position}
             for position, entry in enumerate(self._archived_entries(rows), start=1)

@@ -192,6 +192,10 @@ class Rebuilder:
                 return None  # another instance rebuilt while we waited for the lock
             now_ms = int(time.time() * 1000)
             whole = board is None and window is None and period is None
+            if whole and when != "missing":
+                # a restarted Redis may have lost its last run-id claims: each board's next
+                # submit restores its registry from PostgreSQL and the log first
+                await self.store.disarm_run_ids([b.board_id for b in await self.boards.list()])
             if whole and (when != "missing" or not await self.store.has_names()):
                 # first: submits resolve profile segments from this copy before logging
                 self.restoring_profiles = True

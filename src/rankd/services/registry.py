@@ -7,7 +7,7 @@ from typing import Any
 
 from rankd.boards import BoardConfig, apply_changes, changed_immutable
 from rankd.errors import BoardImmutableField, BoardNotFound, Unavailable
-from rankd.formats import check_board_id, is_board_id
+from rankd.formats import check_board_id, clip, is_board_id
 from rankd.periods import WINDOWS
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
@@ -75,7 +75,7 @@ class BoardRegistry:
 
     @staticmethod
     def _not_found(board_id: str) -> BoardNotFound:
-        return BoardNotFound(f"board {board_id!r} does not exist; create it with PUT first")
+        return BoardNotFound(f"board {clip(board_id)!r} does not exist; create it with PUT first")
 
     async def _refresh(self, board_id: str) -> None:
         try:

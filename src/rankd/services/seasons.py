@@ -47,7 +47,7 @@ from rankd.periods import ALL_TIME, SPAN_MS, Period, PeriodRef, parse_period
 from rankd.plan import expires_at_ms
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
-from rankd.stores import archive
+from rankd.stores import archive, fingerprints
 from rankd.stores.archive import ArchiveState, FrozenEntry
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis_store import RedisStore
@@ -147,7 +147,9 @@ class SeasonJob:
         settle_ms: int = 15_000,
         clock: Clock = wall_clock,
         page_size: int = 10_000,
+        run_memory_s: float = 86_400.0,
     ) -> None:
+        self.run_memory_ms = int(run_memory_s * 1000)
         self.store = store
         self.pg = pg
         self.boards = boards
@@ -196,6 +198,10 @@ class SeasonJob:
                 report.lease = False
                 return report
             configs = {b.board_id: b for b in await self.boards.list()}
+            # run fingerprints are binding for run_memory_s (services/run_ids.py); keep
+            # twice that, for restoring a registry, then let them go
+            for board_id in configs:
+                await fingerprints.forget_before(conn, board_id, now - 2 * self.run_memory_ms)
             through = await self._applied_through()
             for item in await archive.job_periods(conn, now, boards):
                 board = configs.get(item.ref.board)

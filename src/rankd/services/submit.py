@@ -1,6 +1,8 @@
 """The write path: validate, make durable in the log, apply every window in one round trip.
 
-1. Runs are validated (by the caller, with rankd.validation) before anything is written.
+1. Runs are validated (by the caller, with rankd.validation) before anything is written,
+   and their run ids checked and claimed (services/run_ids.py): a run_id sent before with
+   other content is refused (run_conflict) and goes no further.
 2. They are published to the log (a batch as one message; concurrent single submits
    share messages, see group_commit.py) and we wait for the ack. No ack: the
    caller gets Unavailable and nothing reaches Redis.
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rankd.boards import BoardConfig
-from rankd.errors import Unavailable
+from rankd.errors import RankdError, Unavailable
 from rankd.plan import plan, standing
 from rankd.results import Standing
 from rankd.runs import Run
@@ -22,6 +24,8 @@ from rankd.services import late_sums
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.moderation import Moderation
 from rankd.services.players import Players
+from rankd.services.run_ids import RunIds
+from rankd.services.segment_values import SegmentValues
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
 
@@ -34,45 +38,46 @@ class Submitter:
         log: GroupCommitter,
         players: Players,
         moderation: Moderation,
-        first_receipt_keep_s: float = 120.0,
+        run_ids: RunIds,
+        segment_values: SegmentValues,
     ) -> None:
         self.store = store
         self.pg = pg
         self.log = log
         self.players = players
         self.moderation = moderation
-        self.first_receipt_keep_ms = int(first_receipt_keep_s * 1000)
+        self.run_ids = run_ids
+        self.segment_values = segment_values
 
-    async def submit(self, board: BoardConfig, runs: Sequence[Run]) -> list[list[Standing]]:
-        """Make ``runs`` durable, apply them, and return each run's standings."""
+    async def submit(
+        self, board: BoardConfig, runs: Sequence[Run]
+    ) -> list[list[Standing] | RankdError]:
+        """Make ``runs`` durable, apply them, and return each run's standings, or the
+        error that refused it (its run_id was sent before with other content, or a segment
+        value past the board's bound): such a run is neither logged nor applied."""
         if not runs:
             return []
         await self.players.fill_segments(board, runs)  # before logging: replays agree
-        await self._first_receipts(board, runs)
-        await self.moderation.decide_holds(board, runs)  # the log carries the decision
-        await self.log.append(board.board_id, runs)
-        try:
-            return await self.apply(board, runs, record_holds=True)
-        except Unavailable as exc:
-            # The runs are in the log; a retry is harmless and the log consumer heals Redis.
-            raise Unavailable(
-                "the run was logged but the boards are unreachable; retrying is safe"
-            ) from exc
-
-    async def _first_receipts(self, board: BoardConfig, runs: Sequence[Run]) -> None:
-        """A run sent without ended_at ends when it was first received: a resend (within
-        ``first_receipt_keep_s``, like the log's own duplicate window) keeps that time, so
-        every window reports the same entry whichever sending is applied."""
-        defaulted = [r for r in runs if not r.ended_given]
-        if not defaulted or self.first_receipt_keep_ms <= 0:
-            return
-        firsts = await self.store.first_receipts(
-            board.board_id,
-            [(r.player_id, r.run_id, r.ended_at_ms) for r in defaulted],
-            self.first_receipt_keep_ms,
-        )
-        for run, first in zip(defaulted, firsts, strict=True):
-            run.ended_at_ms = first
+        refused: list[RankdError | None] = list(await self.segment_values.admit(board, runs))
+        admitted = [run for run, r in zip(runs, refused, strict=True) if r is None]
+        # before logging: conflicting content never enters the log, and an accepted resend
+        # carries the first send's ended_at (services/run_ids.py)
+        conflicts = iter(await self.run_ids.claim(board.board_id, admitted))
+        refused = [next(conflicts) if r is None else r for r in refused]
+        accepted = [run for run, r in zip(runs, refused, strict=True) if r is None]
+        applied: list[list[Standing]] = []
+        if accepted:
+            await self.moderation.decide_holds(board, accepted)  # the log carries the decision
+            await self.log.append(board.board_id, accepted)
+            try:
+                applied = await self.apply(board, accepted, record_holds=True)
+            except Unavailable as exc:
+                # The runs are in the log; a retry is harmless and the log consumer heals Redis.
+                raise Unavailable(
+                    "the run was logged but the boards are unreachable; retrying is safe"
+                ) from exc
+        results = iter(applied)
+        return [next(results) if r is None else r for r in refused]
 
     async def apply(
         self,
@@ -88,10 +93,16 @@ class Submitter:
             for t in targets:
                 t.mark = True  # the log consumer skips what this marks (services/applier.py)
         self.moderation.route(plans)
-        # announce: live streams (services/live.py) re-read the standings this touched
-        replies = await self.store.apply(board, plans, announce=True)
-        if record_holds:
-            await self.moderation.record_holds(board, plans)
+        if record_holds and any(t.side == "pending" for p in plans for t in p):
+            # a held run follows the decision already made on it (a resent rejected run is
+            # applied nowhere), as the log consumer will; the hold rows stay locked until
+            # Redis has the run, so a decision made meanwhile settles after it
+            async with self.pg.connection() as conn, conn.transaction():
+                await self.moderation.follow_decisions(conn, board, plans)
+                replies = await self.store.apply(board, plans, announce=True)
+        else:
+            # announce: live streams (services/live.py) re-read the standings this touched
+            replies = await self.store.apply(board, plans, announce=True)
         late = [t for p in plans for t in p if t.disposition == "late"]
         if late:  # a sum board's all-time window, for runs older than Redis remembers
             at = now_ms if now_ms is not None else runs[0].received_at_ms

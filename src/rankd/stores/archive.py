@@ -97,39 +97,45 @@ class ArchiveStore:
     def __init__(self, pg: PostgresStore) -> None:
         self.pg = pg
 
-    async def hidden(self, ref: PeriodRef) -> Hidden:
+    async def hidden(self, ref: PeriodRef, viewer: str | None = None) -> Hidden:
+        """The banned players' entries, but the ``viewer``'s: a player's own view shows
+        them where they stand, banned or not (as in live periods)."""
         rows = await self._query(
             "SELECT e.rank, e.composite FROM period_archives a"
             " JOIN archive_entries e ON e.archive_id = a.archive_id"
             " JOIN bans b ON b.player_id = e.player_id AND b.banned"
-            f" WHERE {_A_WHERE} ORDER BY e.rank",
-            _key(ref),
+            f" WHERE {_A_WHERE} AND e.player_id IS DISTINCT FROM %(viewer)s ORDER BY e.rank",
+            {**_key(ref), "viewer": viewer},
         )
         return Hidden(tuple(int(r[0]) for r in rows), tuple(int(r[1]) for r in rows))
 
-    async def top(self, ref: PeriodRef, offset: int, count: int) -> tuple[list[ArchivedRow], int]:
+    async def top(
+        self, ref: PeriodRef, offset: int, count: int, viewer: str | None = None
+    ) -> tuple[list[ArchivedRow], int]:
         """``count`` entries from rank ``offset + 1``, and the period's total (banned
         players left out)."""
-        hidden = await self.hidden(ref)
+        hidden = await self.hidden(ref, viewer)
         if not hidden.ranks:
             return await self._top(ref, offset, count)
         first = hidden.raw_rank(offset + 1)
         rows, total = await self._top(ref, first - 1, count + len(hidden.ranks))
         return hidden.shown(rows)[:count], total - len(hidden.ranks)
 
-    async def entry(self, ref: PeriodRef, player_id: str) -> tuple[ArchivedRow | None, int]:
+    async def entry(
+        self, ref: PeriodRef, player_id: str, viewer: str | None = None
+    ) -> tuple[ArchivedRow | None, int]:
         """A player's archived entry (None: not ranked, or banned) and the period's total."""
-        hidden = await self.hidden(ref)
+        hidden = await self.hidden(ref, viewer)
         row, total = await self._entry(ref, player_id)
         shown = hidden.shown([row]) if row is not None else []
         return (shown[0] if shown else None), total - len(hidden.ranks)
 
     async def around(
-        self, ref: PeriodRef, player_id: str, span: int
+        self, ref: PeriodRef, player_id: str, span: int, viewer: str | None = None
     ) -> tuple[list[ArchivedRow], int] | None:
         """The player's entry and up to ``span`` either side, and the total; None: not
         ranked (or banned)."""
-        hidden = await self.hidden(ref)
+        hidden = await self.hidden(ref, viewer)
         found = await self._around(ref, player_id, span + len(hidden.ranks))
         if found is None:
             return None
@@ -141,9 +147,11 @@ class ArchiveStore:
         at = mine[0]
         return shown[max(0, at - span) : at + span + 1], total - len(hidden.ranks)
 
-    async def group(self, ref: PeriodRef, player_ids: Sequence[str]) -> list[ArchivedRow]:
+    async def group(
+        self, ref: PeriodRef, player_ids: Sequence[str], viewer: str | None = None
+    ) -> list[ArchivedRow]:
         """The archived entries of those of ``player_ids`` that have one, best first."""
-        hidden = await self.hidden(ref)
+        hidden = await self.hidden(ref, viewer)
         return hidden.shown(await self._group(ref, player_ids))
 
     async def count_from(self, ref: PeriodRef, floor: int) -> tuple[int, int]:
@@ -165,6 +173,25 @@ class ArchiveStore:
             _key(ref),
         )
         return None if not rows else ArchiveState(int(rows[0][0]), bool(rows[0][1]))
+
+    async def frozen_periods(self, board_id: str, window: str) -> frozenset[str]:
+        """The ids of the board window's periods frozen in any standings (one index scan)."""
+        rows = await self._query(
+            "SELECT DISTINCT period FROM period_archives WHERE board_id = %(b)s AND win = %(w)s",
+            {"b": board_id, "w": window},
+        )
+        return frozenset(str(r[0]) for r in rows)
+
+    async def period_states(
+        self, board_id: str, window: str, period: str
+    ) -> dict[str, ArchiveState]:
+        """Every frozen standings of one period (the global one is ""), by segment."""
+        rows = await self._query(
+            "SELECT segment, entries, archived_ms IS NOT NULL FROM period_archives"
+            " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s",
+            {"b": board_id, "w": window, "p": period},
+        )
+        return {str(r[0]): ArchiveState(int(r[1]), bool(r[2])) for r in rows}
 
     async def states(
         self, board_id: str, window: str, segment: str = ""

@@ -164,14 +164,27 @@ async def held_entries(
     return found
 
 
+async def held_windows(conn: Conn, board_id: str, run_ids: Sequence[str]) -> dict[str, set[str]]:
+    """The windows each of ``run_ids`` was ever held in on the board."""
+    cur = await conn.execute(
+        "SELECT run_id, win FROM holds WHERE board_id = %s AND run_id = ANY(%s)",
+        (board_id, list(set(run_ids))),
+    )
+    found: dict[str, set[str]] = {}
+    for run_id, win in await cur.fetchall():
+        found.setdefault(run_id, set()).add(win)
+    return found
+
+
 async def decisions(
     conn: Conn, board_id: str, run_ids: Sequence[str]
-) -> dict[tuple[str, str], str]:
-    """The status of each hold of ``run_ids``: (run id, window) -> 'pending', 'approved' or
-    'rejected' (absent: not recorded yet), locked until the transaction ends."""
+) -> dict[tuple[str, str], tuple[str, str, int]]:
+    """The status of each hold of ``run_ids``: (run id, window) -> ('pending', 'approved' or
+    'rejected', the held run's player, its score) (absent: not recorded yet), locked until
+    the transaction ends."""
     cur = await conn.execute(
-        "SELECT run_id, win, status FROM holds WHERE board_id = %s AND run_id = ANY(%s)"
-        " ORDER BY run_id, win FOR SHARE",
+        "SELECT run_id, win, status, player_id, score FROM holds"
+        " WHERE board_id = %s AND run_id = ANY(%s) ORDER BY run_id, win FOR SHARE",
         (board_id, list(run_ids)),
     )
-    return {(r[0], r[1]): r[2] for r in await cur.fetchall()}
+    return {(r[0], r[1]): (r[2], r[3], int(r[4])) for r in await cur.fetchall()}

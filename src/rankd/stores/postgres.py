@@ -8,6 +8,7 @@ the stores knows the driver.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
@@ -63,7 +64,11 @@ def migrations() -> list[tuple[int, str, str]]:
         match = _MIGRATION_NAME.fullmatch(entry.name)
         if match:
             found.append((int(match[1]), entry.name, entry.read_text("utf-8")))
-    return sorted(found)
+    found.sort()
+    for (version, name, _), (later, other, _) in itertools.pairwise(found):
+        if version == later:  # one would be skipped as applied: never silently
+            raise RuntimeError(f"migrations {name} and {other} share version {version}")
+    return found
 
 
 async def migrate(conn: AsyncConnection[Any]) -> list[str]:

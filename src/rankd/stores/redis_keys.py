@@ -129,10 +129,22 @@ def times(key: str, member: str) -> str:
     return f"{key}:at:{time_bucket(member)}"
 
 
-def first_receipts(board: str) -> str:
-    """When runs sent without ended_at were first received: "<player>|<run_id>" -> ms,
-    kept for a short window."""
-    return f"rk:{{{board}}}:receipts"
+def run_ids_armed(board: str) -> str:
+    """Present once the board's run-id registry is complete for this Redis (see
+    services/run_ids.py); a Redis that lost it restores the registry before any claim."""
+    return f"rk:{{{board}}}:ids"
+
+
+def run_ids(board: str, bucket: int) -> str:
+    """One time bucket of the board's run-id registry: run_id -> fingerprint of its first
+    send. ``bucket`` counts bucket lengths since the epoch."""
+    return f"rk:{{{board}}}:ids:{bucket}"
+
+
+def segment_values(board: str, dimension: str) -> str:
+    """The distinct values of one segment dimension the board has taken (see
+    services/segment_values.py); "" is the marker that the set is complete."""
+    return f"rk:{{{board}}}:segvals:{dimension}"
 
 
 def rate_limit(identity: str) -> str:

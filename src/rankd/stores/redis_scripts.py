@@ -44,7 +44,8 @@ SUBMIT_BEST_MANY = Script.load("submit_best_many")
 SUBMIT_SUM = Script.load("submit_sum")
 AROUND = Script.load("around")
 TOP = Script.load("top")
-FIRST_RECEIPTS = Script.load("first_receipts")
+RUN_IDS = Script.load("run_ids")
+SEGMENT_VALUES = Script.load("segment_values")
 FRIENDS = Script.load("friends")
 MOVE_ENTRIES = Script.load("move_entries")
 OWN_ENTRY = Script.load("own_entry")
@@ -60,7 +61,8 @@ ALL_SCRIPTS = (
     AROUND,
     TOP,
     FRIENDS,
-    FIRST_RECEIPTS,
+    RUN_IDS,
+    SEGMENT_VALUES,
     MOVE_ENTRIES,
     OWN_ENTRY,
     ENTRY,

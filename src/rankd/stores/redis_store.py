@@ -22,6 +22,7 @@ from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
 from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target
+from rankd.runs import Segments
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_batch import Batcher
 from rankd.stores.redis_loader import (
@@ -36,12 +37,13 @@ from rankd.stores.redis_scripts import (
     AHEAD,
     AROUND,
     ENTRY,
-    FIRST_RECEIPTS,
     FRIENDS,
     LOAD_PERIOD,
     MOVE_ENTRIES,
     OWN_ENTRY,
     RATE_LIMIT,
+    RUN_IDS,
+    SEGMENT_VALUES,
     SET_ENTRY,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -403,18 +405,73 @@ class RedisStore:
                 commands.append(("ZADD", (index, "NX", t.period.start_ms, t.period.id)))
         return commands, memos
 
-    async def first_receipts(
-        self, board_id: str, runs: Sequence[tuple[str, str, int]], keep_ms: int
-    ) -> list[int]:
-        """For (player, run id, receipt ms) of runs sent without ended_at: the receipt time
-        of each one's first sending within ``keep_ms`` (this one's, if it is the first)."""
-        now = runs[0][2]  # one receipt time for a request's runs
-        args: list[str | int] = [now, now - keep_ms]
-        args += [f"{player_id}|{run_id}" for player_id, run_id, _ in runs]
-        call: Call = (FIRST_RECEIPTS, (keys.first_receipts(board_id),), args)
+    async def claim_run_ids(
+        self,
+        board_id: str,
+        buckets: Sequence[int],
+        expire_at_s: int,
+        runs: Sequence[tuple[str, str, int, int, bool]],
+    ) -> list[int] | None:
+        """Check and claim (run_id, player, score, ended ms, ended given) of each run in
+        the board's run-id registry (run_ids.lua): per run, -1 for a conflict, else the
+        ended ms it is logged with. ``buckets``: the current one first, where claims go.
+        None when the registry is not armed on this Redis (nothing was claimed)."""
+        args: list[str | int] = [expire_at_s]
+        for run_id, player_id, score, ended_ms, given in runs:
+            args += [run_id, player_id, str(score), str(ended_ms), "1" if given else "0"]
+        call_keys = [keys.run_ids_armed(board_id), *(keys.run_ids(board_id, b) for b in buckets)]
         with _reachable():
-            firsts = await self._call(call)
-        return [int(t) for t in firsts]
+            # shares a pipeline with concurrent requests' calls; a resent claim (NOSCRIPT
+            # retry) finds its own fingerprint and answers alike
+            reply = await self._call((RUN_IDS, call_keys, args))
+        if not isinstance(reply, list):
+            return None
+        return [int(x) for x in reply]
+
+    async def admit_segment_values(
+        self, board_id: str, dimensions: Sequence[str], most: int, runs: Sequence[Segments]
+    ) -> list[bool] | None:
+        """Whether each run's segment values are known or fit the board's bound of ``most``
+        distinct values per dimension (segment_values.lua; those that fit are added). None
+        when a dimension's set is not complete on this Redis (nothing was added)."""
+        index = {d: i + 1 for i, d in enumerate(dimensions)}
+        args: list[str | int] = [most]
+        for segments in runs:
+            args.append(len(segments))
+            for dimension, value in segments:
+                args += [index[dimension], value]
+        call_keys = [keys.segment_values(board_id, d) for d in dimensions]
+        with _reachable():
+            reply = await self._call((SEGMENT_VALUES, call_keys, args))
+        if not isinstance(reply, list):
+            return None
+        return [bool(x) for x in reply]
+
+    async def restore_segment_values(self, board_id: str, values: dict[str, set[str]]) -> None:
+        """Put a board's known segment values back, each set with its marker."""
+        with _reachable():
+            pipe = self.redis.pipeline(transaction=False)
+            for dimension, found in values.items():
+                pipe.sadd(keys.segment_values(board_id, dimension), "", *found)
+            await pipe.execute()
+
+    async def restore_run_ids(
+        self, board_id: str, buckets: dict[int, tuple[int, dict[str, str]]]
+    ) -> None:
+        """Put remembered runs back in the board's registry, then arm it: per bucket, its
+        expiry (unix s) and run_id -> fingerprint. A run already there keeps its own
+        (HSETNX): a claim made meanwhile by another instance's restore wins nothing new."""
+        with _reachable():
+            for bucket, (expire_at_s, entries) in buckets.items():
+                key = keys.run_ids(board_id, bucket)
+                items = list(entries.items())
+                for i in range(0, len(items), 1000):
+                    pipe = self.redis.pipeline(transaction=False)
+                    for run_id, fingerprint in items[i : i + 1000]:
+                        pipe.hsetnx(key, run_id, fingerprint)
+                    pipe.expireat(key, expire_at_s)
+                    await pipe.execute()
+            await self.redis.set(keys.run_ids_armed(board_id), "1")
 
     async def rate_limit(
         self,
@@ -649,6 +706,20 @@ class RedisStore:
             members = await self.redis.zrange(keys.periods_index(board_id, window), 0, -1)
         return [_text(m) for m in members]
 
+    async def public_periods(self, board_id: str, window: str) -> list[str]:
+        """Ids of the window's periods in the index whose public standings hold an entry
+        (one ZCARD each, one round trip): a period whose only entries are banned players'
+        or held runs is not listed to the public."""
+        ids = await self.period_ids(board_id, window)
+        if not ids:
+            return []
+        with _reachable():
+            pipe = self.redis.pipeline(transaction=False)
+            for pid in ids:
+                pipe.zcard(keys.period_keys(board_id, window, pid).public)
+            counts = await pipe.execute()
+        return [pid for pid, n in zip(ids, counts, strict=True) if int(n) > 0]
+
     async def has_periods(self, board_id: str, windows: Sequence[str]) -> bool:
         with _reachable():
             found = await self.redis.exists(*(keys.periods_index(board_id, w) for w in windows))
@@ -780,6 +851,22 @@ class RedisStore:
         with _reachable():
             marker = await self.redis.get(keys.VERIFIED_MARKER)
         return bool(marker == (await self.server_run_id()).encode())
+
+    async def memory(self) -> tuple[int, int]:
+        """(used_memory, maxmemory) in bytes; maxmemory 0: no limit."""
+        with _reachable():
+            info = await self.redis.info("memory")
+        return int(info.get("used_memory", 0)), int(info.get("maxmemory", 0))
+
+    async def disarm_run_ids(self, board_ids: Sequence[str]) -> None:
+        """Remove the boards' run-id registry markers: their next submit restores the
+        registry (a Redis that restarted may have lost its last claims)."""
+        with _reachable():
+            for first in range(0, len(board_ids), 1000):  # one round trip per 1000 boards
+                pipe = self.redis.pipeline(transaction=False)
+                for board_id in board_ids[first : first + 1000]:
+                    pipe.delete(keys.run_ids_armed(board_id))
+                await pipe.execute()
 
     async def mark_verified(self, run_id: str) -> None:
         with _reachable():
