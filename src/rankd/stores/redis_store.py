@@ -713,12 +713,15 @@ class RedisStore:
         ids = await self.period_ids(board_id, window)
         if not ids:
             return []
+        shards = self.shards_of(board_id)
         with _reachable():
             pipe = self.redis.pipeline(transaction=False)
-            for pid in ids:
-                pipe.zcard(keys.period_keys(board_id, window, pid).public)
-            counts = await pipe.execute()
-        return [pid for pid, n in zip(ids, counts, strict=True) if int(n) > 0]
+            for pid in ids:  # every shard's (a sharded period is listed if any holds one)
+                for pk in keys.shard_keys(board_id, window, pid, "", shards):
+                    pipe.zcard(pk.public)
+            counts = iter(await pipe.execute())
+        width = max(shards, 1)
+        return [pid for pid in ids if sum(int(next(counts)) for _ in range(width)) > 0]
 
     async def has_periods(self, board_id: str, windows: Sequence[str]) -> bool:
         with _reachable():
