@@ -50,6 +50,14 @@ class PlayerStanding(Entry, Head):
     percentile: float
 
 
+class ApproxStanding(PlayerStanding):
+    """A standing read with accuracy=approx: whether rank (and total) are estimates, and by
+    how many ranks at most the exact rank differs (0 when exact)."""
+
+    approximate: bool
+    error_bound: int
+
+
 class Around(Head):
     total: int
     entries: list[Entry]

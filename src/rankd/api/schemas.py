@@ -234,6 +234,12 @@ class PlayerOut(Entry):
     period: str
     total: int
     percentile: float
+    approximate: bool | None = Field(
+        None, description="with accuracy=approx: whether rank and total are estimates"
+    )
+    error_bound: int | None = Field(
+        None, description="with accuracy=approx: the exact rank is within rank ± this"
+    )
 
 
 class AroundOut(BaseModel):

@@ -59,6 +59,11 @@ class PeriodKeys:
         """Marks of the runs the submit path applied here: "<player>|<run_id>" -> ms."""
         return f"lb:{{{self.tag}}}:applied"
 
+    @cached_property
+    def hist(self) -> str:
+        """A sharded board's score histogram of this shard (see histogram.py)."""
+        return f"lb:{{{self.tag}}}:hist"
+
     def side(self, side: str) -> str:
         """The key of one side: ``public``, ``shadow`` or ``pending``."""
         return self.public if side == "public" else f"lb:{{{self.tag}}}:{side}"

@@ -38,6 +38,7 @@ from rankd.stores.redis_scripts import (
     AROUND,
     ENTRY,
     FRIENDS,
+    HIST_REBUILD,
     LOAD_PERIOD,
     MOVE_ENTRIES,
     OWN_ENTRY,
@@ -547,6 +548,20 @@ class RedisStore:
         total, composite, rank0, achieved = reply
         return (_number(composite), int(rank0), int(achieved)), int(total)
 
+    async def shard_entry(
+        self, ref: PeriodRef, player_id: str
+    ) -> tuple[int, tuple[int, int, int] | None, int]:
+        """On a sharded board, the player's own shard alone: (the shard, (composite, 0-based
+        rank on the shard, exact ms) or None, the shard's total). One script call."""
+        shard = keys.shard_of(player_id, self.shards_of(ref.board))
+        call = (ENTRY, (keys.period_keys(*ref, shard).public,), (player_id,))
+        with _reachable():
+            reply = await self._call(call)
+        if len(reply) == 1:
+            return shard, None, int(reply[0])
+        total, composite, rank0, achieved = reply
+        return shard, (_number(composite), int(rank0), int(achieved)), int(total)
+
     async def around(
         self, ref: PeriodRef, player_id: str, span: int
     ) -> tuple[int, int, Rows] | None:
@@ -791,7 +806,7 @@ class RedisStore:
             buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
             with _reachable():
                 pipe = self.redis.pipeline(transaction=False)
-                pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied)
+                pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied, pk.hist)
                 for i in range(0, len(buckets), 8192):
                     pipe.unlink(*buckets[i : i + 8192])
                 removed += int((await pipe.execute())[0])
@@ -923,6 +938,11 @@ class RedisStore:
             # the marks go with the board they were made on: runs applied to the replaced key
             # are applied again by the log consumer
             pending: list[Command] = [("DEL", (pk.pending, pk.applied))]
+            if shard >= 0:  # a shard's histogram, counted from the key swapped in
+                # EVAL, not EVALSHA: a Redis that lost its scripts would fail it inside
+                # the MULTI, after the rename; a rebuild sends it once a shard
+                source = HIST_REBUILD.source
+                pending.append(("EVAL", (source, 2, pk.public, pk.hist)))
             for player, composite, achieved_ms in held:
                 pending.append(("ZADD", (pk.pending, composite, codec.member(player, achieved_ms))))
                 pending.append(
