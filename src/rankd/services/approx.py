@@ -86,7 +86,7 @@ class ShardHistogram:
         i = bisect_left(self.buckets, b)
         if i < len(self.buckets) and self.buckets[i] == b:
             return self.above[i], self.counts[i]
-        return (self.above[i - 1] + self.counts[i - 1]) if i else self.total, 0
+        return (self.above[i - 1] if i else self.total), 0  # buckets from i on are above
 
     @property
     def size(self) -> int:
