@@ -129,7 +129,18 @@ class Rebuilder:
                 if config.policy == "sum":
                     since = counted_ids_kept_since(config, now_ms) if ref[1] == ALL_TIME else 0
                 n = config.shards if config.shards > 1 else 0
-                for k in range(max(n, 1)):  # a sharded period a shard at a time
+                staged: list[int | None] = [None]
+                if n:  # a sharded period: every shard's entries in one pass, then each shard
+                    staged = list(
+                        await self.store.stage_shards(
+                            ref,
+                            n,
+                            standings.sharded_pages(conn, ref, n),
+                            standings.sharded_time_groups(conn, ref, n),
+                            progress,
+                        )
+                    )
+                for k in range(max(n, 1)):
                     shard = (k, n)
 
                     def mine(player: str, shard: tuple[int, int] = shard) -> bool:
@@ -148,6 +159,7 @@ class Rebuilder:
                         shadowed=[p for p in banned.get(ref, ()) if mine(p)],
                         held=[h for h in held.get(ref, ()) if mine(h[0])],
                         shard=k if n else -1,
+                        staged=staged[k],
                     )
                 self.restoring.discard(ref)
                 metrics.REBUILDS.inc()

@@ -96,6 +96,29 @@ class Loader:
                     await loader._send()
         return loader.loaded
 
+    @classmethod
+    async def sharded(
+        cls,
+        redis: Redis,
+        stagings: list[str],
+        pages: AsyncIterator[list[tuple[int, int, bytes]]],
+        progress: Progress | None,
+    ) -> list[int]:
+        """Load a sharded period's pages, each a list of (shard, members, arguments), into
+        the shards' staging keys (emptied first) in one pass over the period; returns the
+        members loaded per shard."""
+        loaded = [0] * len(stagings)
+        heads = [_bulk(b"ZADD") + _bulk(key.encode()) for key in stagings]
+        async with cls(redis, "", progress) as loader:
+            # a DEL each: on Redis Cluster the shards' keys are in different slots
+            loader.outgoing += [command(b"DEL", key.encode()) for key in stagings]
+            async for page in read_ahead(pages, PAGES_AHEAD):
+                for shard, members, arguments in page:
+                    loader.head = heads[shard]
+                    await loader.add_page(members, arguments)
+                    loaded[shard] += members
+        return loaded
+
     async def __aenter__(self) -> Loader:
         self.conn = await self.redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
         if self.key:

@@ -259,7 +259,7 @@ class RedisStore:
         # Each board's shards (1: unsharded), noted by the board registry whenever it loads
         # a config; one small entry per board this process has seen.
         self.shards: dict[str, int] = {}
-        self.sharded = ShardedReads(self.redis)
+        self.sharded = ShardedReads(self.redis, self._pipeline)
         # Which periods this process has already put in the periods index (an entry: a
         # tuple of three short strings, about 250 bytes).
         self._indexed: TTLCache[tuple[str, str, str], bool] = TTLCache(
@@ -360,7 +360,7 @@ class RedisStore:
         if not calls:
             return
         with _reachable():
-            counted = await run_pipeline(self.redis, calls)
+            counted = await self._pipeline(calls)
         for (i, j), reply in zip(slots, counted, strict=True):
             held = replies[i][j]
             assert held is not None
@@ -903,6 +903,7 @@ class RedisStore:
         shadowed: Sequence[str] = (),
         held: Sequence[tuple[str, int, int]] = (),
         shard: int = -1,
+        staged: int | None = None,
     ) -> int:
         """Load a period's entries (and a sum board's counted runs) beside the live keys,
         then swap them in at once; returns the entries loaded. The entries' exact times go
@@ -914,7 +915,9 @@ class RedisStore:
         ``shadowed``: banned players, whose entries go to the :shadow key instead (moved out
         of the staged board before the swap, so no reader sees them); ``held``: the
         :pending key's entries, (player, composite, exact ms) of runs held for review.
-        ``shard``: which shard of a sharded period this loads (its entries alone).
+        ``shard``: which shard of a sharded period this loads (its entries alone);
+        ``staged``: its entries and times are in place already (stage_shards loaded them,
+        this many), so only the rest and the swap are left.
         """
         pk = keys.period_keys(*ref, shard)
 
@@ -924,15 +927,18 @@ class RedisStore:
 
         with _reachable():
             staging = keys.staging(pk.public)
-            staged = {pk.public: await Loader.run(self.redis, staging, entries(), progress)}
-            await Loader.hashes(self.redis, time_groups(staged[pk.public]), expires_ms)
+            if staged is None:
+                loaded = {pk.public: await Loader.run(self.redis, staging, entries(), progress)}
+                await Loader.hashes(self.redis, time_groups(loaded[pk.public]), expires_ms)
+            else:
+                loaded = {pk.public: staged}
             for i in range(0, len(shadowed), 1000):
                 chunk = shadowed[i : i + 1000]
                 call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
                 [moved] = await run_pipeline(self.redis, [(call[0], call[1], (*call[2], *chunk))])
-                staged[pk.public] -= int(moved)
+                loaded[pk.public] -= int(moved)
             if counted_runs is not None:
-                staged[pk.runs] = await Loader.run(
+                loaded[pk.runs] = await Loader.run(
                     self.redis, keys.staging(pk.runs), counted_runs(), None
                 )
             # the marks go with the board they were made on: runs applied to the replaced key
@@ -948,9 +954,33 @@ class RedisStore:
                 pending.append(
                     ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
                 )
-            await self._swap(staged, expires_ms, pending)
+            await self._swap(loaded, expires_ms, pending)
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
-        return staged[pk.public] + len(held)
+        return loaded[pk.public] + len(held)
+
+    async def stage_shards(
+        self,
+        ref: PeriodRef,
+        shards: int,
+        pages: AsyncIterator[list[tuple[int, int, bytes]]],
+        times: AsyncIterator[tuple[int, int, int, bytes]],
+        progress: Progress | None = None,
+    ) -> list[int]:
+        """A sharded period's entries into every shard's staging key and their exact times
+        into the shards' hashes, in one pass over the period (see standings.sharded_pages);
+        load_period(..., shard=k, staged=n) then finishes each shard. Returns the members
+        staged per shard."""
+        every = keys.shard_keys(*ref, shards)
+
+        async def groups() -> AsyncIterator[tuple[str, int, bytes]]:
+            async for shard, bucket, fields, arguments in times:
+                yield f"{every[shard].public}:at:{bucket}", fields, arguments
+
+        stagings = [keys.staging(pk.public) for pk in every]
+        with _reachable():
+            loaded = await Loader.sharded(self.redis, stagings, pages, progress)
+            await Loader.hashes(self.redis, groups(), None)
+        return loaded
 
     async def load_small_periods(self, periods: Sequence[SmallPeriod]) -> int:
         """Load many small periods (no bans, no held runs, not a sum board: see

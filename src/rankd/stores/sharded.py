@@ -21,8 +21,8 @@ pick one or the other by the board's ``shards``.
 from __future__ import annotations
 
 import heapq
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Any, Protocol
 
 from redis.asyncio import Redis
 
@@ -30,7 +30,16 @@ from rankd import codec
 from rankd.errors import InvalidRequest
 from rankd.periods import PeriodRef
 from rankd.stores import redis_keys as keys
-from rankd.stores.redis_scripts import AHEAD, ENTRY, FRIENDS, OWN_ENTRY, TOP, Call, run_pipeline
+from rankd.stores.redis_scripts import AHEAD, ENTRY, FRIENDS, OWN_ENTRY, TOP, Call
+
+
+class Runner(Protocol):
+    """Runs script calls, then plain commands, in one round trip (RedisStore._pipeline)."""
+
+    def __call__(
+        self, calls: Sequence[Call], extra: Sequence[tuple[str, tuple[Any, ...]]] = ()
+    ) -> Awaitable[list[Any]]: ...
+
 
 # (player_id, composite, exact achieved ms or 0) rows, best first
 Rows = list[tuple[str, int, int]]
@@ -56,9 +65,11 @@ def _rows(flat: Sequence[Any]) -> Rows:
     ]
 
 
-def order_key(row: tuple[str, int, int]) -> tuple[int, bytes]:
-    """A row's place on the whole board, largest first: composite, then member bytes."""
-    return row[1], codec.member(row[0], row[2]).encode()
+def order_key(row: tuple[str, int, int]) -> tuple[int, int, bytes]:
+    """A row's place on the whole board, largest first: composite, then member bytes. The
+    member's stamp (codec.member) is fixed-width and orders as its reversed time, so
+    (-stamp offset, id bytes) orders as the member's bytes without building it."""
+    return row[1], -codec.stamp_offset(row[2]), row[0].encode()
 
 
 def merge(slices: Sequence[Rows]) -> Rows:
@@ -77,8 +88,10 @@ def own_keys(ref: PeriodRef, shards: int, player_id: str) -> keys.PeriodKeys:
 class ShardedReads:
     """The reads of sharded periods; each method is the unsharded one's twin."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, run: Runner) -> None:
         self.redis = redis
+        # the store's pipeline runner: concurrent requests' calls share round trips
+        self.run = run
 
     async def _aheads(
         self, ref: PeriodRef, shards: int, pairs: Sequence[tuple[int, str]]
@@ -89,7 +102,7 @@ class ShardedReads:
         for composite, member in pairs:
             flat += [composite, member]
         calls: list[Call] = [(AHEAD, (pk.public,), flat) for pk in shard_refs(ref, shards)]
-        replies = await run_pipeline(self.redis, calls)
+        replies = await self.run(calls)
         aheads = [0] * len(pairs)
         total = 0
         for reply in replies:
@@ -112,7 +125,7 @@ class ShardedReads:
                 "page deeper ones from a player's rank (around) instead"
             )
         calls: list[Call] = [(TOP, (pk.public,), (0, depth - 1)) for pk in shard_refs(ref, shards)]
-        replies = await run_pipeline(self.redis, calls)
+        replies = await self.run(calls)
         total = sum(int(r[0]) for r in replies)
         merged = merge([_rows(r[1]) for r in replies])
         return merged[offset:depth], total
@@ -122,7 +135,7 @@ class ShardedReads:
     ) -> tuple[tuple[int, int, int] | None, int]:
         """((composite, 0-based rank, exact ms or 0) or None: no entry, total)."""
         pk = own_keys(ref, shards, player_id)
-        [reply] = await run_pipeline(self.redis, [(ENTRY, (pk.public,), (player_id,))])
+        [reply] = await self.run([(ENTRY, (pk.public,), (player_id,))])
         if len(reply) == 1:
             return None, await self.total(ref, shards)
         composite, achieved = _number(reply[1]), int(reply[3])
@@ -136,7 +149,7 @@ class ShardedReads:
     ) -> tuple[int, int, Rows] | None:
         """(0-based rank of the first row, total, rows) around a player; None: no entry."""
         pk = own_keys(ref, shards, player_id)
-        [reply] = await run_pipeline(self.redis, [(ENTRY, (pk.public,), (player_id,))])
+        [reply] = await self.run([(ENTRY, (pk.public,), (player_id,))])
         if len(reply) == 1:
             return None
         composite, achieved = _number(reply[1]), int(reply[3])
@@ -145,7 +158,7 @@ class ShardedReads:
             (AHEAD, (k.public,), (span, span + 1, composite, member))
             for k in shard_refs(ref, shards)
         ]
-        replies = await run_pipeline(self.redis, calls)
+        replies = await self.run(calls)
         total = sum(int(r[0]) for r in replies)
         rank0 = sum(int(r[1][0]) for r in replies)
         merged = merge([_rows(r[3]) for r in replies])
@@ -164,7 +177,7 @@ class ShardedReads:
         for shard, indexes in by_shard.items():
             pk = keys.period_keys(*ref, shard)
             calls.append((FRIENDS, (pk.public,), tuple(player_ids[i] for i in indexes)))
-        raw = await run_pipeline(self.redis, calls, [("HMGET", (keys.NAMES, *player_ids))])
+        raw = await self.run(calls, [("HMGET", (keys.NAMES, *player_ids))])
         found: list[tuple[int, int] | None] = [None] * len(player_ids)
         for indexes, flat in zip(by_shard.values(), raw[:-1], strict=True):
             for j, i in enumerate(indexes):
@@ -180,14 +193,14 @@ class ShardedReads:
         take there), plus the entries ahead of them on every other shard."""
         pk = own_keys(ref, shards, player_id)
         call: Call = (OWN_ENTRY, (pk.public, pk.shadow, pk.pending), (player_id,))
-        [reply] = await run_pipeline(self.redis, [call])
+        [reply] = await self.run([call])
         if int(reply[0]) == -1:
             return None, await self.total(ref, shards)
         side, _, composite, rank, achieved = reply
         others = [k for k in shard_refs(ref, shards) if k.shard != pk.shard]
         member = codec.member(player_id, int(achieved))
         flat: tuple[str | int, ...] = (0, 0, _number(composite), member)
-        replies = await run_pipeline(self.redis, [(AHEAD, (k.public,), flat) for k in others])
+        replies = await self.run([(AHEAD, (k.public,), flat) for k in others])
         rank = int(rank) + sum(int(r[1][0]) for r in replies)
         total = int(reply[1]) + sum(int(r[0]) for r in replies)
         return (_SIDES[int(side)], _number(composite), rank, int(achieved)), total
@@ -226,7 +239,7 @@ class ShardedReads:
             calls: list[Call] = [
                 (TOP, (pks[k].public,), (next_at[k], next_at[k] + size - 1)) for k in want
             ]
-            for k, reply in zip(want, await run_pipeline(self.redis, calls), strict=True):
+            for k, reply in zip(want, await self.run(calls), strict=True):
                 rows = _rows(reply[1])
                 buffers[k] = rows[::-1]  # popped from the end: best last
                 next_at[k] += len(rows)

@@ -449,6 +449,62 @@ async def time_groups(
                 yield int(bucket), int(count), arguments.encode()
 
 
+# One page of a sharded period, in composite order as ENTRY_PAGE_SQL reads it, its ZADD
+# arguments grouped per shard: (shard, members, arguments, cursor of the page's last row
+# on the group that holds it). One pass over the period feeds every shard.
+SHARDED_ENTRY_PAGE_SQL = (
+    f"SELECT k, count(*), string_agg({_resp_fragment('composite::text', entry_member_sql())},"
+    " ''), max(composite) FILTER (WHERE rn = %(size)s),"
+    " max(player_id) FILTER (WHERE rn = %(size)s)"
+    " FROM (SELECT *, row_number() OVER (ORDER BY composite, player_id) AS rn,"
+    f"  {shard_sql('player_id')} AS k"
+    "  FROM player_best WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
+    "  AND segment = %(s)s AND (composite, player_id) > (%(c1)s, %(c2)s)"
+    "  ORDER BY composite, player_id LIMIT %(size)s) page GROUP BY k"
+)
+# A sharded period's exact times per shard and hash bucket.
+SHARDED_TIME_GROUPS_SQL = (
+    f"SELECT {shard_sql('player_id')} AS k, time_bucket, count(*),"
+    f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
+    " FROM player_best"
+    " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
+    " GROUP BY 1, 2"
+)
+
+
+async def sharded_pages(
+    conn: AsyncConnection[Any], key: PeriodKey, shards: int, size: int = 20_000
+) -> AsyncIterator[list[tuple[int, int, bytes]]]:
+    """A sharded period's pages: [(shard, members, RESP arguments with chr(1) for CR LF)]."""
+    cursor: tuple[Any, Any] = (-1, "")
+    while True:
+        params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "n": shards}
+        cur = await conn.execute(
+            SHARDED_ENTRY_PAGE_SQL, {**params, "c1": cursor[0], "c2": cursor[1], "size": size}
+        )
+        rows = await cur.fetchall()
+        members = sum(int(r[1]) for r in rows)
+        if not members:
+            return
+        yield [(int(r[0]), int(r[1]), r[2].encode()) for r in rows]
+        if members < size:
+            return
+        cursor = next((r[3], r[4]) for r in rows if r[3] is not None)
+
+
+async def sharded_time_groups(
+    conn: AsyncConnection[Any], key: PeriodKey, shards: int, size: int = 2_000
+) -> AsyncIterator[tuple[int, int, int, bytes]]:
+    """(shard, bucket, members, arguments) of every exact-times hash of a sharded period,
+    through a server-side cursor (needs a transaction)."""
+    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "n": shards}
+    async with conn.cursor(name="rankd_sharded_time_groups") as named:
+        await named.execute(SHARDED_TIME_GROUPS_SQL, params)
+        while rows := await named.fetchmany(size):
+            for shard, bucket, count, arguments in rows:
+                yield int(shard), int(bucket), int(count), arguments.encode()
+
+
 async def period_sizes(
     conn: AsyncConnection[Any], board_id: str | None, window: str | None, period: str | None
 ) -> dict[PeriodRef, int]:
