@@ -63,6 +63,10 @@ CONTRACT_OPERATIONS = {
     "GET /v1/boards/{board_id}/rank-of",
     "GET /v1/boards/{board_id}/periods",
     "PUT /v1/players/{player_id}",
+    "GET /v1/bans",
+    "GET /v1/boards/{board_id}/segments",
+    "DELETE /v1/boards/{board_id}",
+    "DELETE /v1/players/{player_id}",
     "GET /healthz",
     "GET /readyz",
 }
@@ -84,10 +88,14 @@ class Fuzz:
         """Cases with generated path ids, and cases naming a real board (and player)."""
         names = {p.name for p in operation.path_parameters}
         generated = operation.as_strategy(mode)
-        if operation.method.upper() == "PUT":
+        method = operation.method.upper()
+        if method in ("PUT", "DELETE") or operation.path.startswith("/v1/players/"):
             generated = generated.map(own_ids)
         variants = [generated]
-        for board in self.boards if "board_id" in names else []:
+        # a DELETE never names the real boards: deleting them (or erasing their players)
+        # would leave every later operation nothing but 404s
+        fixed_boards = self.boards if "board_id" in names and method != "DELETE" else []
+        for board in fixed_boards:
             fixed = {"board_id": board}
             variants.append(operation.as_strategy(mode, path_parameters=fixed))
             if "player_id" in names:
@@ -101,8 +109,9 @@ class Fuzz:
 
 
 def own_ids(case: Any) -> Any:
-    """A PUT's generated ids get a prefix of their own: the boards it creates and the names it
-    sets must not be other tests' (names are global: player "0" is in other tests' boards)."""
+    """A PUT's or DELETE's generated ids, and any player route's, get a prefix of their own:
+    the boards it creates or deletes, the names it sets and the players it bans or erases
+    must not be other tests' (they are global: player "0" is in other tests' boards)."""
     for name, value in case.path_parameters.items():
         if isinstance(value, str):
             case.path_parameters[name] = f"{OWN_PREFIX}{value}"

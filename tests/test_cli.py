@@ -158,6 +158,25 @@ def test_serve_runs_the_contract_example_keeps_data_and_leaves_no_orphans(
     rebuilt = rankd("rebuild", "--data-dir", str(data_dir))
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert "rebuilt" in rebuilt.stdout
+    # a board that does not exist is refused with one line, not "rebuilt 0 periods"
+    for command in (["rebuild"], ["freeze", "--wait", "0"]):
+        refused = rankd(*command, "--board", "nope", "--data-dir", str(data_dir))
+        assert refused.returncode != 0
+        # one line says why (the others are the embedded servers starting and stopping)
+        assert (
+            "board 'nope' does not exist; `GET /v1/boards` lists the boards"
+            in refused.stderr.splitlines()
+        ), refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert "rebuilt" not in refused.stdout and "froze" not in refused.stdout
+
+
+def test_version_prints_the_package_version() -> None:
+    from rankd import __version__
+
+    result = rankd("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"rankd {__version__}"
 
 
 def test_serve_refuses_a_busy_port_before_starting_any_server(server_dir: Path) -> None:

@@ -36,6 +36,7 @@ from rankd.client.errors import error_for
 from rankd.client.types import Run
 from rankd.embedded import free_port
 from tests.conftest import ADMIN, SERVER, new_board_id
+from tests.durable_helpers import wait_until
 
 BASE = "http://rankd.test"
 FAST = RetryPolicy(attempts=4, first_delay_s=0.001, max_delay_s=0.01)
@@ -210,6 +211,35 @@ async def test_moderation_round_trip(admin: AsyncRankdClient, server: AsyncRankd
     assert (await server.top(board_id))["total"] == 2
 
 
+async def test_admin_routes_of_v1_2(admin: AsyncRankdClient, server: AsyncRankdClient) -> None:
+    board_id = await new_board(admin, segments=["country"])
+    await server.submit(board_id, "r-1", "p1", 10, segments={"country": "FR"})
+    gone = new_board_id("client-erase")
+    await server.put_player(gone, name="to_be_erased")
+    await server.submit(board_id, "r-2", gone, 20, segments={"country": "DE"})
+    assert (await admin.ban(gone))["banned"] is True
+    page = await admin.bans(limit=1)
+    assert [b["player_id"] for b in page["bans"]] == [gone] and page["next"] is not None
+    assert (await admin.get_player(gone))["banned"] is True
+    assert "banned" not in await server.get_player(gone)
+
+    async def listed() -> bool:
+        found = await server.segments(board_id)
+        return found["segments"] == [
+            {"dimension": "country", "values": [{"value": "FR", "total": 1}]}
+        ]
+
+    assert await wait_until(listed)  # the banned player's DE does not show
+    assert await admin.erase_player(gone) == {"player_id": gone, "erased": True}
+    assert await server.get_player(gone) == {"player_id": gone, "name": None, "segments": {}}
+    assert gone not in [b["player_id"] for b in (await admin.bans(limit=1000))["bans"]]
+    assert await admin.delete_board(board_id) == {"board_id": board_id, "deleted": True}
+    with pytest.raises(BoardNotFound):
+        await server.top(board_id)
+    with pytest.raises(Forbidden):
+        await server.erase_player("p1")
+
+
 async def test_submit_many_sends_batches_of_at_most_1000(
     app: FastAPI, admin: AsyncRankdClient
 ) -> None:
@@ -286,9 +316,18 @@ async def test_both_clients_over_a_real_socket(app: FastAPI, admin: AsyncRankdCl
                 top = client.top(board_id)
                 return top["total"], [e["player_id"] for e in top["entries"]]
 
+        def blocking_admin() -> None:
+            with RankdClient(base, ADMIN) as client:
+                assert client.segments(board_id)["segments"] == []
+                assert client.bans(limit=1)["bans"] is not None
+                erased = new_board_id("socket-erased")  # erasures are global: nobody else's
+                assert client.erase_player(erased) == {"player_id": erased, "erased": True}
+                assert client.delete_board(board_id) == {"board_id": board_id, "deleted": True}
+
         assert await asyncio.to_thread(blocking) == (2, ["p2", "p1"])
         async with AsyncRankdClient(base) as public:
             assert (await public.rank_of(board_id, 15))["rank"] == 2
+        await asyncio.to_thread(blocking_admin)
     finally:
         server.should_exit = True
         await serving

@@ -57,6 +57,10 @@ def check_answer(doc: Document, method: str, path: str, response: httpx.Response
         validator = schema_validator(doc, content[media_type]["schema"])
         errors = [e.message for e in validator.iter_errors(response.json())]
         assert not errors, f"{method} {path} {status}: {errors}"
+        codes = op["responses"][status].get("x-error-codes")
+        if codes is not None:
+            code = response.json()["error"]["code"]
+            assert code in codes, f"{method} {path} {status}: {code} not documented"
 
 
 # --- the document ------------------------------------------------------------------------
@@ -116,25 +120,87 @@ def test_no_422_and_errors_carry_their_codes(document: Document) -> None:
     for path, operations in document["paths"].items():
         for method, op in operations.items():
             assert "422" not in op["responses"], (method, path)
-            assert "429" in op["responses"], (method, path)
-            assert "Retry-After" in op["responses"]["429"]["headers"]
+            declared = openapi.error_codes(method, path)
             for status, response in op["responses"].items():
-                if status.startswith("2") or path == "/readyz":
+                if status.startswith("2") or (path, status) == ("/readyz", "503"):
                     continue
-                examples = response["content"]["application/json"]["examples"]
-                for code, example in examples.items():
-                    assert example["value"]["error"]["code"] == code
+                codes = response["x-error-codes"]
+                assert codes == declared[int(status)], (method, path, status)
+                for code in codes:
                     assert statuses.get(code, int(status)) == int(status), (path, code)
+                media = response["content"]["application/json"]
+                # one example per status, with a code this route really sends at it
+                assert "examples" not in media, (method, path, status)
+                assert media["example"]["error"]["code"] in codes, (method, path, status)
+            assert set(declared) == {int(s) for s in op["responses"] if not s.startswith("2")}
     put = operation_of(document, "PUT", "/v1/boards/{board_id}")["responses"]
     assert put["201"]["content"]["application/json"]["schema"]["$ref"].endswith("/BoardOut")
     assert {"400", "401", "403", "409", "413", "415", "429", "503"} <= set(put)
+    assert put["429"]["content"]["application/json"]["example"]["error"]["code"] == "rate_limited"
+    assert "Retry-After" in put["429"]["headers"]
+    assert put["401"]["content"]["application/json"]["example"]["error"]["code"] == "unauthorized"
     submit = operation_of(document, "POST", "/v1/boards/{board_id}/runs")["responses"]
     assert "403" not in submit  # an admin key is accepted where a server key is asked
-    assert set(submit["400"]["content"]["application/json"]["examples"]) == {
-        "invalid_request",
-        "score_out_of_range",
-    }
-    assert set(operation_of(document, "GET", "/healthz")["responses"]) == {"200", "429"}
+    assert submit["400"]["x-error-codes"] == ["invalid_request", "score_out_of_range"]
+    # no rate limit applies to probes, scrapes and docs
+    assert set(operation_of(document, "GET", "/healthz")["responses"]) == {"200"}
+    assert set(operation_of(document, "GET", "/metrics")["responses"]) == {"200"}
+    assert set(operation_of(document, "GET", "/readyz")["responses"]) == {"200", "503"}
+    ready = operation_of(document, "GET", "/readyz")["responses"]["503"]
+    assert ready["content"]["application/json"]["example"]["status"] == "unavailable"
+
+
+def test_no_media_type_has_both_example_and_examples(document: Document) -> None:
+    checked = 0
+    for path, operations in document["paths"].items():
+        for method, op in operations.items():
+            body = op.get("requestBody", {}).get("content", {})
+            medias = list(body.values())
+            for response in op["responses"].values():
+                medias += list(response.get("content", {}).values())
+            for media in medias:
+                assert not ("example" in media and "examples" in media), (method, path)
+                checked += 1
+    assert checked > 80
+
+
+def test_request_bodies_carry_realistic_examples(document: Document) -> None:
+    def body(method: str, path: str) -> dict[str, Any]:
+        media = operation_of(document, method, path)["requestBody"]["content"]["application/json"]
+        validator = schema_validator(document, media["schema"])
+        assert not list(validator.iter_errors(media["example"])), (method, path)
+        example: dict[str, Any] = media["example"]
+        return example
+
+    board = body("PUT", "/v1/boards/{board_id}")
+    assert board["max_score"] > 1 and board["windows"] and board["segments"]
+    run = body("POST", "/v1/boards/{board_id}/runs")
+    assert set(run) >= {"run_id", "player_id", "score", "ended_at"}
+    assert len(body("POST", "/v1/boards/{board_id}/runs:batch")["runs"]) >= 2
+    assert set(body("PUT", "/v1/players/{player_id}")) == {"name", "segments"}
+
+
+async def test_the_request_body_examples_are_accepted(client: httpx.AsyncClient) -> None:
+    from rankd.api import schemas
+
+    board = new_board_id("example")
+    response = await client.put(
+        f"/v1/boards/{board}", json=schemas.BOARD_IN_EXAMPLE, headers=ADMIN_H
+    )
+    assert response.status_code == 201, response.text
+    run = await client.post(
+        f"/v1/boards/{board}/runs", json=schemas.RUN_IN_EXAMPLE, headers=SERVER_H
+    )
+    assert run.status_code == 200, run.text
+    batch = await client.post(
+        f"/v1/boards/{board}/runs:batch", json=schemas.BATCH_IN_EXAMPLE, headers=SERVER_H
+    )
+    assert batch.status_code == 200 and "error" not in batch.text, batch.text
+    player = new_board_id("example-player")
+    profile = await client.put(
+        f"/v1/players/{player}", json=schemas.PROFILE_IN_EXAMPLE, headers=SERVER_H
+    )
+    assert profile.status_code == 200, profile.text
 
 
 def test_the_bearer_scheme_marks_the_routes_that_need_a_key(document: Document) -> None:
@@ -245,7 +311,29 @@ async def test_real_answers_of_every_route_match_the_document(
     await call("POST", ban, status=400, headers=ADMIN_H)
     player_id = "p1"
 
+    bans = "/v1/bans"
+    await call("GET", bans, status=200, params={"limit": 5}, headers=ADMIN_H)
+    await call("GET", bans, status=400, params={"after": "x"}, headers=ADMIN_H)
+    await call("GET", bans, status=401)
+    await call("GET", bans, status=403, headers=SERVER_H)
+    await call("GET", profile, status=200, headers=ADMIN_H)  # carries banned
+    segments = "/v1/boards/{board_id}/segments"
+    await call("GET", segments, status=200)
+    await call("GET", segments, status=400, params={"window": "hourly"})
+    player_id = new_board_id("oa-erased")
+    await call("DELETE", profile, status=200, headers=ADMIN_H)
+    await call("DELETE", profile, status=403, headers=SERVER_H)
+    await call("DELETE", profile, status=401)
+    player_id = "bad id"
+    await call("DELETE", profile, status=400, headers=ADMIN_H)
+    player_id = "p1"
+    await call("DELETE", board_path, status=403, headers=SERVER_H)
+    await call("DELETE", board_path, status=200, headers=ADMIN_H)
+    await call("DELETE", board_path, status=404, headers=ADMIN_H)
+    await call("DELETE", board_path, status=401)
+
     board = new_board_id("missing")
+    await call("GET", segments, status=404)
     await call("GET", board_path, status=404)
     await call("POST", runs, status=404, json=run, headers=SERVER_H)
     for template, params in reads.items():
@@ -294,6 +382,8 @@ async def test_docs_pages_load_every_asset_from_the_app_itself(
         asset = await client.get(absolute)
         assert asset.status_code == 200, url
         assert len(asset.content) > 100, url
+        # a script may fetch more when it runs: ReDoc's loads its logo from a CDN
+        assert b"cdn.redoc.ly" not in asset.content, url
     # Swagger UI would show a badge loaded from an online validator
     assert page != "/docs" or '"validatorUrl": null' in response.text
     assert "fonts.googleapis" not in response.text

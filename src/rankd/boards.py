@@ -53,6 +53,9 @@ class BoardConfig:
     segments: tuple[str, ...] = ()
     score_format: str = "integer"  # display only: one of SCORE_FORMATS
     created_at: datetime | None = None
+    # which incarnation of the board id this is (deleting a board and creating it again
+    # makes a new one); logged with every run, so replays never mix incarnations
+    generation: int = 0
 
     @cached_property
     def codecs(self) -> dict[str, Codec]:
@@ -173,11 +176,11 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
                 f"dimension names matching {SEGMENT_DIMENSION_PATTERN}"
             )
         values["segments"] = list(dimensions)
-    return from_settings(board_id, values, base.created_at)
+    return from_settings(board_id, values, base.created_at, base.generation)
 
 
 def from_settings(
-    board_id: str, values: dict[str, Any], created_at: datetime | None
+    board_id: str, values: dict[str, Any], created_at: datetime | None, generation: int = 0
 ) -> BoardConfig:
     return BoardConfig(
         board_id=board_id,
@@ -193,6 +196,7 @@ def from_settings(
         segments=tuple(values.get("segments", ())),  # configs stored before segments: none
         score_format=values.get("score_format", "integer"),  # likewise: plain integers
         created_at=created_at,
+        generation=generation,
     )
 
 

@@ -199,9 +199,37 @@ def _check_reachable(command: str, settings: Settings) -> None:
         _fail(f"{command}: " + "; ".join(problems))
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from rankd import __version__
+
+        typer.echo(f"rankd {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="print the version and exit", callback=_print_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
     """Rankd: real-time leaderboards for games."""
+
+
+async def _known_board(runtime: Any, board: str | None) -> None:
+    """Refuse a board that does not exist with one line (a typo would otherwise do nothing
+    and report success)."""
+    from rankd.errors import BoardNotFound
+
+    if board is None:
+        return
+    try:
+        await runtime.boards.get(board, recent_unknown_ok=False)
+    except BoardNotFound:
+        _fail(f"board {board!r} does not exist; `GET /v1/boards` lists the boards")
 
 
 @app.command()
@@ -325,6 +353,7 @@ def rebuild(
         raise typer.BadParameter(f"window must be one of {', '.join(WINDOWS)}")
 
     async def job(runtime: Any) -> None:
+        await _known_board(runtime, board)
         with _progress("rebuild") as progress:
             task = progress.add_task("rebuild", total=None, rate="")
             report = await runtime.rebuilder.rebuild(
@@ -359,6 +388,7 @@ def freeze(
     archived ones leave Redis (`rankd serve` runs it every RANKD_SEASON_JOB_INTERVAL_S)."""
 
     async def job(runtime: Any) -> None:
+        await _known_board(runtime, board)
         with _progress("freeze") as progress:
             task = progress.add_task("freeze", total=None, rate="")
             report = await runtime.seasons.run_pass(

@@ -109,3 +109,37 @@ class HoldDecision(TypedDict):
     board_id: str
     run_id: str
     decision: Literal["approved", "rejected"]
+
+
+class BanInfo(TypedDict):
+    player_id: str
+    banned_at: str
+
+
+class Bans(TypedDict):
+    bans: list[BanInfo]
+    next: str | None
+
+
+class SegmentValue(TypedDict):
+    value: str
+    total: int
+
+
+class SegmentValues(TypedDict):
+    dimension: str
+    values: list[SegmentValue]
+
+
+class Segments(Head):
+    segments: list[SegmentValues]
+
+
+class BoardDeleted(TypedDict):
+    board_id: str
+    deleted: bool
+
+
+class PlayerErased(TypedDict):
+    player_id: str
+    erased: bool

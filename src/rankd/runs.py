@@ -37,11 +37,14 @@ class Run:
     held: tuple[str, ...] = ()
 
 
-def encode_message(board_id: str, runs: list[Run]) -> bytes:
+def encode_message(board_id: str, runs: list[Run], generation: int = 0) -> bytes:
+    """One log message of a board's runs; ``generation``: the board incarnation they were
+    sent to (omitted when 0, so messages of boards created before generations read alike)."""
     return orjson.dumps(
         {
             "v": LOG_FORMAT_VERSION,
             "board": board_id,
+            **({"g": generation} if generation else {}),
             "runs": [
                 [r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms, dict(r.segments)]
                 + ([list(r.held)] if r.held else [])
@@ -69,10 +72,19 @@ def _run(fields: list[Any]) -> Run:
 
 def decode_message(data: bytes) -> tuple[str, list[Run]]:
     """Inverse of encode_message; ValueError for anything malformed."""
+    board_id, _, runs = decode_batch(data)
+    return board_id, runs
+
+
+def decode_batch(data: bytes) -> tuple[str, int, list[Run]]:
+    """(board id, board generation, runs) of a log message; ValueError if malformed."""
     try:
         body: Any = orjson.loads(data)
         if body.get("v") not in _READABLE_VERSIONS:
             raise ValueError(f"unknown log format version {body.get('v')!r}")
-        return str(body["board"]), [_run(fields) for fields in body["runs"]]
+        generation = body.get("g", 0)
+        if not isinstance(generation, int) or isinstance(generation, bool):
+            raise TypeError("the board generation must be an integer")
+        return str(body["board"]), generation, [_run(fields) for fields in body["runs"]]
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise ValueError(f"malformed log message: {exc}") from exc

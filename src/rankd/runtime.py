@@ -17,6 +17,7 @@ from rankd.embedded.supervisor import describe, read_status
 from rankd.services.applier import Applier
 from rankd.services.approx import Histograms
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
+from rankd.services.deletion import Deletions
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.live import LiveHub
 from rankd.services.moderation import Moderation
@@ -63,6 +64,7 @@ class Runtime:
     moderation: Moderation
     limiter: RateLimiter
     live: LiveHub
+    deletions: Deletions
     consumer: LogConsumer | None = None
     # what is recovering and how far (services/recovery.py); /readyz is 503 until empty
     recovery: Recovery = field(default_factory=Recovery)
@@ -122,8 +124,21 @@ class Runtime:
             store, pg, boards, settle_s=s.ban_settle_s, applied_through=log_applied_through
         )
 
+        deletions = Deletions(
+            store,
+            pg,
+            log,
+            boards,
+            moderation,
+            names,
+            # every instance has dropped a deleted board's cached config by then
+            settle_s=max(s.config_cache_ttl_s + 1.0, s.ban_settle_s),
+            scrub_interval_s=s.erasure_scrub_interval_s,
+            run_id_bucket_ms=run_ids.bucket_ms,
+        )
         return cls(
             settings=s,
+            deletions=deletions,
             store=store,
             pg=pg,
             log=log,
@@ -207,6 +222,8 @@ class Runtime:
         if self.reader.histograms is not None:  # one refresher per instance (approx ranks)
             refresh = self.reader.histograms.run(self._stopping)
             self._tasks.append(asyncio.create_task(refresh, name="histogram-refresh"))
+        scrubber = self.deletions.run_scrubber(self._stopping)
+        self._tasks.append(asyncio.create_task(scrubber, name="log-scrubber"))
         if self.settings.season_job_interval_s > 0:
             job = self.seasons.run_forever(self.settings.season_job_interval_s, self._stopping)
             self._tasks.append(asyncio.create_task(job, name="season-job"))
@@ -347,6 +364,7 @@ class Runtime:
         stuck = await stop_tasks([*self._tasks, *self._heals], CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
+        stuck += await self.deletions.close()
         await self.live.close()
         if self.consumer is not None:
             stuck += await self.consumer.stop(CLOSE_TIMEOUT_S)

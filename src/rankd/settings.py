@@ -159,6 +159,9 @@ class Settings(BaseSettings):
     # second sweep runs (after every instance has surely refreshed; well inside 1 s)
     ban_refresh_s: float = Field(0.2, gt=0)
     ban_settle_s: float = Field(0.6, ge=0)
+    # After an erasure (DELETE /v1/players/{id}) the log's copies of the player's runs are
+    # securely deleted at once, and retried this often until done (services/deletion.py)
+    erasure_scrub_interval_s: float = Field(60.0, gt=0)
 
     # How long a run id's first content stays binding on its board (services/run_ids.py): a
     # resend with another player, score or ended_at is refused (409 run_conflict) for at

@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rankd import __version__, metrics
 from rankd.api import (
+    docs_pages,
     errors,
     openapi,
     routes_boards,
@@ -117,6 +118,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         lifespan=lifespan,
         generate_unique_id_function=lambda route: route.name,  # operationIds: put_board, top...
         static_url="/docs/assets",
+        redoc_url=None,  # served by api/docs_pages.py, without ReDoc's CDN logo
         # validatorUrl null: Swagger UI would otherwise show a badge fetched from the internet
         swagger_ui_parameters={"persistAuthorization": True, "validatorUrl": None},
     )
@@ -130,6 +132,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         routes_moderation,
         routes_live,
         routes_ops,
+        docs_pages,
     ):
         app.include_router(module.router)
 

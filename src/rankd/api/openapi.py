@@ -6,6 +6,10 @@ scheme and the 401/403 it can send) and the error codes it answers with. A route
 adds one line; tests/test_openapi.py fails for a route without one. Statuses come from
 api/errors.py, so the document and the error mapping cannot drift apart. FastAPI's own 422
 is removed: request validation errors leave as 400 ``invalid_request``.
+
+Each error status lists its codes (``x-error-codes``, and in its description) and carries
+one ``example`` with the first of them; 429 ``rate_limited`` only where the rate limit
+applies (/v1 routes: api/rate_limit.py).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pydantic import BaseModel
 
 from rankd.api import schemas as models
 from rankd.api.errors import status_of_code
+from rankd.api.rate_limit import limited
 
 Role = Literal["public", "viewer", "server", "admin"]
 """``viewer``: a public read that also takes ``viewer=<player_id>`` with a server key."""
@@ -30,7 +35,7 @@ ERROR_REF = "#/components/schemas/ErrorOut"
 @dataclass(frozen=True)
 class Doc:
     role: Role
-    errors: tuple[str, ...]  # besides 401/403 (from the role) and 429 (every route)
+    errors: tuple[str, ...]  # besides 401/403 (from the role) and 429 (every /v1 route)
     created: bool = False  # also answers 201 with the 200's body
 
 
@@ -66,6 +71,10 @@ ROUTES: dict[str, Doc] = {
     "GET /v1/boards/{board_id}/holds": Doc("admin", READ),
     "POST /v1/boards/{board_id}/holds/{run_id}/approve": Doc("admin", (*READ, "hold_not_found")),
     "POST /v1/boards/{board_id}/holds/{run_id}/reject": Doc("admin", (*READ, "hold_not_found")),
+    "GET /v1/bans": Doc("admin", ("invalid_request", "unavailable")),
+    "GET /v1/boards/{board_id}/segments": Doc("public", READ),
+    "DELETE /v1/boards/{board_id}": Doc("admin", ("board_not_found", "unavailable")),
+    "DELETE /v1/players/{player_id}": Doc("admin", ("invalid_request", "unavailable")),
     "GET /healthz": Doc("public", ()),
     "GET /readyz": Doc("public", ("unavailable",)),
     "GET /metrics": Doc("public", ()),
@@ -103,6 +112,21 @@ MESSAGES: dict[str, str] = {
     "rate_limited": "too many requests for this key; retry after the Retry-After seconds",
     "unavailable": "the run log did not answer in time; nothing was accepted, retry",
 }
+# Examples of a route's own non-2xx models (their model's example is a 200's).
+OWN_EXAMPLES: dict[str, dict[str, Any]] = {
+    "GET /readyz": {
+        "503": {
+            "status": "unavailable",
+            "checks": {
+                "redis": "ok",
+                "postgres": "down: OperationalError: connection refused",
+                "nats": "ok",
+            },
+            "consumer": None,
+            "error": {"code": "unavailable", "message": "not ready: postgres down"},
+        }
+    }
+}
 RETRY_AFTER = {
     "description": "seconds to wait before retrying",
     "schema": {"type": "integer", "minimum": 1},
@@ -113,19 +137,24 @@ def doc_of(method: str, path: str) -> Doc:
     return ROUTES.get(f"{method.upper()} {path}", FALLBACK)
 
 
-def _error_responses(doc: Doc) -> dict[int, dict[str, Any]]:
-    codes = (*ROLE_ERRORS[doc.role], *doc.errors, "rate_limited")
+def error_codes(method: str, path: str) -> dict[int, list[str]]:
+    """The error codes an operation can send, by status."""
+    doc = doc_of(method, path)
+    codes = (*ROLE_ERRORS[doc.role], *doc.errors, *(("rate_limited",) if limited(path) else ()))
     by_status: dict[int, list[str]] = {}
-    for code in codes:
+    for code in dict.fromkeys(codes):
         by_status.setdefault(status_of_code(code), []).append(code)
+    return by_status
+
+
+def _error_responses(method: str, path: str) -> dict[int, dict[str, Any]]:
     responses: dict[int, dict[str, Any]] = {}
-    for status, group in sorted(by_status.items()):
-        examples = {
-            code: {"value": {"error": {"code": code, "message": MESSAGES[code]}}} for code in group
-        }
+    for status, group in sorted(error_codes(method, path).items()):
+        example = {"error": {"code": group[0], "message": MESSAGES[group[0]]}}
         response: dict[str, Any] = {
             "description": "error code " + " or ".join(f"`{c}`" for c in group),
-            "content": {"application/json": {"schema": {"$ref": ERROR_REF}, "examples": examples}},
+            "content": {"application/json": {"schema": {"$ref": ERROR_REF}, "example": example}},
+            "x-error-codes": group,
         }
         if status == 429:
             response["headers"] = {"Retry-After": RETRY_AFTER}
@@ -138,7 +167,7 @@ def _with_example(response: dict[str, Any], schemas: dict[str, Any]) -> None:
     for media in response.get("content", {}).values():
         ref = media.get("schema", {}).get("$ref", "")
         examples = schemas.get(ref.rpartition("/")[2], {}).get("examples")
-        if examples and "example" not in media:
+        if examples and "example" not in media and "examples" not in media:
             media["example"] = examples[0]
 
 
@@ -151,8 +180,10 @@ def _document_operation(
     if doc.created and "200" in responses:
         responses["200"]["description"] = "Updated"
         responses["201"] = {**responses["200"], "description": "Created"}
-    for status, response in _error_responses(doc).items():
+    for status, response in _error_responses(method, path).items():
         responses.setdefault(str(status), response)  # a route's own (e.g. /readyz's 503) wins
+    for own_status, example in OWN_EXAMPLES.get(f"{method.upper()} {path}", {}).items():
+        responses[own_status]["content"]["application/json"]["example"] = example
     for response in responses.values():
         _with_example(response, schemas)
     if doc.role in ("server", "admin"):

@@ -25,7 +25,9 @@ from rankd.services.rate_limits import address_identity, key_identity
 _key_identity = lru_cache(maxsize=1024)(key_identity)
 
 
-def _limited(path: str) -> bool:
+def limited(path: str) -> bool:
+    """Whether requests to ``path`` count against a rate limit (api/openapi.py documents
+    429 for these only)."""
     return path == "/v1" or path.startswith("/v1/")
 
 
@@ -77,7 +79,7 @@ class RateLimit:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _limited(scope["path"]):
+        if scope["type"] != "http" or not limited(scope["path"]):
             await self.app(scope, receive, send)
             return
         rt = cast(Runtime, scope["app"].state.runtime)

@@ -13,6 +13,7 @@ from rankd.api.http import read_json, reply, runtime
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
 from rankd.formats import clip, format_time, is_board_id
+from rankd.results import BoardDeleted
 
 router = APIRouter(tags=["boards"])
 
@@ -30,7 +31,7 @@ def board_out(config: BoardConfig) -> dict[str, Any]:
 @router.put(
     "/v1/boards/{board_id}",
     response_model=schemas.BoardOut,
-    openapi_extra=schemas.body_schema(schemas.BoardIn),
+    openapi_extra=schemas.body_schema(schemas.BoardIn, schemas.BOARD_IN_EXAMPLE),
     summary="Create or update a board (admin); omitted fields keep their value",
 )
 async def put_board(board_id: str, request: Request) -> Response:
@@ -56,3 +57,21 @@ async def get_board(board_id: str, request: Request) -> Response:
     if not is_board_id(board_id):
         raise BoardNotFound(f"board {clip(board_id)!r} does not exist")
     return reply(board_out(await runtime(request).boards.get(board_id)))
+
+
+@router.delete(
+    "/v1/boards/{board_id}",
+    response_model=schemas.BoardDeletedOut,
+    summary="Delete a board with its standings, archive and holds (admin)",
+    description="Every read of the board answers 404 `board_not_found` at once (other "
+    "instances within `RANKD_CONFIG_CACHE_TTL_S`), its runs are refused, and no rebuild or "
+    "replay brings it back. The id can be used for a new, empty board a few seconds later "
+    "(until its keys are removed, creating it answers 503 `unavailable`).",
+)
+async def delete_board(board_id: str, request: Request) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    await rt.deletions.delete_board(board_id)
+    rt.reader.forget_tops()
+    body: BoardDeleted = {"board_id": board_id, "deleted": True}
+    return reply(body)

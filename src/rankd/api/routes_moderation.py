@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -10,8 +11,10 @@ from starlette.responses import Response
 
 from rankd.api import schemas
 from rankd.api.http import reply, runtime
+from rankd.errors import InvalidRequest
 from rankd.formats import check_player_id, check_run_id, format_time
-from rankd.results import Ban, HoldDecision, Holds
+from rankd.results import Ban, Bans, HoldDecision, Holds
+from rankd.stores import moderation as db
 
 router = APIRouter(tags=["moderation"])
 
@@ -42,6 +45,46 @@ async def ban(player_id: str, request: Request) -> Response:
 )
 async def unban(player_id: str, request: Request) -> Response:
     return await _ban(request, player_id, False)
+
+
+_CURSOR = re.compile(r"[1-9][0-9]{0,17}")
+
+
+def _cursor(after: str | None) -> int | None:
+    """``after`` is the ``next`` of the previous page: a ban sequence number, in decimal."""
+    if after is None:
+        return None
+    if not _CURSOR.fullmatch(after):
+        raise InvalidRequest("after must be the next value of a previous page of bans")
+    return int(after)
+
+
+@router.get(
+    "/v1/bans",
+    response_model=schemas.BansOut,
+    summary="Players banned now, newest ban first, a page at a time (admin)",
+    description="Pages: pass the answer's `next` as `after` for the next page; `next` is "
+    "null on the last one. A player unbanned meanwhile leaves the list; one banned "
+    "meanwhile appears on the first page.",
+)
+async def bans(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: Annotated[
+        str | None, Query(description="the `next` of the previous page (an opaque cursor)")
+    ] = None,
+) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    rows = await db.list_bans(rt.pg, limit, _cursor(after))
+    body: Bans = {
+        "bans": [
+            {"player_id": player_id, "banned_at": format_time(at_ms)}
+            for player_id, at_ms, _ in rows
+        ],
+        "next": str(rows[-1][2]) if len(rows) == limit else None,
+    }
+    return reply(body)
 
 
 @router.get(

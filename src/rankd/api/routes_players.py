@@ -12,6 +12,8 @@ from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest
 from rankd.formats import check_player_id, check_segments
+from rankd.results import PlayerErased
+from rankd.stores.moderation import is_banned
 
 router = APIRouter(tags=["players"])
 MAX_NAME = 64
@@ -35,7 +37,7 @@ def _name(body: dict[str, Any]) -> str | None:
 @router.put(
     "/v1/players/{player_id}",
     response_model=schemas.ProfileOut,
-    openapi_extra=schemas.body_schema(schemas.ProfileIn),
+    openapi_extra=schemas.body_schema(schemas.ProfileIn, schemas.PROFILE_IN_EXAMPLE),
     summary="Set a player's display name and/or segments (server)",
 )
 async def put_profile(player_id: str, request: Request) -> Response:
@@ -62,9 +64,33 @@ async def put_profile(player_id: str, request: Request) -> Response:
     "/v1/players/{player_id}",
     response_model=schemas.ProfileOut,
     summary="A player's profile (server); a player never seen has no name and no segments",
+    description="With an admin key the profile also says whether the player is banned "
+    "(`banned`); a server key's answer never does.",
 )
 async def get_profile(player_id: str, request: Request) -> Response:
     rt = runtime(request)
-    rt.auth.require(request, "server")
+    role = rt.auth.require(request, "server")
     check_player_id(player_id)
-    return reply(await rt.players.get(player_id))
+    profile = await rt.players.get(player_id)
+    if role == "admin":
+        profile["banned"] = await is_banned(rt.pg, player_id)
+    return reply(profile)
+
+
+@router.delete(
+    "/v1/players/{player_id}",
+    response_model=schemas.PlayerErasedOut,
+    summary="Erase a player everywhere, for a privacy request (admin)",
+    description="From the answer on, no read, archive, rebuild or replay shows the player "
+    "or their runs; their name and profile are gone and the ranks behind them close up. "
+    "The run log's copies of their runs are securely deleted right after (see the README, "
+    "Erasure). Runs sent for the id afterwards are a new player's.",
+)
+async def erase_player(player_id: str, request: Request) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    check_player_id(player_id)
+    await rt.deletions.erase_player(player_id)
+    rt.reader.forget_tops()
+    body: PlayerErased = {"player_id": player_id, "erased": True}
+    return reply(body)

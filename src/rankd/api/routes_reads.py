@@ -172,3 +172,17 @@ async def periods(
 ) -> Response:
     rt, scope = await open_read(request, board_id, Where(window, None, segment))
     return reply(await rt.reader.periods(scope.board, scope.window))
+
+
+@router.get(
+    "/v1/boards/{board_id}/segments",
+    response_model=schemas.SegmentsOut,
+    summary="The segment values with public entries in a period, most entries first",
+    description="At most 100 values per dimension; a value shows once the log consumer has "
+    "applied its first run (within moments of the submit).",
+)
+async def segments(
+    board_id: str, request: Request, window: WindowQ = None, period: PeriodQ = None
+) -> Response:
+    rt, scope = await open_read(request, board_id, Where(window, period))
+    return reply(await rt.reader.segments(scope))

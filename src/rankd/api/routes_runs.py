@@ -42,7 +42,7 @@ MAX_BATCH = 1000
 @router.post(
     "/v1/boards/{board_id}/runs",
     response_model=schemas.SubmitOut,
-    openapi_extra=schemas.body_schema(schemas.RunIn),
+    openapi_extra=schemas.body_schema(schemas.RunIn, schemas.RUN_IN_EXAMPLE),
     summary="Submit one finished run (server)",
 )
 async def submit_run(board_id: str, request: Request) -> Response:
@@ -70,7 +70,7 @@ async def submit_run(board_id: str, request: Request) -> Response:
 @router.post(
     "/v1/boards/{board_id}/runs:batch",
     response_model=schemas.BatchOut,
-    openapi_extra=schemas.body_schema(schemas.BatchIn),
+    openapi_extra=schemas.body_schema(schemas.BatchIn, schemas.BATCH_IN_EXAMPLE),
     summary="Submit up to 1000 runs (server); one bad run does not fail the others",
 )
 async def submit_batch(board_id: str, request: Request) -> Response:

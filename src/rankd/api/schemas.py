@@ -100,7 +100,12 @@ class BoardIn(BaseModel):
         le=1024,
         description="sorted sets each period is split over (1: unsharded); fixed once it has runs",
     )
-    hold_top: int | None = Field(None, ge=0, description="only 0 until review holds are built")
+    hold_top: int | None = Field(
+        None,
+        ge=0,
+        le=10_000,
+        description="a run that would enter the top hold_top is held for review (0: off)",
+    )
     grace_seconds: int | None = Field(None, ge=0, le=31_536_000)
     retention_days: dict[str, int] | None = None
     segments: list[str] | None = Field(None, max_length=4)
@@ -331,7 +336,13 @@ class ProfileOut(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
-                {"player_id": "48213377", "name": "kai_runs", "segments": {"country": "FR"}}
+                {"player_id": "48213377", "name": "kai_runs", "segments": {"country": "FR"}},
+                {
+                    "player_id": "48213377",
+                    "name": "kai_runs",
+                    "segments": {"country": "FR"},
+                    "banned": False,
+                },
             ]
         }
     )
@@ -339,6 +350,86 @@ class ProfileOut(BaseModel):
     player_id: str
     name: str | None
     segments: dict[str, str]
+    banned: bool | None = Field(
+        None, description="whether the player is banned; only in an admin key's answer"
+    )
+
+
+class BanInfo(BaseModel):
+    player_id: str
+    banned_at: str
+
+
+class BansOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "bans": [{"player_id": "48213377", "banned_at": "2026-11-03T18:22:07.123Z"}],
+                    "next": "17",
+                }
+            ]
+        }
+    )
+
+    bans: list[BanInfo]
+    next: str | None = Field(
+        description="pass as `after` for the next page (null: this is the last page)"
+    )
+
+
+class SegmentValue(BaseModel):
+    value: str
+    total: int = Field(description="public entries with this value in the period")
+
+
+class SegmentValues(BaseModel):
+    dimension: str
+    values: list[SegmentValue]
+
+
+class SegmentsOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    **HEAD_EXAMPLE,
+                    "segments": [
+                        {
+                            "dimension": "country",
+                            "values": [
+                                {"value": "FR", "total": 1204},
+                                {"value": "DE", "total": 877},
+                            ],
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
+    board_id: str
+    window: str
+    period: str
+    segments: list[SegmentValues]
+
+
+class BoardDeletedOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"board_id": "arena", "deleted": True}]}
+    )
+
+    board_id: str
+    deleted: Literal[True]
+
+
+class PlayerErasedOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"player_id": "48213377", "erased": True}]}
+    )
+
+    player_id: str
+    erased: Literal[True]
 
 
 class BanOut(BaseModel):
@@ -443,7 +534,35 @@ class ReadyOut(BaseModel):
     error: ErrorBody | None = Field(None, description="on 503: code unavailable")
 
 
-def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+# Request bodies as a client would send them (ReDoc and Swagger UI show these, not a sample
+# made up from the schema's bounds).
+BOARD_IN_EXAMPLE: dict[str, Any] = {
+    "windows": ["all-time", "weekly"],
+    "order": "asc",
+    "policy": "best",
+    "max_score": 3_600_000,
+    "hold_top": 10,
+    "grace_seconds": 3600,
+    "segments": ["country"],
+    "score_format": "duration_ms",
+    "retention_days": {"weekly": 35},
+}
+RUN_IN_EXAMPLE: dict[str, Any] = {
+    "run_id": "r-7f3a91",
+    "player_id": "48213377",
+    "score": 1284500,
+    "ended_at": "2026-11-03T18:22:07.123Z",
+}
+BATCH_IN_EXAMPLE: dict[str, Any] = {
+    "runs": [
+        RUN_IN_EXAMPLE,
+        {"run_id": "r-7f3a92", "player_id": "90211", "score": 990000},
+    ]
+}
+PROFILE_IN_EXAMPLE: dict[str, Any] = {"name": "kai_runs", "segments": {"country": "FR"}}
+
+
+def body_schema(model: type[BaseModel], example: dict[str, Any]) -> dict[str, Any]:
     """An inline OpenAPI request body for endpoints that parse JSON themselves."""
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
@@ -461,6 +580,6 @@ def body_schema(model: type[BaseModel]) -> dict[str, Any]:
     return {
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": inline(schema)}},
+            "content": {"application/json": {"schema": inline(schema), "example": example}},
         }
     }

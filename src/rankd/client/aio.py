@@ -15,18 +15,22 @@ from rankd.client.calls import Call, RetryPolicy
 from rankd.client.types import (
     Around,
     Ban,
+    Bans,
     BatchItem,
     Board,
+    BoardDeleted,
     Friends,
     Health,
     Hold,
     HoldDecision,
     Periods,
+    PlayerErased,
     PlayerStanding,
     Profile,
     RankOf,
     Ready,
     Run,
+    Segments,
     SubmitResult,
     Top,
 )
@@ -236,6 +240,25 @@ class AsyncRankdClient:
 
     async def unban(self, player_id: str) -> Ban:
         return cast(Ban, await self._send(calls.unban(player_id)))
+
+    async def bans(self, *, limit: int = 100, after: str | None = None) -> Bans:
+        """Players banned now, newest first; pass ``next`` as ``after`` for the next page."""
+        return cast(Bans, await self._send(calls.bans(limit, after)))
+
+    async def erase_player(self, player_id: str) -> PlayerErased:
+        """Erase a player everywhere, for a privacy request (admin key)."""
+        return cast(PlayerErased, await self._send(calls.erase_player(player_id)))
+
+    async def delete_board(self, board_id: str) -> BoardDeleted:
+        """Delete a board with its standings, archive and holds (admin key)."""
+        return cast(BoardDeleted, await self._send(calls.delete_board(board_id)))
+
+    async def segments(
+        self, board_id: str, *, window: str | None = None, period: str | None = None
+    ) -> Segments:
+        """The segment values with public entries in a period, most entries first."""
+        where = calls.where_params(window, period, None)
+        return cast(Segments, await self._send(calls.segments(board_id, where)))
 
     async def holds(self, board_id: str) -> list[Hold]:
         return cast(list[Hold], (await self._send(calls.holds(board_id)))["holds"])

@@ -212,6 +212,23 @@ def unban(player_id: str) -> Call:
     return Call("DELETE", f"/v1/players/{_part(player_id)}/ban")
 
 
+def delete_board(board_id: str) -> Call:
+    return Call("DELETE", f"/v1/boards/{_part(board_id)}")
+
+
+def segments(board_id: str, where: dict[str, str]) -> Call:
+    return Call("GET", f"/v1/boards/{_part(board_id)}/segments", params=where)
+
+
+def erase_player(player_id: str) -> Call:
+    return Call("DELETE", f"/v1/players/{_part(player_id)}")
+
+
+def bans(limit: int, after: str | None) -> Call:
+    params = {"limit": str(limit)} | ({} if after is None else {"after": after})
+    return Call("GET", "/v1/bans", params=params)
+
+
 def holds(board_id: str) -> Call:
     return Call("GET", f"/v1/boards/{_part(board_id)}/holds")
 

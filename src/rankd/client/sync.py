@@ -15,18 +15,22 @@ from rankd.client.calls import Call, RetryPolicy
 from rankd.client.types import (
     Around,
     Ban,
+    Bans,
     BatchItem,
     Board,
+    BoardDeleted,
     Friends,
     Health,
     Hold,
     HoldDecision,
     Periods,
+    PlayerErased,
     PlayerStanding,
     Profile,
     RankOf,
     Ready,
     Run,
+    Segments,
     SubmitResult,
     Top,
 )
@@ -232,6 +236,25 @@ class RankdClient:
 
     def unban(self, player_id: str) -> Ban:
         return cast(Ban, self._send(calls.unban(player_id)))
+
+    def bans(self, *, limit: int = 100, after: str | None = None) -> Bans:
+        """Players banned now, newest first; pass ``next`` as ``after`` for the next page."""
+        return cast(Bans, self._send(calls.bans(limit, after)))
+
+    def erase_player(self, player_id: str) -> PlayerErased:
+        """Erase a player everywhere, for a privacy request (admin key)."""
+        return cast(PlayerErased, self._send(calls.erase_player(player_id)))
+
+    def delete_board(self, board_id: str) -> BoardDeleted:
+        """Delete a board with its standings, archive and holds (admin key)."""
+        return cast(BoardDeleted, self._send(calls.delete_board(board_id)))
+
+    def segments(
+        self, board_id: str, *, window: str | None = None, period: str | None = None
+    ) -> Segments:
+        """The segment values with public entries in a period, most entries first."""
+        where = calls.where_params(window, period, None)
+        return cast(Segments, self._send(calls.segments(board_id, where)))
 
     def holds(self, board_id: str) -> list[Hold]:
         return cast(list[Hold], self._send(calls.holds(board_id))["holds"])

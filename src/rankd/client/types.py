@@ -8,14 +8,21 @@ from typing import Any, Literal, NotRequired, TypedDict
 from rankd.results import (
     Around,
     Ban,
+    BanInfo,
+    Bans,
+    BoardDeleted,
     Entry,
     FriendEntry,
     Friends,
     HoldDecision,
     PeriodInfo,
     Periods,
+    PlayerErased,
     PlayerStanding,
     RankOf,
+    Segments,
+    SegmentValue,
+    SegmentValues,
     Standing,
     Top,
 )
@@ -23,8 +30,11 @@ from rankd.results import (
 __all__ = [
     "Around",
     "Ban",
+    "BanInfo",
+    "Bans",
     "BatchItem",
     "Board",
+    "BoardDeleted",
     "Entry",
     "ErrorBody",
     "FriendEntry",
@@ -34,11 +44,15 @@ __all__ = [
     "HoldDecision",
     "PeriodInfo",
     "Periods",
+    "PlayerErased",
     "PlayerStanding",
     "Profile",
     "RankOf",
     "Ready",
     "Run",
+    "SegmentValue",
+    "SegmentValues",
+    "Segments",
     "Standing",
     "SubmitResult",
     "Top",
@@ -96,6 +110,7 @@ class Profile(TypedDict):
     player_id: str
     name: str | None
     segments: dict[str, str]
+    banned: NotRequired[bool]  # only in an admin key's answer
 
 
 class Hold(TypedDict):  # the service's HoldInfo

@@ -28,11 +28,11 @@ from rankd.errors import BoardNotFound, Unavailable
 from rankd.formats import clip, is_board_id
 from rankd.periods import PeriodRef
 from rankd.plan import Target, plan
-from rankd.runs import decode_message
+from rankd.runs import decode_batch
 from rankd.services import late_sums
 from rankd.services.moderation import Moderation
 from rankd.services.registry import BoardRegistry
-from rankd.stores import fingerprints, standings
+from rankd.stores import deletions, fingerprints, standings
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis_store import RedisStore
 from rankd.stores.runlog import LogMessage
@@ -123,28 +123,93 @@ class Applier:
         # PostgreSQL (runtime.py), so the two agree again
         self.heal = heal
 
+    async def _config(
+        self, configs: dict[str, BoardConfig], board_id: str, generation: int
+    ) -> BoardConfig | None:
+        """The config of the board incarnation ``generation``; None when that incarnation
+        was deleted (its runs are skipped, not parked); BoardNotFound for a board that
+        never existed. Generation 0 (a message logged before generations, e.g. by an
+        instance not upgraded yet) is the current incarnation; _still_wanted decides its
+        runs by their receipt time."""
+        config = configs.get(board_id)
+        if config is None or config.generation < generation:
+            try:
+                config = await self.boards.get(board_id, recent_unknown_ok=False)
+                if config.generation < generation:  # a cached config of an older one
+                    config = await self.boards.reload(board_id)
+            except BoardNotFound:
+                deleted = await deletions.deleted_generation(self.pg, board_id)
+                if deleted is not None and generation <= deleted:
+                    return None
+                raise
+            configs[board_id] = config
+        return config if generation in (0, config.generation) else None
+
     async def _plan(
         self, messages: list[LogMessage], now_ms: int, outcome: Outcome
-    ) -> tuple[dict[str, BoardConfig], dict[str, list[list[Target]]], list[tuple[LogMessage, str]]]:
-        """Decode and plan every message; ones that can never apply go to ``unusable``."""
+    ) -> tuple[
+        dict[str, BoardConfig],
+        dict[str, list[tuple[int, int, list[Target]]]],
+        list[tuple[LogMessage, str]],
+    ]:
+        """Decode and plan every message; ones that can never apply go to ``unusable``.
+        Each run's plan comes with its message's sequence and board generation."""
         configs: dict[str, BoardConfig] = {}
-        plans: dict[str, list[list[Target]]] = defaultdict(list)
+        plans: dict[str, list[tuple[int, int, list[Target]]]] = defaultdict(list)
         unusable: list[tuple[LogMessage, str]] = []
         for message in messages:
             try:
-                board_id, runs = decode_message(message.data)
+                board_id, generation, runs = decode_batch(message.data)
                 if not is_board_id(board_id):
                     raise ValueError(f"{board_id!r} is not a board id")
-                if board_id not in configs:
-                    configs[board_id] = await self.boards.get(board_id, recent_unknown_ok=False)
+                config = await self._config(configs, board_id, generation)
                 # a run the board cannot hold (CodecError is a ValueError) parks the message
-                message_plans = [plan(configs[board_id], run, now_ms) for run in runs]
+                message_plans = [] if config is None else [plan(config, r, now_ms) for r in runs]
             except (ValueError, ArithmeticError, BoardNotFound) as exc:
                 unusable.append((message, str(exc)))
                 continue
-            plans[board_id].extend(message_plans)
+            plans[board_id].extend((message.seq, generation, p) for p in message_plans)
             outcome.applied.append(message.seq)
         return configs, plans, unusable
+
+    async def _still_wanted(
+        self,
+        conn: Conn,
+        configs: dict[str, BoardConfig],
+        plans: dict[str, list[tuple[int, int, list[Target]]]],
+        now_ms: int,
+    ) -> dict[str, list[list[Target]]]:
+        """The plans to apply, asked inside the batch's transaction (under the shared apply
+        lock, which a board deletion or an erasure takes exclusively, so neither can slip
+        between this check and the batch's writes): runs of a deleted board incarnation
+        (generation 0: received before its deletion), and runs of an erased player logged
+        before the erasure, are dropped. Runs planned with a cached config of another
+        incarnation are planned again with the current one."""
+        boards = await deletions.current_generations(conn, plans)
+        players = {p[0].run.player_id for entries in plans.values() for _, _, p in entries if p}
+        first_seq = min((seq for entries in plans.values() for seq, _, _ in entries), default=0)
+        erased = await deletions.erased_through(conn, players, first_seq)
+        wanted: dict[str, list[list[Target]]] = {}
+        for board_id, entries in plans.items():
+            if board_id not in boards:
+                continue  # deleted since it was planned
+            current, deleted_ms = boards[board_id]
+            if configs[board_id].generation != current:
+                fresh = configs[board_id] = await self.boards.reload(board_id)
+                entries = [(seq, g, plan(fresh, p[0].run, now_ms)) for seq, g, p in entries if p]
+            kept = [
+                p
+                for seq, generation, p in entries
+                if p
+                and (
+                    generation == current
+                    or (generation == 0 and p[0].run.received_at_ms > (deleted_ms or 0))
+                )
+                and seq > erased.get(p[0].run.player_id, -1)
+            ]
+            if kept:
+                wanted[board_id] = kept
+        return wanted
 
     async def apply(self, messages: list[LogMessage]) -> Outcome:
         """Apply ``messages``, parking those that can never apply; all are then done with.
@@ -258,11 +323,12 @@ class Applier:
         """Apply ``messages`` in one transaction, parking the ones that cannot be planned."""
         outcome = Outcome()
         now_ms = int(time.time() * 1000)
-        configs, plans, unusable = await self._plan(messages, now_ms, outcome)
+        configs, planned, unusable = await self._plan(messages, now_ms, outcome)
         batch = StandingsBatch.empty()
-        batch.configs.update(configs)
         conflicted: set[tuple[str, str, str]] = set()
         async with self.pg.apply_lock(exclusive=False) as conn:
+            plans = await self._still_wanted(conn, configs, planned, now_ms)
+            batch.configs.update(configs)
             # boards in id order: fingerprint rows are locked per board, so two consumers
             # never wait on each other crosswise
             for board_id, all_plans in sorted(plans.items()):

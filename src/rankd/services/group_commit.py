@@ -44,18 +44,20 @@ class GroupCommitter:
         self.log = log
         self.max_in_flight = max_in_flight
         self.max_runs = max_runs
-        self._boards: dict[str, _BoardQueue] = defaultdict(_BoardQueue)
+        # one queue per board incarnation: a message carries one board generation
+        self._boards: dict[tuple[str, int], _BoardQueue] = defaultdict(_BoardQueue)
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def append(self, board_id: str, runs: Sequence[Run]) -> int:
+    async def append(self, board_id: str, runs: Sequence[Run], generation: int = 0) -> int:
         """Return once ``runs`` are durable in the log (the message's sequence number)."""
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._boards[board_id].waiting.append(_Waiting(runs, done))
-        self._dispatch(board_id)
+        board = (board_id, generation)
+        self._boards[board].waiting.append(_Waiting(runs, done))
+        self._dispatch(board)
         return await done
 
-    def _dispatch(self, board_id: str) -> None:
-        queue = self._boards[board_id]
+    def _dispatch(self, board: tuple[str, int]) -> None:
+        queue = self._boards[board]
         while queue.waiting and queue.in_flight < self.max_in_flight:
             taken = [queue.waiting.popleft()]
             count = len(taken[0].runs)
@@ -63,14 +65,15 @@ class GroupCommitter:
                 count += len(queue.waiting[0].runs)
                 taken.append(queue.waiting.popleft())
             queue.in_flight += 1
-            task = asyncio.create_task(self._publish(board_id, taken))
+            task = asyncio.create_task(self._publish(board, taken))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _publish(self, board_id: str, taken: list[_Waiting]) -> None:
+    async def _publish(self, board: tuple[str, int], taken: list[_Waiting]) -> None:
+        board_id, generation = board
         runs = [run for item in taken for run in item.runs]
         try:
-            payload = encode_message(board_id, runs)
+            payload = encode_message(board_id, runs, generation)
             seq = await self.log.publish(board_id, payload, message_id(board_id, payload))
         except BaseException as exc:  # every waiter learns the outcome, whatever it was
             for item in taken:
@@ -83,5 +86,5 @@ class GroupCommitter:
                 if not item.done.done():
                     item.done.set_result(seq)
         finally:
-            self._boards[board_id].in_flight -= 1
-            self._dispatch(board_id)
+            self._boards[board].in_flight -= 1
+            self._dispatch(board)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from rankd.aio import stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
@@ -189,7 +189,7 @@ class Moderation:
         await self.bans.refresh()
         # the durable copy lists every period they have an entry in once the consumer has
         # applied the runs logged before now (segments a run named itself included)
-        await self._caught_up(at_ms, FIRST_SWEEP_WAIT_S)
+        await self.caught_up(at_ms, FIRST_SWEEP_WAIT_S)
         await self.sweep(player_id, banned)
         if len(self._later) < MAX_SWEEP_TASKS:
             task = asyncio.create_task(
@@ -208,40 +208,31 @@ class Moderation:
     async def _sweep_later(self, player_id: str, banned: bool, at_ms: int) -> None:
         await asyncio.sleep(self.settle_s)
         try:
-            await self._caught_up(at_ms, CATCH_UP_S)
+            await self.caught_up(at_ms, CATCH_UP_S)
             if (player_id in self.bans.banned) == banned:  # not reversed meanwhile
                 await self.sweep(player_id, banned)
         except Exception as exc:
             log.warning("second sweep for %s: %s: %s", player_id, type(exc).__name__, exc)
 
-    async def _caught_up(self, at_ms: int, timeout_s: float) -> None:
+    async def caught_up(self, at_ms: int, timeout_s: float) -> bool:
         """Wait (at most ``timeout_s``) until the consumer has applied every run received
-        before ``at_ms``."""
+        before ``at_ms``; whether it has."""
         if self.applied_through is None:
-            return
+            return True
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             oldest = await self.applied_through()
             if oldest is None or oldest > at_ms:
-                return
+                return True
             await asyncio.sleep(0.05)
+        return False
 
     async def sweep(self, player_id: str, banned: bool) -> int:
         """Move the player's entries to :shadow (``banned``) or back to the public keys, in
         every period where the durable copy has them and in every board's live periods."""
         refs = set(await db.player_periods(self.pg, player_id))
-        [profile] = await self.store.profile_segments([player_id])
-        now = _now_ms()
         configs = {b.board_id: b for b in await self.boards.list()}
-        for board in configs.values():
-            segments = [""] + [f"{d}:{v}" for d, v in profile.items() if d in board.segments]
-            for window in board.windows:
-                live = {period_at(window, now)}
-                if window != ALL_TIME:
-                    live.add(period_at(window, now - board.grace_seconds * 1000))
-                for period in live:
-                    for segment in segments:
-                        refs.add(PeriodRef(board.board_id, window, period.id, segment))
+        refs |= await self.live_refs(player_id, configs.values())
         source, dest = ("public", "shadow") if banned else ("shadow", "public")
         moved = 0
         by_board: dict[str, list[PeriodRef]] = {}
@@ -255,6 +246,24 @@ class Moderation:
                 config, [(ref, source, dest, [player_id]) for ref in sorted(board_refs)]
             )
         return moved
+
+    async def live_refs(self, player_id: str, boards: Iterable[BoardConfig]) -> set[PeriodRef]:
+        """Every board's live periods (open, or within their grace) where the player may
+        have an entry the durable copy does not list yet: globally and in the segments of
+        their profile."""
+        [profile] = await self.store.profile_segments([player_id])
+        now = _now_ms()
+        refs: set[PeriodRef] = set()
+        for board in boards:
+            segments = [""] + [f"{d}:{v}" for d, v in profile.items() if d in board.segments]
+            for window in board.windows:
+                live = {period_at(window, now)}
+                if window != ALL_TIME:
+                    live.add(period_at(window, now - board.grace_seconds * 1000))
+                for period in live:
+                    for segment in segments:
+                        refs.add(PeriodRef(board.board_id, window, period.id, segment))
+        return refs
 
     # holds
 

@@ -59,3 +59,7 @@ class NameCache:
         """After PostgreSQL holds a new name: the Redis copy and this process's cache."""
         await self.store.set_name(player_id, name)
         self._cache.put(player_id, name)
+
+    def forget(self, player_id: str) -> None:
+        """An erased player: this process shows no name for the id from now on."""
+        self._cache.pop(player_id)

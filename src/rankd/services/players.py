@@ -9,7 +9,7 @@ logged, so a replay puts it in the same standings whatever the profile says late
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
@@ -23,6 +23,7 @@ class Profile(TypedDict):
     player_id: str
     name: str | None
     segments: dict[str, str]
+    banned: NotRequired[bool]  # only in an admin's view
 
 
 class Players:

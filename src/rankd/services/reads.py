@@ -34,11 +34,14 @@ from rankd.results import (
     Periods,
     PlayerStanding,
     RankOf,
+    Segments,
+    SegmentValue,
     Top,
 )
 from rankd.services.approx import Histograms
 from rankd.services.names import NameCache
 from rankd.services.own_view import NOWHERE, OwnView
+from rankd.stores import standings
 from rankd.stores.archive import ArchivedRow, ArchiveState, ArchiveStore
 from rankd.stores.redis_store import RedisStore
 from rankd.ttlcache import TTLCache
@@ -54,6 +57,10 @@ _PERIOD_ID_BYTES = 70  # one period id in a cached set of frozen periods
 # a second, and reads of closed periods that never had data cost PostgreSQL one query per
 # period and second, however many arrive.
 _RECHECK_S = 1.0
+# GET /segments: the segments of a period looked at (the durable copy's list, by index),
+# and the values returned per dimension, most entries first
+MAX_SEGMENTS_SCANNED = 10_000
+MAX_SEGMENT_VALUES = 100
 
 
 def _wall_clock_ms() -> int:
@@ -526,6 +533,43 @@ class Reader:
             if info["status"] == "closed" and state is not None and state.archived:
                 info["status"] = "archived"
         return {"board_id": board.board_id, "window": window, "periods": infos}
+
+    async def segments(self, scope: Scope) -> Segments:
+        """The values of each of the board's segment dimensions that have public entries in
+        the period (banned and held players do not count), most entries first, at most
+        MAX_SEGMENT_VALUES per dimension. The list comes from the durable copy (a value
+        shows once the log consumer has applied its first run, within moments), the totals
+        from Redis, or from the archive for an archived period."""
+        board = scope.board
+        totals: dict[str, int] = {}
+        if board.segments and self.archive is not None:
+            ref = scope.ref
+            if await self.from_archive(scope):
+                totals = await self.archive.segment_totals(ref.board, ref.window, ref.period)
+            else:
+                async with self.archive.pg.connection() as conn:
+                    listed = await standings.segments_seen(
+                        conn, ref.board, ref.window, ref.period, MAX_SEGMENTS_SCANNED
+                    )
+                refs = [PeriodRef(ref.board, ref.window, ref.period, s) for s in listed]
+                totals = dict(zip(listed, await self.store.public_totals(refs), strict=True))
+        found: dict[str, list[SegmentValue]] = {d: [] for d in board.segments}
+        for segment, total in totals.items():
+            dimension, _, value = segment.partition(":")
+            if total > 0 and dimension in found:
+                found[dimension].append({"value": value, "total": total})
+        return {
+            **scope.head,
+            "segments": [
+                {
+                    "dimension": d,
+                    "values": sorted(values, key=lambda v: (-v["total"], v["value"]))[
+                        :MAX_SEGMENT_VALUES
+                    ],
+                }
+                for d, values in found.items()
+            ],
+        }
 
     # archived periods: the same answers, from PostgreSQL
 

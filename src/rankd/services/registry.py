@@ -9,6 +9,7 @@ from rankd.boards import BoardConfig, apply_changes, changed_immutable
 from rankd.errors import BoardImmutableField, BoardNotFound, Unavailable
 from rankd.formats import check_board_id, clip, is_board_id
 from rankd.periods import WINDOWS
+from rankd.stores import deletions
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
 from rankd.ttlcache import TTLCache
@@ -96,6 +97,20 @@ class BoardRegistry:
         # the Redis store reads a sharded board's keys by its shards
         self.store.note_shards(config.board_id, config.shards)
 
+    async def reload(self, board_id: str) -> BoardConfig:
+        """The board's config from PostgreSQL now (not the cache); BoardNotFound if none."""
+        config = await self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
+        if config is None:
+            self.forget(board_id)
+            raise self._not_found(board_id)
+        self._cache.put(board_id, config)
+        return config
+
+    def forget(self, board_id: str) -> None:
+        """A board deleted: this process answers 404 for it at once."""
+        self._cache.pop(board_id)
+        self._unknown.put(board_id, True)
+
     async def list(self) -> list[BoardConfig]:
         configs = await self.pg.list_boards()
         for config in configs:
@@ -113,6 +128,14 @@ class BoardRegistry:
         check_board_id(board_id)
         current = await self.pg.get_board(board_id)
         new = apply_changes(board_id, current, body)
+        if current is None and await deletions.deleted_generation(self.pg, board_id) is not None:
+            if await self.store.is_deleting(board_id):
+                raise Unavailable(
+                    f"board {board_id!r} was just deleted and its standings are still being "
+                    "removed; create it again in a few seconds"
+                )
+            # whatever a failed background removal left behind goes before the new board
+            await self.store.drop_board_keys(board_id)
         if current is not None:
             changed = changed_immutable(current, new)
             if changed and await self.has_runs(current):

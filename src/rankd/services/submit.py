@@ -68,7 +68,7 @@ class Submitter:
         applied: list[list[Standing]] = []
         if accepted:
             await self.moderation.decide_holds(board, accepted)  # the log carries the decision
-            await self.log.append(board.board_id, accepted)
+            await self.log.append(board.board_id, accepted, board.generation)
             try:
                 applied = await self.apply(board, accepted, record_holds=True)
             except Unavailable as exc:

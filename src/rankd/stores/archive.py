@@ -174,6 +174,20 @@ class ArchiveStore:
         )
         return None if not rows else ArchiveState(int(rows[0][0]), bool(rows[0][1]))
 
+    async def segment_totals(self, board_id: str, window: str, period: str) -> dict[str, int]:
+        """Each frozen segment of a board period ("dim:value") and its public total: the
+        archived entries less those of players banned now (bans are few: one index lookup
+        per banned player)."""
+        rows = await self._query(
+            "SELECT a.segment, a.entries - (SELECT count(*) FROM archive_entries e"
+            "  JOIN bans b ON b.player_id = e.player_id AND b.banned"
+            "  WHERE e.archive_id = a.archive_id)"
+            " FROM period_archives a WHERE a.board_id = %(b)s AND a.win = %(w)s"
+            " AND a.period = %(p)s AND a.segment <> ''",
+            {"b": board_id, "w": window, "p": period},
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
     async def frozen_periods(self, board_id: str, window: str) -> frozenset[str]:
         """The ids of the board window's periods frozen in any standings (one index scan)."""
         rows = await self._query(

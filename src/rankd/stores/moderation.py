@@ -33,6 +33,29 @@ async def bans_since(pg: PostgresStore, seq: int) -> list[tuple[str, bool, int]]
         return [(r[0], bool(r[1]), int(r[2])) for r in await cur.fetchall()]
 
 
+async def list_bans(
+    pg: PostgresStore, limit: int, after_seq: int | None
+) -> list[tuple[str, int, int]]:
+    """(player, banned at ms, ban seq) of the players banned now, newest ban first, after
+    the ban seq ``after_seq`` (a page's cursor) if given."""
+    async with pg.connection() as conn:
+        cur = await conn.execute(
+            "SELECT player_id, changed_ms, seq FROM bans WHERE banned"
+            " AND (%(after)s::bigint IS NULL OR seq < %(after)s) ORDER BY seq DESC LIMIT %(n)s",
+            {"after": after_seq, "n": limit},
+        )
+        return [(r[0], int(r[1]), int(r[2])) for r in await cur.fetchall()]
+
+
+async def is_banned(pg: PostgresStore, player_id: str) -> bool:
+    async with pg.connection() as conn:
+        cur = await conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM bans WHERE player_id = %s AND banned)", (player_id,)
+        )
+        row = await cur.fetchone()
+    return bool(row and row[0])
+
+
 async def player_periods(pg: PostgresStore, player_id: str) -> list[PeriodRef]:
     """Every board period (and segment) where the durable copy holds the player's entry."""
     async with pg.connection() as conn:

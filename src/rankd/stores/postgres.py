@@ -185,33 +185,36 @@ class PostgresStore:
     async def get_board(self, board_id: str, timeout_s: float | None = None) -> BoardConfig | None:
         async with self.connection(timeout_s) as conn:
             cur = await conn.execute(
-                "SELECT config, created_at FROM boards WHERE board_id = %s", (board_id,)
+                "SELECT config, created_at, generation FROM boards WHERE board_id = %s",
+                (board_id,),
             )
             row = await cur.fetchone()
-        return None if row is None else from_settings(board_id, row[0], row[1])
+        return None if row is None else from_settings(board_id, row[0], row[1], int(row[2]))
 
     async def list_boards(self) -> list[BoardConfig]:
         async with self.connection() as conn:
             cur = await conn.execute(
-                "SELECT board_id, config, created_at FROM boards ORDER BY board_id"
+                "SELECT board_id, config, created_at, generation FROM boards ORDER BY board_id"
             )
             rows = await cur.fetchall()
-        return [from_settings(r[0], r[1], r[2]) for r in rows]
+        return [from_settings(r[0], r[1], r[2], int(r[3])) for r in rows]
 
     async def put_board(self, config: BoardConfig) -> tuple[BoardConfig, bool]:
         """Upsert; returns the stored config (with created_at) and whether it was created."""
         async with self.connection() as conn:
             cur = await conn.execute(
-                "INSERT INTO boards (board_id, config) VALUES (%s, %s)"
+                "INSERT INTO boards (board_id, config, generation)"
+                " VALUES (%s, %s, nextval('board_generation_seq'))"
                 " ON CONFLICT (board_id) DO UPDATE SET config = EXCLUDED.config,"
                 " updated_at = now()"
-                " RETURNING created_at, (xmax = 0) AS created",
+                " RETURNING created_at, (xmax = 0) AS created, generation",
                 (config.board_id, Jsonb(config.settings())),
             )
             row = await cur.fetchone()
         assert row is not None
         created_at: datetime = row[0]
-        return from_settings(config.board_id, config.settings(), created_at), bool(row[1])
+        stored = from_settings(config.board_id, config.settings(), created_at, int(row[2]))
+        return stored, bool(row[1])
 
     async def board_has_periods(self, board_id: str) -> bool:
         async with self.connection() as conn:

@@ -159,6 +159,19 @@ def rate_limit(identity: str) -> str:
     return f"rl:{{{identity}}}"
 
 
+def board_patterns(board: str) -> tuple[str, ...]:
+    """SCAN patterns matching every key of a board: its periods and segments with their
+    side keys and exact-times hashes, its periods index and its ``rk:`` keys (the run-id
+    registry, segment values; board ids hold no glob characters)."""
+    return (f"lb:{{{board}:*", f"lb:{{{board}/*", f"lb:periods:{{{board}}}:*", f"rk:{{{board}}}:*")
+
+
+def deleting(board: str) -> str:
+    """Set while a deleted board's keys are being removed: the id is not created again
+    until they are gone."""
+    return f"rankd:deleting:{{{board}}}"
+
+
 def staging(key: str) -> str:
     """Where a rebuild loads a key before renaming it into place (same hash tag)."""
     return f"{key}:rebuild"

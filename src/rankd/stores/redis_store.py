@@ -715,6 +715,16 @@ class RedisStore:
             above, total = await pipe.execute()
         return int(above), int(total)
 
+    async def public_totals(self, refs: Sequence[PeriodRef]) -> list[int]:
+        """How many public entries each period holds (one ZCARD each, one round trip)."""
+        if not refs:
+            return []
+        with _reachable():
+            pipe = self.redis.pipeline(transaction=False)
+            for ref in refs:
+                pipe.zcard(keys.period_keys(*ref).public)
+            return [int(n) for n in await pipe.execute()]
+
     async def period_ids(self, board_id: str, window: str) -> list[str]:
         """Ids of the window's periods that ever took a run (the periods index)."""
         with _reachable():
@@ -811,6 +821,90 @@ class RedisStore:
                     pipe.unlink(*buckets[i : i + 8192])
                 removed += int((await pipe.execute())[0])
         return removed
+
+    # deleting a board, erasing a player
+
+    async def drop_board_keys(self, board_id: str, batch: int = 500) -> int:
+        """Remove every key of a board: SCAN in steps, UNLINK a batch at a time (freed off
+        Redis's main thread), so even a huge board never blocks Redis for long."""
+        removed = 0
+        for pattern in keys.board_patterns(board_id):
+            found: list[Any] = []
+            with _reachable():
+                async for key in self.redis.scan_iter(match=pattern, count=1000):
+                    found.append(key)
+                    if len(found) >= batch:
+                        removed += int(await self.redis.unlink(*found))
+                        found.clear()
+                if found:
+                    removed += int(await self.redis.unlink(*found))
+        self.forget_indexed()
+        return removed
+
+    async def set_deleting(self, board_id: str, seconds: int) -> None:
+        with _reachable():
+            if seconds > 0:
+                await self.redis.set(keys.deleting(board_id), 1, ex=seconds)
+            else:
+                await self.redis.delete(keys.deleting(board_id))
+
+    async def is_deleting(self, board_id: str) -> bool:
+        with _reachable():
+            return bool(await self.redis.exists(keys.deleting(board_id)))
+
+    async def drop_entries(self, refs: Sequence[PeriodRef], player_ids: Sequence[str]) -> int:
+        """Remove the players' entries from each period, every side (public, :shadow,
+        :pending) with their exact times, and their runs' marks ("<player>|<run_id>": a sum
+        board's counted runs, the submit path's applied marks). Every removal of a player's
+        entry from a key goes through move_entries.lua's "drop". Repeatable."""
+        if not refs or not player_ids:
+            return 0
+        calls: list[Call] = []
+        # each player's keys of each period: their shard's on a sharded board
+        targets: list[tuple[keys.PeriodKeys, list[str]]] = []
+        for ref in refs:
+            by_shard: dict[int, list[str]] = {}
+            for player in player_ids:
+                shard = keys.shard_of(player, self.shards_of(ref.board))
+                by_shard.setdefault(shard, []).append(player)
+            targets += [(keys.period_keys(*ref, k), mine) for k, mine in by_shard.items()]
+        for pk, mine in targets:
+            for side in ("public", "shadow", "pending"):
+                key = pk.side(side)
+                calls.append((MOVE_ENTRIES, (key, key, pk.public), ("drop", "", "", "", *mine)))
+        with _reachable():
+            counts = [int(n) for n in await run_pipeline(self.redis, calls)]
+            # marks are written with an entry, so only periods that held one can hold them
+            for i, (pk, mine) in enumerate(targets):
+                if sum(counts[3 * i : 3 * i + 3]):
+                    for key in (pk.runs, pk.applied):
+                        await self._drop_marks(key, mine)
+        return sum(counts)
+
+    async def _drop_marks(self, key: str, player_ids: Sequence[str]) -> None:
+        """ZREM the members "<player>|..." of ``key`` (ZSCAN in steps; a few per player)."""
+        for player in player_ids:
+            found = [m async for m, _ in self.redis.zscan_iter(key, match=f"{player}|*", count=500)]
+            for i in range(0, len(found), 500):
+                await self.redis.zrem(key, *found[i : i + 500])
+
+    async def forget_player(self, player_id: str) -> None:
+        """Remove a player's name and profile segments."""
+        with _reachable():
+            await self.redis.hdel(keys.NAMES, player_id)
+            await self.redis.hdel(keys.PROFILE_SEGMENTS, player_id)
+
+    async def forget_run_ids(self, runs: Sequence[tuple[str, int, str]]) -> None:
+        """Remove runs from their boards' run-id registries: (board, bucket, run id); the
+        bucket after it too (a claim is made a moment after the run is received)."""
+        if not runs:
+            return
+        with _reachable():
+            pipe = self.redis.pipeline(transaction=False)
+            for board_id, bucket, run_id in runs:
+                for b in (bucket, bucket + 1):
+                    pipe.hdel(keys.run_ids(board_id, b), run_id)
+            await pipe.execute()
 
     # player names: a copy of PostgreSQL's players table
 

@@ -24,7 +24,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
-from nats.js.errors import NotFoundError
+from nats.js.errors import BadRequestError, NotFoundError
 
 from rankd.errors import LogUnavailable
 
@@ -94,6 +94,11 @@ class RunLog(Protocol):
 
     async def read_from(self, sequence: int) -> LogSubscription:
         """A private reader of every message from ``sequence`` on (for replays)."""
+        ...
+
+    async def erase(self, sequence: int) -> None:
+        """Remove one message for good, its stored bytes overwritten (not just unlinked);
+        a message already gone is fine."""
         ...
 
     async def lag(self, durable: str) -> LogLag:
@@ -271,6 +276,17 @@ class JetStreamLog:
         sub = JetStreamSubscription(self._js(), f"{self.subject_prefix}.>", self.stream, config)
         await sub.open()
         return sub
+
+    async def erase(self, sequence: int) -> None:
+        js = self._js()
+        try:
+            # JetStream's message delete overwrites the stored message with random bytes
+            # unless asked not to (no_erase), on every replica of the stream
+            await js.delete_msg(self.stream, sequence)
+        except (NotFoundError, BadRequestError):  # gone already (deleted, or never there)
+            return
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"cannot erase log message {sequence}: {exc!r}") from exc
 
     async def lag(self, durable: str) -> LogLag:
         js = self._js()

@@ -314,6 +314,19 @@ async def parked_summary(conn: AsyncConnection[Any]) -> tuple[int, datetime | No
     return (0, None) if row is None else (int(row[0]), row[1])
 
 
+async def segments_seen(
+    conn: AsyncConnection[Any], board_id: str, window: str, period: str, limit: int
+) -> list[str]:
+    """The segments ("dim:value") of a board period that ever held an entry in the durable
+    copy, at most ``limit`` of them (by the primary key's index)."""
+    cur = await conn.execute(
+        "SELECT segment FROM periods_seen WHERE board_id = %s AND win = %s AND period = %s"
+        " AND segment <> '' ORDER BY segment LIMIT %s",
+        (board_id, window, period, limit),
+    )
+    return [r[0] for r in await cur.fetchall()]
+
+
 async def periods(
     conn: AsyncConnection[Any], board_id: str | None, window: str | None, period: str | None
 ) -> list[tuple[PeriodRef, int]]:
