@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
@@ -179,8 +180,13 @@ async def test_segments_list_the_values_with_public_entries_most_first(
 # --- deleting a board ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("shards", [1, 4], ids=lambda n: f"shards{n}")
 async def test_a_deleted_board_is_gone_everywhere_and_its_id_starts_afresh(
-    client: httpx.AsyncClient, redis: Redis, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    runtime: Runtime,
+    shards: int,
 ) -> None:
     board = new_board_id("del")
     path = f"/v1/boards/{board}"
@@ -188,6 +194,7 @@ async def test_a_deleted_board_is_gone_everywhere_and_its_id_starts_afresh(
         "windows": ["all-time", "daily"],
         "segments": ["country"],
         "grace_seconds": 5 * 86_400,
+        "shards": shards,
     }
     assert (await client.put(path, json=config, headers=ADMIN_H)).status_code == 201
     two_days_ago = iso(datetime.now(UTC) - DAY * 2)
@@ -293,8 +300,13 @@ async def log_runs_of(rt: Runtime, player: str) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.parametrize("shards", [1, 4], ids=lambda n: f"shards{n}")
 async def test_an_erased_player_is_gone_from_every_store_and_the_log(
-    client: httpx.AsyncClient, redis: Redis, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    runtime: Runtime,
+    shards: int,
 ) -> None:
     board = new_board_id("erase")
     path = f"/v1/boards/{board}"
@@ -302,6 +314,7 @@ async def test_an_erased_player_is_gone_from_every_store_and_the_log(
         "windows": ["all-time", "daily"],
         "segments": ["country"],
         "grace_seconds": 5 * 86_400,
+        "shards": shards,
     }
     assert (await client.put(path, json=config, headers=ADMIN_H)).status_code == 201
     gone = new_board_id("gone")
