@@ -716,14 +716,18 @@ class RedisStore:
         return int(above), int(total)
 
     async def public_totals(self, refs: Sequence[PeriodRef]) -> list[int]:
-        """How many public entries each period holds (one ZCARD each, one round trip)."""
+        """How many public entries each period holds (one ZCARD each, a sharded period's
+        summed over its shards; one round trip)."""
         if not refs:
             return []
+        spans = [self._every(ref) for ref in refs]
         with _reachable():
             pipe = self.redis.pipeline(transaction=False)
-            for ref in refs:
-                pipe.zcard(keys.period_keys(*ref).public)
-            return [int(n) for n in await pipe.execute()]
+            for every in spans:
+                for pk in every:
+                    pipe.zcard(pk.public)
+            counts = iter(await pipe.execute())
+        return [sum(int(next(counts)) for _ in every) for every in spans]
 
     async def period_ids(self, board_id: str, window: str) -> list[str]:
         """Ids of the window's periods that ever took a run (the periods index)."""
