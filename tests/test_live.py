@@ -210,6 +210,12 @@ async def test_a_client_that_stops_reading_is_dropped(
         f"/v1/boards/{board_id}/runs:batch", json={"runs": runs}, headers=SERVER_H
     )
     assert response.status_code == 200
+    # earlier tests' streams may still be closing on a loaded machine; with the cap of
+    # MAX_STREAMS taken, this stream would be refused and there would be nothing to drop
+    settle = time.monotonic() + 30
+    while hub(live_app).count and time.monotonic() < settle:
+        await asyncio.sleep(0.05)
+    before = hub(live_app).count
     dropped = metrics.LIVE_DROPPED._value.get()
     host, port = http.base_url.host, http.base_url.port
     assert port is not None
@@ -222,6 +228,10 @@ async def test_a_client_that_stops_reading_is_dropped(
         sock, f"GET /v1/boards/{board_id}/events?n=1000 HTTP/1.1\r\nHost: x\r\n\r\n".encode()
     )
     try:
+        admitted = time.monotonic() + 30
+        while hub(live_app).count == before:
+            assert time.monotonic() < admitted, "the stalled client's stream never opened"
+            await asyncio.sleep(0.05)
         # every round raises every score: each event differs from the last
         deadline = time.monotonic() + 60
         bump = 1000
