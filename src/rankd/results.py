@@ -51,11 +51,12 @@ class PlayerStanding(Entry, Head):
 
 
 class ApproxStanding(PlayerStanding):
-    """A standing read with accuracy=approx: whether rank (and total) are estimates, and by
-    how many ranks at most the exact rank differs (0 when exact)."""
+    """A player read's answer (api/schemas.py PlayerOut); with accuracy=approx it says
+    whether rank (and total) are estimates, and by how many ranks at most the exact rank
+    differs (0 when exact)."""
 
-    approximate: bool
-    error_bound: int
+    approximate: NotRequired[bool]
+    error_bound: NotRequired[int]
 
 
 class Around(Head):
