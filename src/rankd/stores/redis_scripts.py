@@ -53,6 +53,8 @@ ENTRY = Script.load("entry")
 RATE_LIMIT = Script.load("rate_limit")
 SET_ENTRY = Script.load("set_entry")
 LOAD_PERIOD = Script.load("load_period")
+AHEAD = Script.load("ahead")
+HIST_REBUILD = Script.load("hist_rebuild")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -68,6 +70,8 @@ ALL_SCRIPTS = (
     RATE_LIMIT,
     SET_ENTRY,
     LOAD_PERIOD,
+    AHEAD,
+    HIST_REBUILD,
 )
 
 
