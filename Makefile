@@ -10,7 +10,7 @@ RANKD_ADMIN_KEYS ?= dev-admin-key
 RANKD_SERVER_KEYS ?= dev-server-key
 export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS
 
-.PHONY: install dev run run-cluster test test-ts lint typecheck format bench bench-quick bench-deps clean
+.PHONY: install dev run run-cluster test test-ts lint typecheck format bench bench-quick bench-giant bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,12 +63,18 @@ $(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
 
 bench-deps: $(VENV)/.bench-installed
 
+# One all-time board of 50 million players, unsharded beside 16 shards (docs/giant-boards.md):
+# about 20 GB of PostgreSQL and 8 GB of Redis at its peak, an hour or more on two cores.
+bench-giant: bench-deps
+	$(BIN)/python -m bench.giant --members 50000000 --shards 1 16 --reads 5000
+
 bench: bench-deps
 	$(BIN)/python -m bench.wrk --sustain 300
 	$(BIN)/python -m bench.submits
 	$(BIN)/python -m bench.reads
 	$(BIN)/python -m bench.rank_growth
 	$(BIN)/python -m bench.rebuild_rate --sizes 1000000 10000000
+	$(BIN)/python -m bench.giant --members 5000000 --shards 1 4 16
 	$(BIN)/python -m bench.freeze_rate
 	$(BIN)/python -m bench.moderation
 	$(BIN)/python -m bench.events

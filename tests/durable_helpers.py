@@ -42,6 +42,15 @@ async def submit(
     return result
 
 
+# Tests shard boards over at most this many shards: the helpers look at every possible key.
+MAX_TEST_SHARDS = 16
+
+
+def every_shard(board_id: str, window: str, period: str) -> list[keys.PeriodKeys]:
+    """The keys of a period on an unsharded board and on every shard a test board may have."""
+    return [keys.period_keys(board_id, window, period, "", k) for k in range(-1, MAX_TEST_SHARDS)]
+
+
 def ranked(result: dict[str, Any]) -> list[tuple[str, str]]:
     """The (window, period) pairs a submit response says the run was applied to."""
     return [(s["window"], s["period"]) for s in result["standings"] if s["status"] == "ranked"]
@@ -53,9 +62,11 @@ async def redis_state(redis: Redis, board_id: str, windows: list[str]) -> BoardS
     for window in windows:
         for raw in await redis.zrange(keys.periods_index(board_id, window), 0, -1):
             period = raw.decode()
-            pk = keys.period_keys(board_id, window, period)
-            members = await redis.zrange(pk.public, 0, -1, withscores=True)
-            state[(window, period)] = {player_of(m.decode()): int(s) for m, s in members}
+            found: dict[str, int] = {}
+            for pk in every_shard(board_id, window, period):
+                members = await redis.zrange(pk.public, 0, -1, withscores=True)
+                found.update({player_of(m.decode()): int(s) for m, s in members})
+            state[(window, period)] = found
     return state
 
 
@@ -72,9 +83,11 @@ async def redis_runs(redis: Redis, board_id: str, windows: list[str]) -> BoardSt
     for window in windows:
         for raw in await redis.zrange(keys.periods_index(board_id, window), 0, -1):
             period = raw.decode()
-            pk = keys.period_keys(board_id, window, period)
-            members = await redis.zrange(pk.runs, 0, -1, withscores=True)
-            state[(window, period)] = {m.decode(): int(s) for m, s in members}
+            runs: dict[str, int] = {}
+            for pk in every_shard(board_id, window, period):
+                members = await redis.zrange(pk.runs, 0, -1, withscores=True)
+                runs.update({m.decode(): int(s) for m, s in members})
+            state[(window, period)] = runs
     return state
 
 
@@ -186,10 +199,10 @@ async def delete_board_keys(
     for window in windows:
         index = keys.periods_index(board_id, window)
         for raw in await redis.zrange(index, 0, -1):
-            pk = keys.period_keys(board_id, window, raw.decode())
-            doomed.append(pk.public)
-            if runs:
-                doomed.append(pk.runs)
+            for pk in every_shard(board_id, window, raw.decode()):
+                doomed.append(pk.public)
+                if runs:
+                    doomed.append(pk.runs)
         doomed.append(index)
     return int(await redis.delete(*doomed)) if doomed else 0
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
@@ -26,6 +27,20 @@ from tests.durable_helpers import wait_consumer_idle, wait_until
 from tests.wire import assert_error, iso
 
 DAY = timedelta(days=1)
+
+
+@pytest.fixture(params=[1, 4], ids=lambda n: f"shards{n}")
+async def make_board(client: httpx.AsyncClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """The boards here are unsharded, then split over 4 shards: the answers must not differ."""
+
+    async def make(**config: object) -> str:
+        board_id = new_board_id()
+        body = {"shards": request.param, **config}
+        response = await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
+        assert response.status_code == 201, response.text
+        return board_id
+
+    return make
 
 
 async def submit(
@@ -179,8 +194,13 @@ async def test_segments_list_the_values_with_public_entries_most_first(
 # --- deleting a board ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("shards", [1, 4], ids=lambda n: f"shards{n}")
 async def test_a_deleted_board_is_gone_everywhere_and_its_id_starts_afresh(
-    client: httpx.AsyncClient, redis: Redis, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    runtime: Runtime,
+    shards: int,
 ) -> None:
     board = new_board_id("del")
     path = f"/v1/boards/{board}"
@@ -188,6 +208,7 @@ async def test_a_deleted_board_is_gone_everywhere_and_its_id_starts_afresh(
         "windows": ["all-time", "daily"],
         "segments": ["country"],
         "grace_seconds": 5 * 86_400,
+        "shards": shards,
     }
     assert (await client.put(path, json=config, headers=ADMIN_H)).status_code == 201
     two_days_ago = iso(datetime.now(UTC) - DAY * 2)
@@ -293,8 +314,13 @@ async def log_runs_of(rt: Runtime, player: str) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.parametrize("shards", [1, 4], ids=lambda n: f"shards{n}")
 async def test_an_erased_player_is_gone_from_every_store_and_the_log(
-    client: httpx.AsyncClient, redis: Redis, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    runtime: Runtime,
+    shards: int,
 ) -> None:
     board = new_board_id("erase")
     path = f"/v1/boards/{board}"
@@ -302,6 +328,7 @@ async def test_an_erased_player_is_gone_from_every_store_and_the_log(
         "windows": ["all-time", "daily"],
         "segments": ["country"],
         "grace_seconds": 5 * 86_400,
+        "shards": shards,
     }
     assert (await client.put(path, json=config, headers=ADMIN_H)).status_code == 201
     gone = new_board_id("gone")

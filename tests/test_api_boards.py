@@ -392,20 +392,23 @@ async def test_rejected_invalid_put_changes_nothing(client: httpx.AsyncClient, m
     assert await get_board(client, board_id) == before
 
 
-@pytest.mark.parametrize(
-    ("change", "field"),
-    [({"shards": 2}, "shards"), ({"shards": 1024}, "shards")],
-)
-async def test_features_not_built_yet_are_refused_not_ignored(
-    client: httpx.AsyncClient, make_board, change: dict[str, Any], field: str
+@pytest.mark.parametrize("shards", [2, 16, 1024])
+async def test_shards_can_be_set_before_any_run_and_not_changed_after(
+    client: httpx.AsyncClient, make_board, shards: int
 ) -> None:
     board_id = await make_board(windows=["daily"])
+    response = await put_board(client, board_id, {"shards": shards})
+    assert response.status_code == 200, response.text
+    assert (await get_board(client, board_id))["shards"] == shards
+    assert (await submit(client, board_id)).status_code == 200
     before = await get_board(client, board_id)
-    error = assert_error(await put_board(client, board_id, change), 400, "invalid_request")
-    assert field in error["message"] and "not available yet" in error["message"]
+    for other in (1, shards // 2 or 3):
+        response = await put_board(client, board_id, {"shards": other})
+        error = assert_error(response, 409, "board_immutable_field")
+        assert "shards" in error["message"]
     assert await get_board(client, board_id) == before
-    error = assert_error(await put_board(client, new_board_id(), change), 400, "invalid_request")
-    assert "not available yet" in error["message"]
+    response = await put_board(client, board_id, {"shards": shards})  # restated: fine
+    assert response.status_code == 200, response.text
 
 
 async def test_hold_top_is_for_best_boards(client: httpx.AsyncClient, make_board) -> None:

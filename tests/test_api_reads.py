@@ -611,14 +611,17 @@ async def test_an_unhidden_viewers_own_view_is_the_public_view(
         assert own.json() == public.json()
 
 
-async def test_approximate_rank_is_refused_until_sharding_exists(
+async def test_approximate_rank_on_an_unsharded_board_is_the_exact_one(
     client: httpx.AsyncClient, five: str
 ) -> None:
     response = await client.get(f"/v1/boards/{five}/players/p3", params={"accuracy": "approx"})
-    error = assert_error(response, 400, "invalid_request")
-    assert "accuracy" in error["message"]
+    assert response.status_code == 200, response.text
     exact = await client.get(f"/v1/boards/{five}/players/p3", params={"accuracy": "exact"})
     assert exact.status_code == 200, exact.text
+    assert response.json() == {**exact.json(), "approximate": False, "error_bound": 0}
+    response = await client.get(f"/v1/boards/{five}/players/p3", params={"accuracy": "some"})
+    error = assert_error(response, 400, "invalid_request")
+    assert "accuracy" in error["message"]
 
 
 async def test_viewer_bad_id_is_400(client: httpx.AsyncClient, five: str) -> None:

@@ -83,10 +83,11 @@ def players(event_data: dict[str, Any]) -> list[tuple[str, int]]:
     return [(e["player_id"], e["score"]) for e in event_data["entries"]]
 
 
+@pytest.mark.parametrize("shards", [1, 3], ids=lambda n: f"shards{n}")
 async def test_a_stream_starts_with_the_top_list_and_follows_submits(
-    http: httpx.AsyncClient,
+    http: httpx.AsyncClient, shards: int
 ) -> None:
-    board_id = await board(http, windows=["all-time", "daily"])
+    board_id = await board(http, windows=["all-time", "daily"], shards=shards)
     await submit(http, board_id, "ana", 50)
     async with open_stream(http, f"/v1/boards/{board_id}/events?window=daily&n=3") as stream:
         first = await stream.next()
@@ -134,8 +135,9 @@ async def test_at_most_ten_a_second_and_the_latest_state_last(http: httpx.AsyncC
         assert all(gap > 0.08 for gap in gaps), gaps
 
 
-async def test_a_segment_stream_sees_its_segment_only(http: httpx.AsyncClient) -> None:
-    board_id = await board(http, segments=["country"])
+@pytest.mark.parametrize("shards", [1, 3], ids=lambda n: f"shards{n}")
+async def test_a_segment_stream_sees_its_segment_only(http: httpx.AsyncClient, shards: int) -> None:
+    board_id = await board(http, segments=["country"], shards=shards)
     path = f"/v1/boards/{board_id}/events?segment=country:FR"
     async with open_stream(http, path) as stream:
         assert (await stream.next()).data["entries"] == []

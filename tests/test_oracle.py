@@ -561,9 +561,15 @@ def _show_the_seed(clock: int) -> None:
     print(f"oracle seed {SEED} (RANKD_ORACLE_SEED), clock {clock} ms")
 
 
+@pytest.fixture(scope="module", params=[1, 3, 16], ids=lambda n: f"shards{n}")
+def shards(request: pytest.FixtureRequest) -> int:
+    """Every board of the run is split over this many shards: the answers must not differ."""
+    return int(request.param)
+
+
 @pytest.fixture(scope="module")
-def clock() -> int:
-    """The "now" the data sets are generated around."""
+def clock(shards: int) -> int:
+    """The "now" the data sets are generated around (one for each shards' data sets)."""
     return int(time.time() * 1000)
 
 
@@ -581,12 +587,17 @@ async def make(
 
 
 @pytest.fixture(scope="module")
-async def plain_boards(client: httpx.AsyncClient, clock: int) -> dict[str, Board]:
+async def plain_boards(client: httpx.AsyncClient, clock: int, shards: int) -> dict[str, Board]:
     rng = random.Random(SEED)
     runs, sends, ids = generate(rng, clock)
     made: dict[str, Board] = {}
     for policy in ("best", "sum"):
-        config = {"windows": WINDOWS, "policy": policy, "grace_seconds": 31_536_000}
+        config = {
+            "windows": WINDOWS,
+            "policy": policy,
+            "grace_seconds": 31_536_000,
+            "shards": shards,
+        }
         made[policy] = await make(client, policy, config, clock)
         made[policy].players = ids
     for board in made.values():  # one board at a time: at most 50 submits in flight
@@ -609,7 +620,7 @@ SEGMENTED = {
 
 
 @pytest.fixture(scope="module")
-async def segmented_boards(client: httpx.AsyncClient, clock: int) -> dict[str, Board]:
+async def segmented_boards(client: httpx.AsyncClient, clock: int, shards: int) -> dict[str, Board]:
     data = generate_segmented(random.Random(SEED + 10), clock)
     for player, segments in data.profiles.items():
         body: dict[str, Any] = {"segments": segments}
@@ -631,6 +642,7 @@ async def segmented_boards(client: httpx.AsyncClient, clock: int) -> dict[str, B
             "order": order,
             "max_score": max_score,
             "segments": list(DIMENSIONS),
+            "shards": shards,
         }
         if grace_s != DEFAULT_GRACE_S:
             config["grace_seconds"] = grace_s

@@ -16,7 +16,7 @@ PAIRS = [
     (results.Entry, schemas.Entry),
     (results.FriendEntry, schemas.FriendEntry),
     (results.Top, schemas.TopOut),
-    (results.PlayerStanding, schemas.PlayerOut),
+    (results.ApproxStanding, schemas.PlayerOut),
     (results.Around, schemas.AroundOut),
     (results.Friends, schemas.FriendsOut),
     (results.RankOf, schemas.RankOfOut),

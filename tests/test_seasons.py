@@ -35,7 +35,7 @@ from rankd.services.seasons import SEASON_LOCK, SeasonJob
 from rankd.stores import redis_keys as keys
 from rankd.stores.archive import ArchiveStore, FrozenEntry
 from tests.conftest import ADMIN_H, SERVER_H, Urls, make_settings, new_board_id
-from tests.durable_helpers import wait_consumer_idle, wait_until
+from tests.durable_helpers import every_shard, wait_consumer_idle, wait_until
 from tests.wire import iso
 
 WINDOWS = ["daily", "weekly", "monthly"]
@@ -90,7 +90,11 @@ async def submit_batch(
 
 
 async def random_board(
-    client: httpx.AsyncClient, rng: random.Random, *, windows: list[str] | None = None
+    client: httpx.AsyncClient,
+    rng: random.Random,
+    *,
+    windows: list[str] | None = None,
+    shards: int = 1,
 ) -> tuple[str, dict[str, Any], list[str]]:
     """A board of random order and policy with a few dozen players, many of them tied, its
     runs spread over periods that close when grace drops to 0 (done here)."""
@@ -102,6 +106,7 @@ async def random_board(
         "max_score": rng.choice([1000, 1_000_000]),
         "grace_seconds": LONG_GRACE_S,
         "retention_days": dict.fromkeys(WINDOWS, 100),  # nothing leaves Redis unasked
+        "shards": shards,
     }
     await put_board(client, board_id, config)
     now = datetime.now(UTC).replace(microsecond=0)
@@ -214,19 +219,31 @@ async def archive_rows(pg: AsyncConnection[Any], board_id: str) -> dict[tuple[st
 
 
 async def in_redis(redis: Redis, board_id: str, window: str, period: str) -> int:
-    pk = keys.period_keys(board_id, window, period)
-    return int(await redis.exists(pk.public, pk.runs))
+    found = 0
+    for pk in every_shard(board_id, window, period):
+        found += int(await redis.exists(pk.public, pk.runs))
+    return found
+
+
+async def zcard(redis: Redis, board_id: str, window: str, period: str) -> int:
+    return sum([await redis.zcard(pk.public) for pk in every_shard(board_id, window, period)])
 
 
 # --- a period reads the same live, closed and archived ------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("seed", "shards"), [(0, 1), (1, 1), (2, 1), (3, 1), (0, 4), (1, 7)])
 async def test_a_period_reads_the_same_live_frozen_and_archived(
-    client: httpx.AsyncClient, redis: Redis, pg: AsyncConnection[Any], seed: int, runtime: Runtime
+    client: httpx.AsyncClient,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    seed: int,
+    shards: int,
+    runtime: Runtime,
 ) -> None:
+    """On a sharded board too: the freeze merges its shards into one archived ranking."""
     rng = random.Random(seed)
-    board_id, config, players = await random_board(client, rng)
+    board_id, config, players = await random_board(client, rng, shards=shards)
     rt = runtime
     closed = await closed_periods(client, board_id, config)
     assert closed and {s for _, _, s in closed} == {"closed"}
@@ -237,9 +254,8 @@ async def test_a_period_reads_the_same_live_frozen_and_archived(
     rows = await archive_rows(pg, board_id)
     assert set(rows) == {(w, p) for w, p, _ in closed}
     for (window, period), (entries, source, archived, copied) in rows.items():
-        pk = keys.period_keys(board_id, window, period)
         assert (source, archived) == ("redis", False)
-        assert entries == copied == await redis.zcard(pk.public)
+        assert entries == copied == await zcard(redis, board_id, window, period)
     assert report.entries == sum(r[0] for r in rows.values())
     assert await closed_periods(client, board_id, config) == closed
     assert await every_read(client, board_id, config, players) == live  # frozen, from Redis

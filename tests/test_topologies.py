@@ -41,10 +41,20 @@ pytestmark = [
 
 @pytest.mark.parametrize("topology", ["cluster", "sentinel"])
 def test_the_store_suites_pass_on(topology: str) -> None:
+    run_on(topology, SELECTION)
+
+
+def test_the_sharded_oracle_passes_on_a_cluster() -> None:
+    # a sharded board's shards live in different slots, so on different primaries: the
+    # merged reads, the fan-out of exact ranks and the per-node bulk loads of a rebuild
+    run_on("cluster", ["tests/test_oracle.py", "-k", "shards3"])
+
+
+def run_on(topology: str, selection: list[str]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RANKD_TEST_")}
     env["RANKD_TEST_TOPOLOGY"] = topology
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *SELECTION],
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *selection],
         cwd=ROOT,
         env=env,
         capture_output=True,

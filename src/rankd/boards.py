@@ -146,11 +146,6 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         parsed = _int_field(body, name, low, high)
         if parsed is not None:
             values[name] = parsed
-    # Accepted by the contract, not built yet: refuse rather than store and ignore.
-    if values["shards"] != 1 and values["shards"] != base.shards:
-        raise InvalidRequest(
-            "shards other than 1 is not available yet (sharded boards are not built); leave it at 1"
-        )
     if values["hold_top"] > 0 and values["policy"] == "sum":
         # a sum's top is reached by many runs, none of which alone is the one to review
         raise InvalidRequest("hold_top applies to best boards only; leave it at 0 on a sum board")

@@ -50,6 +50,15 @@ class PlayerStanding(Entry, Head):
     percentile: float
 
 
+class ApproxStanding(PlayerStanding):
+    """A player read's answer (api/schemas.py PlayerOut); with accuracy=approx it says
+    whether rank (and total) are estimates, and by how many ranks at most the exact rank
+    differs (0 when exact)."""
+
+    approximate: NotRequired[bool]
+    error_bound: NotRequired[int]
+
+
 class Around(Head):
     total: int
     entries: list[Entry]

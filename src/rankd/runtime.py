@@ -15,6 +15,7 @@ from rankd.aio import stop_tasks, wait_or_stop
 from rankd.api.auth import Authenticator
 from rankd.embedded.supervisor import describe, read_status
 from rankd.services.applier import Applier
+from rankd.services.approx import Histograms
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.deletion import Deletions
 from rankd.services.group_commit import GroupCommitter
@@ -168,6 +169,7 @@ class Runtime:
                 archive_state_s=s.archive_state_cache_s,
                 archive_state_bytes=s.archive_state_cache_bytes,
                 restoring=rebuilder.is_restoring,
+                histograms=Histograms(store),
             ),
             auth=Authenticator(s.admin_keys, s.server_keys),
             applier=applier,
@@ -224,6 +226,9 @@ class Runtime:
         self._tasks.append(asyncio.create_task(self._watch_health(), name="health-watch"))
         bans = self.moderation.bans.run_forever(self.settings.ban_refresh_s, self._stopping)
         self._tasks.append(asyncio.create_task(bans, name="ban-refresh"))
+        if self.reader.histograms is not None:  # one refresher per instance (approx ranks)
+            refresh = self.reader.histograms.run(self._stopping)
+            self._tasks.append(asyncio.create_task(refresh, name="histogram-refresh"))
         scrubber = self.deletions.run_scrubber(self._stopping)
         self._tasks.append(asyncio.create_task(scrubber, name="log-scrubber"))
         if self.settings.season_job_interval_s > 0:

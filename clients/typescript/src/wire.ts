@@ -172,6 +172,8 @@ export interface PlayerOut {
   period: string;
   total: number;
   percentile: number;
+  approximate?: boolean | null;
+  error_bound?: number | null;
 }
 
 export interface ProfileIn {

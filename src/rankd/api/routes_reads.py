@@ -105,10 +105,9 @@ async def player(
     accuracy: Literal["exact", "approx"] = "exact",
 ) -> Response:
     rt, scope = await open_read(request, board_id, where, player_id)
-    if accuracy == "approx":
-        # Approximate ranks come with sharded boards, which are not built yet.
-        raise InvalidRequest("accuracy=approx is not available yet (boards are not sharded)")
-    return reply(await rt.reader.player(scope, player_id, where.viewer))
+    # approx: estimated on a sharded board (approximate, error_bound); exact elsewhere
+    approx = accuracy == "approx"
+    return reply(await rt.reader.player(scope, player_id, where.viewer, approx=approx))
 
 
 @router.get(

@@ -94,7 +94,12 @@ class BoardIn(BaseModel):
     policy: Literal["best", "sum"] | None = None
     max_score: int | None = Field(None, ge=1, le=2**53 - 1)
     max_run_score: int | None = Field(None, ge=1, le=2**53 - 1)
-    shards: int | None = Field(None, ge=1, le=1024, description="only 1 until sharding is built")
+    shards: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="sorted sets each period is split over (1: unsharded); fixed once it has runs",
+    )
     hold_top: int | None = Field(
         None,
         ge=0,
@@ -234,6 +239,12 @@ class PlayerOut(Entry):
     period: str
     total: int
     percentile: float
+    approximate: bool | None = Field(
+        None, description="with accuracy=approx: whether rank and total are estimates"
+    )
+    error_bound: int | None = Field(
+        None, description="with accuracy=approx: the exact rank is within rank ± this"
+    )
 
 
 class AroundOut(BaseModel):

@@ -26,14 +26,19 @@ Typical use::
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from rankd.embedded.nats_server import NatsServer, find_nats_server
 from rankd.embedded.postgres_server import PostgresServer, find_postgres_bin_dir
-from rankd.embedded.process import EmbeddedServerError, ServerProcess, free_port
+from rankd.embedded.process import (
+    EmbeddedServerError,
+    ServerProcess,
+    free_port,
+    start_all,
+    stop_all,
+)
 from rankd.embedded.redis_server import RedisServer, find_redis_server
 
 __all__ = [
@@ -82,19 +87,8 @@ class EmbeddedServers:
         return [s for s in (self.redis, self.postgres, self.nats) if s is not None]
 
     def stop(self) -> None:
-        """Stop every server. Idempotent, tolerant of already-dead processes.
-
-        Sequential on purpose (each takes ~0.1 s): no thread pool, so it also works from an
-        atexit handler, where concurrent.futures refuses new work.
-        """
-        errors: list[Exception] = []
-        for server in self.servers:
-            try:
-                server.stop()
-            except Exception as exc:  # keep stopping the others
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        """Stop every server. Idempotent, tolerant of already-dead processes."""
+        stop_all(self.servers)
 
     def __enter__(self) -> EmbeddedServers:
         return self
@@ -130,18 +124,8 @@ def start_embedded(
         postgres=PostgresServer(data_dir, postgres_port) if postgres else None,
         nats=NatsServer(data_dir, nats_port) if nats else None,
     )
-    todo = servers.servers
-    if not todo:
-        return servers
     try:
-        with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="embedded") as pool:
-            futures = [pool.submit(s.start) for s in todo]
-            errors = [e for e in (f.exception() for f in futures) if e is not None]
-        if errors:
-            first = errors[0]
-            for other in errors[1:]:
-                first.add_note(f"also failed: {other!r}")
-            raise first
+        start_all(servers.servers)
     except BaseException:
         with contextlib.suppress(Exception):
             servers.stop()

@@ -31,6 +31,8 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ClassVar
 
@@ -569,3 +571,34 @@ class ServerProcess:
             proc.wait(10)
         # leftovers of a leader that died on its own (e.g. killed from outside)
         _kill_tree(proc.pid, descendants=False)
+
+
+def start_all(servers: Sequence[ServerProcess]) -> None:
+    """Start ``servers`` in parallel and wait for every one; raise the first failure (with
+    the others as notes). The caller stops what did start."""
+    if not servers:
+        return
+    with ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="embedded") as pool:
+        futures = [pool.submit(s.start) for s in servers]
+        errors = [e for e in (f.exception() for f in futures) if e is not None]
+    if errors:
+        first = errors[0]
+        for other in errors[1:]:
+            first.add_note(f"also failed: {other!r}")
+        raise first
+
+
+def stop_all(servers: Iterable[ServerProcess]) -> None:
+    """Stop every server, tolerant of dead ones; raise the first failure after trying all.
+
+    Sequential on purpose (each takes ~0.1 s): no thread pool, so it also works from an
+    atexit handler, where concurrent.futures refuses new work.
+    """
+    errors: list[Exception] = []
+    for server in servers:
+        try:
+            server.stop()
+        except Exception as exc:  # keep stopping the others
+            errors.append(exc)
+    if errors:
+        raise errors[0]

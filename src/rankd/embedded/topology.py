@@ -21,14 +21,13 @@ import contextlib
 import json
 import socket
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from rankd.embedded.nats_server import NatsServer
 from rankd.embedded.postgres_server import PostgresServer
-from rankd.embedded.process import HOST, EmbeddedServerError, ServerProcess
+from rankd.embedded.process import HOST, EmbeddedServerError, ServerProcess, start_all, stop_all
 from rankd.embedded.redis_server import RedisServer
 
 Topology = Literal["single", "cluster", "sentinel"]
@@ -248,14 +247,7 @@ class TopologyServers:
         return out
 
     def stop(self) -> None:
-        errors: list[Exception] = []
-        for server in self.servers:
-            try:
-                server.stop()
-            except Exception as exc:  # keep stopping the others
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        stop_all(self.servers)
 
     def __enter__(self) -> TopologyServers:
         return self
@@ -396,11 +388,7 @@ def start_topology(data_dir: Path, topology: Topology) -> TopologyServers:
     tree = TopologyServers(topology, redis_nodes, sentinels, nats, PostgresServer(data_dir))
     try:
         todo = [*redis_nodes, *nats, *([tree.postgres] if tree.postgres else [])]
-        with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="embedded") as pool:
-            futures = [pool.submit(s.start) for s in todo]
-            errors = [e for e in (f.exception() for f in futures) if e is not None]
-        if errors:
-            raise errors[0]
+        start_all(todo)
         if topology == "cluster":
             form_cluster([n.port for n in redis_nodes])
         else:

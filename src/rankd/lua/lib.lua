@@ -50,9 +50,46 @@
 -- Written in the script that applies the run, so a mark never exists without its write
 -- (services/applier.py trusts them). forget(key, member, before): drop marks older than
 -- ``before`` (ms), when this call marked something.
+-- hist_key(key): the score histogram beside ``key`` if it is a sharded board's public
+-- key (a tag ending in #<k>), else nil: only sharded boards keep one (see histogram.py).
+-- hist_bucket(c): the histogram bucket of composite ``c`` (histogram.py bucket computes the
+-- same): c itself below 256, else 256 buckets per power of two, each 1/256 of its value.
+-- hist_move(key, old, new): an entry of ``key`` went from composite ``old`` to ``new`` (nil:
+-- none); counts the change in the histogram's '#' field too.
+-- hist_expire(public, at_s): EXPIREAT the public key's histogram, if it has one.
 local STAMP_EPOCH_MS = 1577836800000
 local STAMP_WIDTH = 7
 local STAMP_MAX = 4398046511103  -- 2^42 - 1
+
+local function hist_key(key)
+  if string.find(key, '#%d+}$') then return key .. ':hist' end
+  return nil
+end
+
+local function hist_bucket(c)
+  if c < 256 then return c end
+  local e, v = 0, c
+  -- halving a double is exact, and so is its floor: the same integers as Python's shifts
+  while v >= 512 do
+    v = math.floor(v / 2)
+    e = e + 1
+  end
+  return e * 256 + v
+end
+
+local function hist_move(key, old, new)
+  local h = hist_key(key)
+  if not h then return end
+  if old then redis.call('HINCRBY', h, string.format('%d', hist_bucket(old)), -1) end
+  if new then redis.call('HINCRBY', h, string.format('%d', hist_bucket(new)), 1) end
+  redis.call('HINCRBY', h, '#', 1)
+end
+
+-- the histogram expires with the board it counts
+local function hist_expire(public, at_s)
+  local h = hist_key(public)
+  if h then redis.call('EXPIREAT', h, at_s) end
+end
 
 local function mark(key, member, now)
   if member ~= '' then redis.call('ZADD', key, now, member) end
@@ -137,6 +174,7 @@ local function put(key, public, player, composite, ms)
   -- %.0f keeps every digit; Lua's default number formatting would round past 14 digits
   redis.call('ZADD', key, string.format('%.0f', composite), member)
   redis.call('HSET', at, field, ms)
+  hist_move(key, held, composite)
   return member
 end
 
@@ -145,6 +183,7 @@ local function drop(key, public, player)
   redis.call('HDEL', at, field)
   if not held then return 0 end
   redis.call('ZREM', key, member)
+  hist_move(key, held, nil)
   return 1
 end
 
@@ -183,6 +222,7 @@ local function absorb(dst, src, public, player, sum)
     put(dst, public, player, key * mult + math.min(ta, tb), math.max(moved_at, held_at))
   end
   redis.call('ZREM', src, moved_member)
+  hist_move(src, moved, nil)
   redis.call('HDEL', at_key(public, player), side_field(src, public, player))
   return 1
 end

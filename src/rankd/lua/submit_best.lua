@@ -39,6 +39,7 @@ end
 if ARGV[3] ~= '0' then
   redis.call('EXPIREAT', KEYS[1], ARGV[3])
   redis.call('EXPIREAT', at, ARGV[3])
+  hist_expire(KEYS[2], ARGV[3])
 end
 mark(KEYS[4], ARGV[5], ARGV[6])
 forget(KEYS[4], ARGV[5], ARGV[7])

@@ -40,6 +40,7 @@ for i = 4, #ARGV, 4 do
 end
 if ARGV[1] ~= '0' then
   redis.call('EXPIREAT', KEYS[1], ARGV[1])
+  hist_expire(KEYS[2], ARGV[1])
 end
 forget(KEYS[4], marked, ARGV[3])
 return out

@@ -82,6 +82,7 @@ end
 if ARGV[10] ~= '0' then
   redis.call('EXPIREAT', KEYS[4], ARGV[10])
   redis.call('EXPIREAT', at, ARGV[10])
+  hist_expire(KEYS[2], ARGV[10])
   if redis.call('EXISTS', KEYS[1]) == 1 then
     redis.call('EXPIREAT', KEYS[1], ARGV[10])
   end

@@ -59,7 +59,7 @@ async def settle(
             target.counted_ms = counted_ms or now_ms
             send.append(target)
     if send:
-        sent = await store.apply(board, [[t] for t in send])
+        sent = await store.apply(board, [[t] for t in send], ranked=True)
         for target, [reply] in zip(send, sent, strict=True):
             if reply is not None:
                 improved, rank, stored, counted, achieved = reply

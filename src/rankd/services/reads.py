@@ -24,6 +24,7 @@ from rankd.errors import InvalidRequest, PlayerNotRanked, ScoreOutOfRange, Unava
 from rankd.formats import SEGMENT_VALUE_PATTERN, format_time, is_segment_value
 from rankd.periods import ALL_TIME, Period, PeriodError, PeriodRef, parse_period, period_at
 from rankd.results import (
+    ApproxStanding,
     Around,
     Entry,
     FriendEntry,
@@ -37,6 +38,7 @@ from rankd.results import (
     SegmentValue,
     Top,
 )
+from rankd.services.approx import Histograms
 from rankd.services.names import NameCache
 from rankd.services.own_view import NOWHERE, OwnView
 from rankd.stores import standings
@@ -138,7 +140,10 @@ class Reader:
         archive_state_bytes: int = 1 << 20,
         clock: Callable[[], int] = _wall_clock_ms,
         restoring: Callable[[PeriodRef], bool] | None = None,
+        histograms: Histograms | None = None,
     ) -> None:
+        # sharded boards' score histograms, for accuracy=approx (services/approx.py)
+        self.histograms = histograms
         # whether a period is still being restored by a rebuild in this process (its reads
         # answer 503 until it is in place; the periods already restored are served)
         self.restoring = restoring
@@ -324,6 +329,46 @@ class Reader:
         return body
 
     async def player(
+        self, scope: Scope, player_id: str, viewer: str | None = None, *, approx: bool = False
+    ) -> PlayerStanding:
+        """A player's standing. ``approx`` (accuracy=approx): on a sharded board's live
+        period, estimated from the player's shard and the others' histograms (see
+        services/approx.py); anywhere else exact, said so with error_bound 0."""
+        if not approx:
+            return await self._player(scope, player_id, viewer)
+        if self.histograms is not None and scope.board.shards > 1 and viewer is None:
+            self._restored(scope)
+            if not await self.from_archive(scope):
+                found = await self._approx_player(scope, player_id)
+                if found is not None:
+                    return found
+        exact = await self._player(scope, player_id, viewer)
+        said: ApproxStanding = {**exact, "approximate": False, "error_bound": 0}
+        return said
+
+    async def _approx_player(self, scope: Scope, player_id: str) -> ApproxStanding | None:
+        assert self.histograms is not None
+        shard, held, shard_total = await self.store.shard_entry(scope.ref, player_id)
+        if held is None:
+            return None  # the exact read says not ranked (or finds the archive)
+        composite, rank0, achieved_ms = held
+        ahead, bound, others = await self.histograms.estimate(
+            scope.ref, scope.board.shards, shard, composite
+        )
+        total = max(shard_total + others, rank0 + ahead + 1)
+        rank = rank0 + ahead + 1
+        names = await self.names.lookup([player_id])
+        [entry] = self._entries(scope, [(player_id, composite, achieved_ms, rank)], names)
+        return {
+            **scope.head,
+            **entry,
+            "total": total,
+            "percentile": _percentile(rank, total),
+            "approximate": True,
+            "error_bound": bound,
+        }
+
+    async def _player(
         self, scope: Scope, player_id: str, viewer: str | None = None
     ) -> PlayerStanding:
         self._restored(scope)

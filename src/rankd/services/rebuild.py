@@ -33,6 +33,7 @@ from rankd.services.registry import BoardRegistry
 from rankd.stores import archive, standings
 from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import Conn, PostgresStore
+from rankd.stores.redis_keys import shard_of
 from rankd.stores.redis_loader import SmallPeriod
 from rankd.stores.redis_store import RedisStore
 
@@ -127,19 +128,39 @@ class Rebuilder:
                 since = None
                 if config.policy == "sum":
                     since = counted_ids_kept_since(config, now_ms) if ref[1] == ALL_TIME else 0
-                report.members += await self.store.load_period(
-                    ref,
-                    _entry_pages(conn, ref),
-                    None
-                    if since is None
-                    else _counted_run_pages(conn, ref, since, sum_horizon_ms(config)),
-                    _time_groups(conn, ref),
-                    None,  # no TTL: the season job removes the keys (services/seasons.py)
-                    start_ms,
-                    progress,
-                    shadowed=banned.get(ref, ()),
-                    held=held.get(ref, ()),
-                )
+                n = config.shards if config.shards > 1 else 0
+                staged: list[int | None] = [None]
+                if n:  # a sharded period: every shard's entries in one pass, then each shard
+                    staged = list(
+                        await self.store.stage_shards(
+                            ref,
+                            n,
+                            standings.sharded_pages(conn, ref, n),
+                            standings.sharded_time_groups(conn, ref, n),
+                            progress,
+                        )
+                    )
+                for k in range(max(n, 1)):
+                    shard = (k, n)
+
+                    def mine(player: str, shard: tuple[int, int] = shard) -> bool:
+                        return shard_of(player, shard[1]) == (shard[0] if shard[1] else -1)
+
+                    report.members += await self.store.load_period(
+                        ref,
+                        _entry_pages(conn, ref, shard),
+                        None
+                        if since is None
+                        else _counted_run_pages(conn, ref, since, sum_horizon_ms(config), shard),
+                        _time_groups(conn, ref, shard),
+                        None,  # no TTL: the season job removes the keys (services/seasons.py)
+                        start_ms,
+                        progress,
+                        shadowed=[p for p in banned.get(ref, ()) if mine(p)],
+                        held=[h for h in held.get(ref, ()) if mine(h[0])],
+                        shard=k if n else -1,
+                        staged=staged[k],
+                    )
                 self.restoring.discard(ref)
                 metrics.REBUILDS.inc()
             await flush()
@@ -255,24 +276,32 @@ def _small(
     return (
         sizes.get(ref, 0) <= SMALL_PERIOD
         and config.policy != "sum"
+        and config.shards == 1
         and not banned.get(ref)
         and not held.get(ref)
     )
 
 
-def _entry_pages(conn: Conn, ref: PeriodRef) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
-    return lambda: standings.pages(conn, standings.ENTRY_PAGE_SQL, ref, (-1, ""))
+def _entry_pages(
+    conn: Conn, ref: PeriodRef, shard: tuple[int, int]
+) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
+    return lambda: standings.pages(conn, standings.ENTRY_PAGE_SQL, ref, (-1, ""), shard=shard)
 
 
 def _counted_run_pages(
-    conn: Conn, ref: PeriodRef, since: int, horizon: int
+    conn: Conn, ref: PeriodRef, since: int, horizon: int, shard: tuple[int, int]
 ) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
     return lambda: standings.pages(
-        conn, standings.SUM_RUN_PAGE_SQL, ref, ("", ""), {"since": since, "horizon": horizon}
+        conn,
+        standings.SUM_RUN_PAGE_SQL,
+        ref,
+        ("", ""),
+        {"since": since, "horizon": horizon},
+        shard=shard,
     )
 
 
 def _time_groups(
-    conn: Conn, ref: PeriodRef
+    conn: Conn, ref: PeriodRef, shard: tuple[int, int]
 ) -> Callable[[int], AsyncIterator[tuple[int, int, bytes]]]:
-    return lambda members: standings.time_groups(conn, ref, members)
+    return lambda members: standings.time_groups(conn, ref, members, shard=shard)

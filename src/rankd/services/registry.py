@@ -71,7 +71,7 @@ class BoardRegistry:
         if config is None:
             self._unknown.put(board_id, True)
             raise self._not_found(board_id)
-        self._cache.put(board_id, config)
+        self._keep(config)
         return config
 
     @staticmethod
@@ -90,7 +90,12 @@ class BoardRegistry:
         if config is None:
             self._cache.pop(board_id)
         else:
-            self._cache.put(board_id, config)
+            self._keep(config)
+
+    def _keep(self, config: BoardConfig) -> None:
+        self._cache.put(config.board_id, config)
+        # the Redis store reads a sharded board's keys by its shards
+        self.store.note_shards(config.board_id, config.shards)
 
     async def reload(self, board_id: str) -> BoardConfig:
         """The board's config from PostgreSQL now (not the cache); BoardNotFound if none."""
@@ -107,7 +112,10 @@ class BoardRegistry:
         self._unknown.put(board_id, True)
 
     async def list(self) -> list[BoardConfig]:
-        return await self.pg.list_boards()
+        configs = await self.pg.list_boards()
+        for config in configs:
+            self.store.note_shards(config.board_id, config.shards)
+        return configs
 
     async def has_runs(self, config: BoardConfig) -> bool:
         """Whether any window, current or dropped from the config, ever took a run."""
@@ -136,6 +144,6 @@ class BoardRegistry:
                     "create a new board instead"
                 )
         stored, created = await self.pg.put_board(new)
-        self._cache.put(board_id, stored)
+        self._keep(stored)
         self._unknown.pop(board_id)
         return stored, created

@@ -5,6 +5,9 @@ standings in it, ``lb:{<board>/<dimension>=<value>:<window>:<period>}``. Its sid
 (``:runs``, a ``sum`` board's counted run ids; ``:shadow``, banned players' entries;
 ``:pending``, runs held for review; ``:applied``, marks of runs the submit path applied)
 share the hash tag, so a script touching them stays on one node, also on Redis Cluster.
+A sharded board (``shards`` > 1) splits each period's standings over ``shards`` key sets,
+``lb:{<board>:<window>:<period>#<k>}`` (segments likewise), each with its own side keys
+and hash tag, so Redis Cluster spreads them over its nodes; ``shard_of`` picks a player's.
 Every other key also carries a hash tag, and whatever one script or one MULTI touches shares
 it. Only the Redis store (stores/redis_store.py) uses these names.
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from hashlib import md5
 
 
 @dataclass(frozen=True)
@@ -25,13 +29,15 @@ class PeriodKeys:
     window: str
     period: str
     segment: str = ""  # "" or "<dimension>:<value>"
+    shard: int = -1  # -1: an unsharded board; else 0..shards-1, its own hash tag
 
     @cached_property
     def tag(self) -> str:
+        suffix = "" if self.shard < 0 else f"#{self.shard}"
         if not self.segment:
-            return f"{self.board}:{self.window}:{self.period}"
+            return f"{self.board}:{self.window}:{self.period}{suffix}"
         dimension, _, value = self.segment.partition(":")
-        return f"{self.board}/{dimension}={value}:{self.window}:{self.period}"
+        return f"{self.board}/{dimension}={value}:{self.window}:{self.period}{suffix}"
 
     @cached_property
     def public(self) -> str:
@@ -54,15 +60,41 @@ class PeriodKeys:
         """Marks of the runs the submit path applied here: "<player>|<run_id>" -> ms."""
         return f"lb:{{{self.tag}}}:applied"
 
+    @cached_property
+    def hist(self) -> str:
+        """A sharded board's score histogram of this shard (see histogram.py)."""
+        return f"lb:{{{self.tag}}}:hist"
+
     def side(self, side: str) -> str:
         """The key of one side: ``public``, ``shadow`` or ``pending``."""
         return self.public if side == "public" else f"lb:{{{self.tag}}}:{side}"
 
 
 @lru_cache(maxsize=16_384)
-def period_keys(board: str, window: str, period: str, segment: str = "") -> PeriodKeys:
+def period_keys(
+    board: str, window: str, period: str, segment: str = "", shard: int = -1
+) -> PeriodKeys:
     # every submit asks for the same few periods' keys; build each name once
-    return PeriodKeys(board, window, period, segment)
+    return PeriodKeys(board, window, period, segment, shard)
+
+
+def shard_of(player_id: str, shards: int) -> int:
+    """Which shard of a sharded board holds a player: the first 4 bytes of the MD5 of the
+    id's UTF-8 bytes, big-endian, modulo ``shards``. Stable across processes and versions
+    (not Python's salted hash), and PostgreSQL computes the same for a rebuild
+    (stores/standings.py SHARD_SQL): ``('x' || left(md5(player_id), 8))::bit(32)::bigint``."""
+    if shards <= 1:
+        return -1
+    return (
+        int.from_bytes(md5(player_id.encode(), usedforsecurity=False).digest()[:4], "big") % shards
+    )
+
+
+def shard_keys(board: str, window: str, period: str, segment: str, shards: int) -> list[PeriodKeys]:
+    """Every shard's keys of one period's standings (one unsharded key set for shards 1)."""
+    if shards <= 1:
+        return [period_keys(board, window, period, segment)]
+    return [period_keys(board, window, period, segment, k) for k in range(shards)]
 
 
 def periods_index(board: str, window: str) -> str:

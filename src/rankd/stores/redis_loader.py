@@ -9,6 +9,7 @@ PostgreSQL while Redis takes this one, so both work in parallel.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ FLUSH_EVERY = 1  # ZADDs (one per page of 20,000 members) per pipeline round tri
 PAGES_AHEAD = 4  # pages fetched from PostgreSQL ahead of Redis (about 1 MB each)
 
 Progress = Callable[[int], None]
+NodeFor = Callable[[str], Redis]  # the client of the node that owns a key
 
 
 @dataclass
@@ -75,14 +77,18 @@ class Loader:
     @classmethod
     async def hashes(
         cls,
-        redis: Redis,
+        redis: Redis | NodeFor,
         groups: AsyncIterator[tuple[str, int, bytes]],
         expires_ms: int | None,
     ) -> int:
         """HSET each (key, fields, arguments) group into its hash (kept, not emptied: the
-        fields are the entries' exact times, and a newer one may land meanwhile)."""
-        async with cls(redis, "", None) as loader:
+        fields are the entries' exact times, and a newer one may land meanwhile).
+        ``redis`` is one node's client, or a key's node lookup when the hashes lie on
+        several nodes (a sharded period on Redis Cluster)."""
+        fields_loaded = 0
+        async with _Routed(cls, redis, None) as routed:
             async for key, fields, arguments in groups:
+                loader = await routed.loader(key)
                 head = _bulk(b"HSET") + _bulk(key.encode())
                 body = arguments.replace(b"\x01", b"\r\n")
                 loader.outgoing.append(b"*%d\r\n%b%b" % (2 + 2 * fields, head, body))
@@ -91,10 +97,36 @@ class Loader:
                         b"*3\r\n%b%b%b"
                         % (_bulk(b"PEXPIREAT"), _bulk(key.encode()), _bulk(b"%d" % expires_ms))
                     )
-                loader.loaded += fields
+                fields_loaded += fields
                 if len(loader.outgoing) >= 256:
                     await loader._send()
-        return loader.loaded
+        return fields_loaded
+
+    @classmethod
+    async def sharded(
+        cls,
+        redis: Redis | NodeFor,
+        stagings: list[str],
+        pages: AsyncIterator[list[tuple[int, int, bytes]]],
+        progress: Progress | None,
+    ) -> list[int]:
+        """Load a sharded period's pages, each a list of (shard, members, arguments), into
+        the shards' staging keys (emptied first) in one pass over the period; returns the
+        members loaded per shard. On Redis Cluster (``redis`` a key's node lookup) each
+        shard's writes go on a connection to its own node."""
+        loaded = [0] * len(stagings)
+        heads = [_bulk(b"ZADD") + _bulk(key.encode()) for key in stagings]
+        async with _Routed(cls, redis, progress) as routed:
+            loaders = [await routed.loader(key) for key in stagings]
+            for loader, key in zip(loaders, stagings, strict=True):
+                loader.outgoing.append(command(b"DEL", key.encode()))
+            async for page in read_ahead(pages, PAGES_AHEAD):
+                for shard, members, arguments in page:
+                    loader = loaders[shard]
+                    loader.head = heads[shard]
+                    await loader.add_page(members, arguments)
+                    loaded[shard] += members
+        return loaded
 
     async def __aenter__(self) -> Loader:
         self.conn = await self.redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
@@ -159,3 +191,35 @@ async def run_commands(redis: Redis, commands: list[bytes]) -> list[Any]:
         if not done:
             await conn.disconnect()
         await redis.connection_pool.release(conn)
+
+
+class _Routed:
+    """Loaders by node, opened as keys need them: each key's writes go on a connection to
+    the node that owns it (one loader on a standalone or Sentinel Redis). At most one
+    connection per cluster node."""
+
+    def __init__(self, cls: type[Loader], redis: Redis | NodeFor, progress: Progress | None):
+        self.cls = cls
+        if isinstance(redis, Redis):
+            node = redis
+            self.node_for: NodeFor = lambda _key: node
+        else:
+            self.node_for = redis
+        self.progress = progress
+        self.by_node: dict[int, Loader] = {}
+        self.stack = contextlib.AsyncExitStack()
+
+    async def __aenter__(self) -> _Routed:
+        await self.stack.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stack.__aexit__(*exc)
+
+    async def loader(self, key: str) -> Loader:
+        node = self.node_for(key)
+        found = self.by_node.get(id(node))
+        if found is None:
+            found = await self.stack.enter_async_context(self.cls(node, "", self.progress))
+            self.by_node[id(node)] = found
+        return found

@@ -54,6 +54,8 @@ RATE_LIMIT = Script.load("rate_limit")
 SET_ENTRY = Script.load("set_entry")
 LOAD_PERIOD = Script.load("load_period")
 LOG_POSITION = Script.load("log_position")
+AHEAD = Script.load("ahead")
+HIST_REBUILD = Script.load("hist_rebuild")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -70,6 +72,8 @@ ALL_SCRIPTS = (
     SET_ENTRY,
     LOAD_PERIOD,
     LOG_POSITION,
+    AHEAD,
+    HIST_REBUILD,
 )
 
 

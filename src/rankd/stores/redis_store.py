@@ -42,9 +42,11 @@ from rankd.stores.redis_loader import (
     run_commands,
 )
 from rankd.stores.redis_scripts import (
+    AHEAD,
     AROUND,
     ENTRY,
     FRIENDS,
+    HIST_REBUILD,
     LOAD_PERIOD,
     LOG_POSITION,
     MOVE_ENTRIES,
@@ -62,6 +64,7 @@ from rankd.stores.redis_scripts import (
     load_all,
     run_pipeline,
 )
+from rankd.stores.sharded import ShardedReads
 from rankd.ttlcache import TTLCache
 
 Command = tuple[str, tuple[Any, ...]]
@@ -130,8 +133,9 @@ def script_call(board: BoardConfig, target: Target, now_ms: int = 0, keep_ms: in
     """The script call that applies one planned target; a ``mark``ed target also notes in
     the period's :applied key that the submit path applied it (at ``now_ms``, forgetting
     marks older than ``keep_ms``)."""
-    pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment)
     run = target.run
+    shard = keys.shard_of(run.player_id, board.shards)
+    pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment, shard)
     marked = mark_of(run.run_id, run.player_id) if target.mark else ""
     if target.operation == "best":
         assert target.composite is not None
@@ -262,11 +266,30 @@ class RedisStore:
         self.marks_keep_ms = int(marks_keep_s * 1000)
         # the request paths' calls share pipelines (redis_batch.py); 0: each its own
         self.batch = Batcher(self.redis, max_in_flight=batch_in_flight) if batch_in_flight else None
+        # Each board's shards (1: unsharded), noted by the board registry whenever it loads
+        # a config; one small entry per board this process has seen.
+        self.shards: dict[str, int] = {}
+        self.sharded = ShardedReads(self.redis, self._pipeline)
         # Which periods this process has already put in the periods index (an entry: a
         # tuple of three short strings, about 250 bytes).
         self._indexed: TTLCache[tuple[str, str, str], bool] = TTLCache(
             index_memo_s, index_memo_bytes, lambda key, _: 250
         )
+
+    def note_shards(self, board_id: str, shards: int) -> None:
+        """Remember a board's shards (the board registry calls this for every config)."""
+        self.shards[board_id] = shards
+
+    def shards_of(self, board_id: str) -> int:
+        return self.shards.get(board_id, 1)
+
+    def _own(self, ref: PeriodRef, player_id: str) -> keys.PeriodKeys:
+        """A player's keys of a period: their shard's on a sharded board."""
+        return keys.period_keys(*ref, keys.shard_of(player_id, self.shards_of(ref.board)))
+
+    def _every(self, ref: PeriodRef) -> list[keys.PeriodKeys]:
+        """Every shard's keys of a period (one set on an unsharded board)."""
+        return keys.shard_keys(*ref, self.shards_of(ref.board))
 
     async def open(self) -> None:
         with _reachable():
@@ -295,11 +318,18 @@ class RedisStore:
     # the write path
 
     async def apply(
-        self, board: BoardConfig, plans: Sequence[Sequence[Target]], *, announce: bool = False
+        self,
+        board: BoardConfig,
+        plans: Sequence[Sequence[Target]],
+        *,
+        announce: bool = False,
+        ranked: bool | None = None,
     ) -> list[list[Reply | None]]:
         """Run every sendable target of ``plans`` in one pipeline, with the periods-index
         updates they need; replies shaped like ``plans`` (None where nothing was sent).
-        With ``announce``, the pipeline ends with one change notice (see change_notice)."""
+        With ``announce``, the pipeline ends with one change notice (see change_notice).
+        ``ranked`` (default: as ``announce``, the submit path) asks for the ranks in the
+        replies on the whole board; else a sharded board's replies rank on the shard."""
         now_ms = int(time.time() * 1000)
         keep_ms = self.marks_keep_ms
         calls = [script_call(board, t, now_ms, keep_ms) for p in plans for t in p if t.sendable]
@@ -312,14 +342,48 @@ class RedisStore:
         for memo in memos:
             self._indexed.put(memo, True)
         replies = iter(spread(results[: len(sent)]))
-        return [[next(replies) if t.sendable else None for t in p] for p in plans]  # type: ignore[misc]
+        out = [[next(replies) if t.sendable else None for t in p] for p in plans]
+        if (announce if ranked is None else ranked) and board.shards > 1:
+            await self._board_ranks(board, plans, out)
+        return out  # type: ignore[return-value]
+
+    async def _board_ranks(
+        self,
+        board: BoardConfig,
+        plans: Sequence[Sequence[Target]],
+        replies: list[list[Sequence[int] | None]],
+    ) -> None:
+        """A sharded board's submit replies rank on the entry's own shard; add the entries
+        ahead of it on every other shard (one more pipeline, every shard's ahead.lua)."""
+        calls: list[Call] = []
+        slots: list[tuple[int, int]] = []
+        for i, (targets, answered) in enumerate(zip(plans, replies, strict=True)):
+            for j, (t, reply) in enumerate(zip(targets, answered, strict=True)):
+                if reply is None or not int(reply[1]):
+                    continue
+                own = keys.shard_of(t.run.player_id, board.shards)
+                member = codec.member(t.run.player_id, int(reply[4]))
+                for k in range(board.shards):
+                    if k != own:
+                        pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment, k)
+                        calls.append((AHEAD, (pk.public,), (0, 0, int(reply[2]), member)))
+                        slots.append((i, j))
+        if not calls:
+            return
+        with _reachable():
+            counted = await self._pipeline(calls)
+        for (i, j), reply in zip(slots, counted, strict=True):
+            held = replies[i][j]
+            assert held is not None
+            replies[i][j] = (held[0], int(held[1]) + int(reply[1][0]), *held[2:])
 
     async def find_marks(self, board: BoardConfig, targets: Sequence[Target]) -> list[bool]:
         """Whether the submit path marked each target as applied (one ZMSCORE per period
         key, one round trip)."""
         by_key: dict[str, list[int]] = {}
         for i, t in enumerate(targets):
-            pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment)
+            shard = keys.shard_of(t.run.player_id, board.shards)
+            pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment, shard)
             by_key.setdefault(pk.applied, []).append(i)
         found = [False] * len(targets)
         if not by_key:
@@ -472,6 +536,9 @@ class RedisStore:
 
     async def top(self, ref: PeriodRef, offset: int, count: int) -> tuple[Rows, int]:
         """``count`` entries from rank ``offset + 1``, and the period's total."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.top(ref, shards, offset, count)
         call = (TOP, (keys.period_keys(*ref).public,), (offset, offset + count - 1))
         with _reachable():
             total, flat = await self._call(call)
@@ -481,6 +548,9 @@ class RedisStore:
         self, ref: PeriodRef, player_id: str
     ) -> tuple[tuple[int, int, int] | None, int]:
         """((composite, 0-based rank, exact ms or 0) or None: no entry, total)."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.entry(ref, shards, player_id)
         call = (ENTRY, (keys.period_keys(*ref).public,), (player_id,))
         with _reachable():
             reply = await self._call(call)
@@ -489,10 +559,27 @@ class RedisStore:
         total, composite, rank0, achieved = reply
         return (_number(composite), int(rank0), int(achieved)), int(total)
 
+    async def shard_entry(
+        self, ref: PeriodRef, player_id: str
+    ) -> tuple[int, tuple[int, int, int] | None, int]:
+        """On a sharded board, the player's own shard alone: (the shard, (composite, 0-based
+        rank on the shard, exact ms) or None, the shard's total). One script call."""
+        shard = keys.shard_of(player_id, self.shards_of(ref.board))
+        call = (ENTRY, (keys.period_keys(*ref, shard).public,), (player_id,))
+        with _reachable():
+            reply = await self._call(call)
+        if len(reply) == 1:
+            return shard, None, int(reply[0])
+        total, composite, rank0, achieved = reply
+        return shard, (_number(composite), int(rank0), int(achieved)), int(total)
+
     async def around(
         self, ref: PeriodRef, player_id: str, span: int
     ) -> tuple[int, int, Rows] | None:
         """(0-based rank of the first row, total, rows) around a player; None: no entry."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.around(ref, shards, player_id, span)
         call = (AROUND, (keys.period_keys(*ref).public,), (player_id, span))
         with _reachable():
             reply = await self._call(call)
@@ -504,6 +591,9 @@ class RedisStore:
         self, ref: PeriodRef, player_ids: Sequence[str]
     ) -> tuple[list[tuple[int, int, int] | None], list[str | None]]:
         """Each player's (composite, 0-based rank, exact ms or 0) or None, and their names."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.group(ref, shards, player_ids)
         call = (FRIENDS, (keys.period_keys(*ref).public,), tuple(player_ids))
         with _reachable():
             [flat, names] = await run_pipeline(
@@ -524,16 +614,18 @@ class RedisStore:
         composite, and the player's public composite (None: no entry). One round trip."""
         calls: list[Call] = []
         counts: list[Command] = []
+        spans: list[int] = []
         for ref, player_id, composite in checks:
-            key = keys.period_keys(*ref).public
-            calls.append((ENTRY, (key,), (player_id,)))
-            counts.append(("ZCOUNT", (key, f"({composite}", "+inf")))
+            calls.append((ENTRY, (self._own(ref, player_id).public,), (player_id,)))
+            every = self._every(ref)
+            spans.append(len(every))
+            counts += [("ZCOUNT", (pk.public, f"({composite}", "+inf")) for pk in every]
         with _reachable():
             raw = await run_pipeline(self.redis, calls, counts)
-        entries, above = raw[: len(checks)], raw[len(checks) :]
+        entries, counted = raw[: len(checks)], iter(raw[len(checks) :])
+        above = [sum(int(next(counted)) for _ in range(n)) for n in spans]
         return [
-            (int(n), None if len(e) == 1 else _number(e[1]))
-            for n, e in zip(above, entries, strict=True)
+            (n, None if len(e) == 1 else _number(e[1])) for n, e in zip(above, entries, strict=True)
         ]
 
     async def settle_holds(
@@ -547,8 +639,8 @@ class RedisStore:
         best of the holds still waiting, or goes."""
         calls: list[Call] = []
         for ref, hold, approved, side, waiting in decided:
-            pk = keys.period_keys(*ref)
             player = hold.player_id
+            pk = self._own(ref, player)
             if approved:
                 calls.append(
                     (
@@ -572,6 +664,9 @@ class RedisStore:
 
     async def own(self, ref: PeriodRef, player_id: str) -> tuple[Own, int]:
         """A player's own view of a period (see ``Own``) and the public total."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.own(ref, shards, player_id)
         pk = keys.period_keys(*ref)
         call = (OWN_ENTRY, (pk.public, pk.shadow, pk.pending), (player_id,))
         with _reachable():
@@ -595,19 +690,23 @@ class RedisStore:
         for ref, source, dest, players in moves:
             if not players:
                 continue
-            pk = keys.period_keys(*ref)
             mode, extra = "best", ("", "", "")  # type: tuple[str, tuple[int | str, ...]]
             if replace:
                 mode = "replace"
             elif board.policy == "sum":
                 mode, extra = "sum", sum_args(board, ref.window)
-            calls.append(
-                (
-                    MOVE_ENTRIES,
-                    (pk.side(dest), pk.side(source), pk.public),
-                    (mode, *extra, *players),
+            by_shard: dict[int, list[str]] = {}
+            for player in players:  # each player's entries are on their own shard
+                by_shard.setdefault(keys.shard_of(player, board.shards), []).append(player)
+            for shard, on_shard in by_shard.items():
+                pk = keys.period_keys(*ref, shard)
+                calls.append(
+                    (
+                        MOVE_ENTRIES,
+                        (pk.side(dest), pk.side(source), pk.public),
+                        (mode, *extra, *on_shard),
+                    )
                 )
-            )
         if not calls:
             return 0
         with _reachable():
@@ -616,6 +715,9 @@ class RedisStore:
 
     async def count_from(self, ref: PeriodRef, floor: int) -> tuple[int, int]:
         """(entries with a composite of at least ``floor``, total)."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.count_from(ref, shards, floor)
         key = keys.period_keys(*ref).public
         with _reachable():
             pipe = self.redis.pipeline(transaction=False)
@@ -625,14 +727,18 @@ class RedisStore:
         return int(above), int(total)
 
     async def public_totals(self, refs: Sequence[PeriodRef]) -> list[int]:
-        """How many public entries each period holds (one ZCARD each, one round trip)."""
+        """How many public entries each period holds (one ZCARD each, a sharded period's
+        summed over its shards; one round trip)."""
         if not refs:
             return []
+        spans = [self._every(ref) for ref in refs]
         with _reachable():
             pipe = self.redis.pipeline(transaction=False)
-            for ref in refs:
-                pipe.zcard(keys.period_keys(*ref).public)
-            return [int(n) for n in await pipe.execute()]
+            for every in spans:
+                for pk in every:
+                    pipe.zcard(pk.public)
+            counts = iter(await pipe.execute())
+        return [sum(int(next(counts)) for _ in every) for every in spans]
 
     async def period_ids(self, board_id: str, window: str) -> list[str]:
         """Ids of the window's periods that ever took a run (the periods index)."""
@@ -647,12 +753,15 @@ class RedisStore:
         ids = await self.period_ids(board_id, window)
         if not ids:
             return []
+        shards = self.shards_of(board_id)
         with _reachable():
             pipe = self.redis.pipeline(transaction=False)
-            for pid in ids:
-                pipe.zcard(keys.period_keys(board_id, window, pid).public)
-            counts = await pipe.execute()
-        return [pid for pid, n in zip(ids, counts, strict=True) if int(n) > 0]
+            for pid in ids:  # every shard's (a sharded period is listed if any holds one)
+                for pk in keys.shard_keys(board_id, window, pid, "", shards):
+                    pipe.zcard(pk.public)
+            counts = iter(await pipe.execute())
+        width = max(shards, 1)
+        return [pid for pid in ids if sum(int(next(counts)) for _ in range(width)) > 0]
 
     async def has_periods(self, board_id: str, windows: Sequence[str]) -> bool:
         with _reachable():
@@ -660,6 +769,9 @@ class RedisStore:
         return bool(found)
 
     async def period_exists(self, ref: PeriodRef) -> bool:
+        if (shards := self.shards_of(ref.board)) > 1:
+            with _reachable():
+                return await self.sharded.exists(ref, shards)
         with _reachable():
             return bool(await self.redis.exists(keys.period_keys(*ref).public))
 
@@ -670,7 +782,14 @@ class RedisStore:
     ) -> AsyncIterator[tuple[list[str], list[int], list[str | None], list[int]]]:
         """A period's whole standings, best first, ``size`` entries at a time, as columns:
         player ids, composites, names and exact achieved times (0: not recorded). Bounded
-        replies however large the period, never one huge ZRANGE."""
+        replies however large the period, never one huge ZRANGE. A sharded period's shards
+        are merged into the one ranking an unsharded key would hold."""
+        if (shards := self.shards_of(ref.board)) > 1:
+            async for players, composites, achieved in self.sharded.pages(ref, shards, size):
+                with _reachable():
+                    names = await self.redis.hmget(keys.NAMES, players)
+                yield players, composites, [_name(n) for n in names], achieved
+            return
         key = keys.period_keys(*ref).public
         first = 0
         while True:
@@ -705,19 +824,20 @@ class RedisStore:
     async def unlink_period(self, ref: PeriodRef) -> int:
         """Remove a period's keys; UNLINK frees their memory off Redis's main thread, so a
         large board leaving never blocks other commands."""
-        pk = keys.period_keys(*ref)
-        # the exact-times hashes too: every bucket, in a few commands (absent ones cost
-        # Redis a lookup each), as the members are not known here
-        buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
-        with _reachable():
-            # every key shares the period's tag: one node's plain pipeline (a cluster client
-            # would split a many-key UNLINK by slot, to no use here)
-            pipe = self.nodes.for_key(pk.public).pipeline(transaction=False)
-            pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied)
-            for i in range(0, len(buckets), 8192):
-                pipe.unlink(*buckets[i : i + 8192])
-            removed = await pipe.execute()
-        return int(removed[0])
+        removed = 0
+        for pk in self._every(ref):  # every shard's keys, a shard at a time
+            # the exact-times hashes too: every bucket, in a few commands (absent ones cost
+            # Redis a lookup each), as the members are not known here
+            buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
+            with _reachable():
+                # every key of a shard shares its tag: one node's plain pipeline (a cluster
+                # client would split a many-key UNLINK by slot, to no use here)
+                pipe = self.nodes.for_key(pk.public).pipeline(transaction=False)
+                pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied, pk.hist)
+                for i in range(0, len(buckets), 8192):
+                    pipe.unlink(*buckets[i : i + 8192])
+                removed += int((await pipe.execute())[0])
+        return removed
 
     # deleting a board, erasing a player
 
@@ -757,21 +877,25 @@ class RedisStore:
         if not refs or not player_ids:
             return 0
         calls: list[Call] = []
+        # each player's keys of each period: their shard's on a sharded board
+        targets: list[tuple[keys.PeriodKeys, list[str]]] = []
         for ref in refs:
-            pk = keys.period_keys(*ref)
+            by_shard: dict[int, list[str]] = {}
+            for player in player_ids:
+                shard = keys.shard_of(player, self.shards_of(ref.board))
+                by_shard.setdefault(shard, []).append(player)
+            targets += [(keys.period_keys(*ref, k), mine) for k, mine in by_shard.items()]
+        for pk, mine in targets:
             for side in ("public", "shadow", "pending"):
                 key = pk.side(side)
-                calls.append(
-                    (MOVE_ENTRIES, (key, key, pk.public), ("drop", "", "", "", *player_ids))
-                )
+                calls.append((MOVE_ENTRIES, (key, key, pk.public), ("drop", "", "", "", *mine)))
         with _reachable():
             counts = [int(n) for n in await run_pipeline(self.redis, calls)]
             # marks are written with an entry, so only periods that held one can hold them
-            for i, ref in enumerate(refs):
+            for i, (pk, mine) in enumerate(targets):
                 if sum(counts[3 * i : 3 * i + 3]):
-                    pk = keys.period_keys(*ref)
                     for key in (pk.runs, pk.applied):
-                        await self._drop_marks(key, player_ids)
+                        await self._drop_marks(key, mine)
         return sum(counts)
 
     async def _drop_marks(self, key: str, player_ids: Sequence[str]) -> None:
@@ -965,6 +1089,8 @@ class RedisStore:
         *,
         shadowed: Sequence[str] = (),
         held: Sequence[tuple[str, int, int]] = (),
+        shard: int = -1,
+        staged: int | None = None,
     ) -> int:
         """Load a period's entries (and a sum board's counted runs) beside the live keys,
         then swap them in at once; returns the entries loaded. The entries' exact times go
@@ -976,8 +1102,11 @@ class RedisStore:
         ``shadowed``: banned players, whose entries go to the :shadow key instead (moved out
         of the staged board before the swap, so no reader sees them); ``held``: the
         :pending key's entries, (player, composite, exact ms) of runs held for review.
+        ``shard``: which shard of a sharded period this loads (its entries alone);
+        ``staged``: its entries and times are in place already (stage_shards loaded them,
+        this many), so only the rest and the swap are left.
         """
-        pk = keys.period_keys(*ref)
+        pk = keys.period_keys(*ref, shard)
 
         async def time_groups(members: int) -> AsyncIterator[tuple[str, int, bytes]]:
             async for bucket, fields, arguments in times(members):
@@ -985,29 +1114,63 @@ class RedisStore:
 
         with _reachable():
             staging = keys.staging(pk.public)
-            node = self.nodes.for_key(pk.public)  # every key here shares the period's tag
-            staged = {pk.public: await Loader.run(node, staging, entries(), progress)}
-            await Loader.hashes(node, time_groups(staged[pk.public]), expires_ms)
+            node = self.nodes.for_key(pk.public)  # every key here shares the shard's tag
+            if staged is None:
+                loaded = {pk.public: await Loader.run(node, staging, entries(), progress)}
+                await Loader.hashes(node, time_groups(loaded[pk.public]), expires_ms)
+            else:
+                loaded = {pk.public: staged}
             for i in range(0, len(shadowed), 1000):
                 chunk = shadowed[i : i + 1000]
                 call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
                 [moved] = await run_pipeline(self.redis, [(call[0], call[1], (*call[2], *chunk))])
-                staged[pk.public] -= int(moved)
+                loaded[pk.public] -= int(moved)
             if counted_runs is not None:
-                staged[pk.runs] = await Loader.run(
+                loaded[pk.runs] = await Loader.run(
                     node, keys.staging(pk.runs), counted_runs(), None
                 )
             # the marks go with the board they were made on: runs applied to the replaced key
             # are applied again by the log consumer
             pending: list[Command] = [("DEL", (pk.pending, pk.applied))]
+            if shard >= 0:  # a shard's histogram, counted from the key swapped in
+                # EVAL, not EVALSHA: a Redis that lost its scripts would fail it inside
+                # the MULTI, after the rename; a rebuild sends it once a shard
+                source = HIST_REBUILD.source
+                pending.append(("EVAL", (source, 2, pk.public, pk.hist)))
             for player, composite, achieved_ms in held:
                 pending.append(("ZADD", (pk.pending, composite, codec.member(player, achieved_ms))))
                 pending.append(
                     ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
                 )
-            await self._swap(pk.public, staged, expires_ms, pending)
+            await self._swap(pk.public, loaded, expires_ms, pending)
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
-        return staged[pk.public] + len(held)
+        return loaded[pk.public] + len(held)
+
+    async def stage_shards(
+        self,
+        ref: PeriodRef,
+        shards: int,
+        pages: AsyncIterator[list[tuple[int, int, bytes]]],
+        times: AsyncIterator[tuple[int, int, int, bytes]],
+        progress: Progress | None = None,
+    ) -> list[int]:
+        """A sharded period's entries into every shard's staging key and their exact times
+        into the shards' hashes, in one pass over the period (see standings.sharded_pages);
+        load_period(..., shard=k, staged=n) then finishes each shard. Returns the members
+        staged per shard."""
+        every = keys.shard_keys(*ref, shards)
+
+        async def groups() -> AsyncIterator[tuple[str, int, bytes]]:
+            async for shard, bucket, fields, arguments in times:
+                yield f"{every[shard].public}:at:{bucket}", fields, arguments
+
+        stagings = [keys.staging(pk.public) for pk in every]
+        with _reachable():
+            # on Redis Cluster the shards live on different nodes: each key's writes go on
+            # a connection to the node that owns it
+            loaded = await Loader.sharded(self.nodes.for_key, stagings, pages, progress)
+            await Loader.hashes(self.nodes.for_key, groups(), None)
+        return loaded
 
     async def load_small_periods(self, periods: Sequence[SmallPeriod]) -> int:
         """Load many small periods (no bans, no held runs, not a sum board: see
@@ -1052,17 +1215,21 @@ class RedisStore:
         return sum(small.members for small in periods)
 
     async def missing_periods(self, refs: Sequence[PeriodRef]) -> set[PeriodRef]:
-        """Which of ``refs`` have no board key, asked in pipelined chunks (one round trip
-        per 1,000 periods, not one each)."""
+        """Which of ``refs`` have no board key (on no shard), asked in pipelined chunks (one
+        round trip per 1,000 periods, not one each)."""
         missing: set[PeriodRef] = set()
         for i in range(0, len(refs), 1000):
             chunk = refs[i : i + 1000]
+            spans = [self._every(ref) for ref in chunk]
             with _reachable():
                 async with self.redis.pipeline(transaction=False) as pipe:
-                    for ref in chunk:
-                        pipe.exists(keys.period_keys(*ref).public)
-                    found = await pipe.execute()
-            missing.update(ref for ref, exists in zip(chunk, found, strict=True) if not exists)
+                    for every in spans:
+                        for pk in every:
+                            pipe.exists(pk.public)
+                    found = iter(await pipe.execute())
+            for ref, every in zip(chunk, spans, strict=True):
+                if not any([next(found) for _ in every]):
+                    missing.add(ref)
         return missing
 
     async def _swap(

@@ -343,6 +343,16 @@ async def periods(
     return [(PeriodRef(r[0], r[1], r[2], r[3]), r[4]) for r in await cur.fetchall()]
 
 
+def shard_sql(player: str) -> str:
+    """SQL for a player's shard on a board of ``%(n)s`` shards, as redis_keys.shard_of
+    computes it (the first 4 bytes of the id's MD5, big-endian, modulo the shards)."""
+    return f"(('x' || left(md5({player}), 8))::bit(32)::bigint %% %(n)s)"
+
+
+# Narrows a period's rows to one shard's: ``%(n)s`` = 0 for every row.
+SHARD_FILTER = f" AND (%(n)s = 0 OR {shard_sql('player_id')} = %(k)s)"
+
+
 def _resp_fragment(score: str, member: str) -> str:
     """SQL for one member's ZADD arguments in RESP, with chr(1) standing in for CR LF
     (the loader swaps them back for a whole page at once; see rebuild.py)."""
@@ -367,7 +377,7 @@ def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where
         f" max({first}), max({second}) FILTER (WHERE rn = %(size)s)"
         f" FROM (SELECT *, row_number() OVER (ORDER BY {first}, {second}) AS rn"
         f"  FROM {table} WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
-        f"  AND segment = %(s)s"
+        f"  AND segment = %(s)s{SHARD_FILTER}"
         f"  AND ({first}, {second}) > (%(c1)s, %(c2)s) {where}"
         f"  ORDER BY {first}, {second} LIMIT %(size)s) page"
     )
@@ -424,17 +434,22 @@ TIME_GROUPS_SQL = (
     f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
     " FROM player_best"
     " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
+    f"{SHARD_FILTER}"
     " GROUP BY time_bucket"
 )
 
 
 async def time_groups(
-    conn: AsyncConnection[Any], key: PeriodKey, members: int, size: int = 2_000
+    conn: AsyncConnection[Any],
+    key: PeriodKey,
+    members: int,
+    size: int = 2_000,
+    shard: tuple[int, int] = (0, 0),
 ) -> AsyncIterator[tuple[int, int, bytes]]:
     """(bucket, members, arguments) of every exact-times hash of a period of ``members``
-    entries. A large period streams through a server-side cursor (needs a transaction); a
-    small one, most of them, costs one query."""
-    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3]}
+    entries (of one shard's: ``shard`` = (k, shards); (0, 0): all). A large period streams
+    through a server-side cursor (needs a transaction); a small one costs one query."""
+    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "k": shard[0], "n": shard[1]}
     if members <= 20_000:
         cur = await conn.execute(TIME_GROUPS_SQL, params)
         for bucket, count, arguments in await cur.fetchall():
@@ -445,6 +460,62 @@ async def time_groups(
         while rows := await named.fetchmany(size):
             for bucket, count, arguments in rows:
                 yield int(bucket), int(count), arguments.encode()
+
+
+# One page of a sharded period, in composite order as ENTRY_PAGE_SQL reads it, its ZADD
+# arguments grouped per shard: (shard, members, arguments, cursor of the page's last row
+# on the group that holds it). One pass over the period feeds every shard.
+SHARDED_ENTRY_PAGE_SQL = (
+    f"SELECT k, count(*), string_agg({_resp_fragment('composite::text', entry_member_sql())},"
+    " ''), max(composite) FILTER (WHERE rn = %(size)s),"
+    " max(player_id) FILTER (WHERE rn = %(size)s)"
+    " FROM (SELECT *, row_number() OVER (ORDER BY composite, player_id) AS rn,"
+    f"  {shard_sql('player_id')} AS k"
+    "  FROM player_best WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
+    "  AND segment = %(s)s AND (composite, player_id) > (%(c1)s, %(c2)s)"
+    "  ORDER BY composite, player_id LIMIT %(size)s) page GROUP BY k"
+)
+# A sharded period's exact times per shard and hash bucket.
+SHARDED_TIME_GROUPS_SQL = (
+    f"SELECT {shard_sql('player_id')} AS k, time_bucket, count(*),"
+    f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
+    " FROM player_best"
+    " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
+    " GROUP BY 1, 2"
+)
+
+
+async def sharded_pages(
+    conn: AsyncConnection[Any], key: PeriodKey, shards: int, size: int = 20_000
+) -> AsyncIterator[list[tuple[int, int, bytes]]]:
+    """A sharded period's pages: [(shard, members, RESP arguments with chr(1) for CR LF)]."""
+    cursor: tuple[Any, Any] = (-1, "")
+    while True:
+        params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "n": shards}
+        cur = await conn.execute(
+            SHARDED_ENTRY_PAGE_SQL, {**params, "c1": cursor[0], "c2": cursor[1], "size": size}
+        )
+        rows = await cur.fetchall()
+        members = sum(int(r[1]) for r in rows)
+        if not members:
+            return
+        yield [(int(r[0]), int(r[1]), r[2].encode()) for r in rows]
+        if members < size:
+            return
+        cursor = next((r[3], r[4]) for r in rows if r[3] is not None)
+
+
+async def sharded_time_groups(
+    conn: AsyncConnection[Any], key: PeriodKey, shards: int, size: int = 2_000
+) -> AsyncIterator[tuple[int, int, int, bytes]]:
+    """(shard, bucket, members, arguments) of every exact-times hash of a sharded period,
+    through a server-side cursor (needs a transaction)."""
+    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "n": shards}
+    async with conn.cursor(name="rankd_sharded_time_groups") as named:
+        await named.execute(SHARDED_TIME_GROUPS_SQL, params)
+        while rows := await named.fetchmany(size):
+            for shard, bucket, count, arguments in rows:
+                yield int(shard), int(bucket), int(count), arguments.encode()
 
 
 async def period_sizes(
@@ -514,8 +585,10 @@ async def pages(
     start: tuple[Any, Any],
     extra: dict[str, Any] | None = None,
     size: int = 20_000,
+    shard: tuple[int, int] = (0, 0),
 ) -> AsyncIterator[tuple[int, bytes]]:
-    """(members, RESP arguments with chr(1) for CR LF) pages of a keyset-paged query."""
+    """(members, RESP arguments with chr(1) for CR LF) pages of a keyset-paged query, of
+    one shard's rows (``shard`` = (k, shards); (0, 0): all)."""
     cursor = start
     while True:
         params = {
@@ -525,6 +598,8 @@ async def pages(
             "s": key[3],
             "c1": cursor[0],
             "c2": cursor[1],
+            "k": shard[0],
+            "n": shard[1],
         }
         cur = await conn.execute(sql, {**params, **(extra or {}), "size": size})
         row = await cur.fetchone()

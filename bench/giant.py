@@ -1,0 +1,263 @@
+"""Giant boards: one all-time period of N players, unsharded and sharded, in the same run.
+
+For each ``--shards`` value a board holds the same N members (random scores and times,
+valid composites, generated inside PostgreSQL once and copied per board). Then, one board
+at a time on an emptied Redis (single topology):
+
+* the rebuild from PostgreSQL (``rankd rebuild``'s code path; a sharded board a shard at
+  a time), members/s, and Redis bytes per member (used_memory before and after, so the
+  exact-times hashes and, sharded, the histograms are counted);
+* reads through the store, as the service calls it (in process, no HTTP): exact rank
+  (the player's entry and its rank: on a sharded board one more pipeline over the
+  shards), approximate rank (the player's shard plus the histograms held in memory),
+  top-100 and around (range 5), p50 and p99 over ``--reads`` random players each;
+* submit throughput: the submit path's store call (one run per call, its script call and,
+  sharded, the rank over every shard), ``--submits`` of them from 32 concurrent writers.
+
+Prints a line per board and writes bench/results/giant.json.
+
+    python -m bench.giant --members 5000000 --shards 1 4 16      # in `make bench`
+    python -m bench.giant --members 50000000 --shards 1 16       # `make bench-giant`
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bench.common import machine_line, write_result
+from rankd.embedded import start_embedded
+from rankd.periods import ALL_TIME, PeriodRef
+from rankd.plan import plan
+from rankd.runs import Run
+from rankd.runtime import Runtime
+from rankd.services.approx import Histograms
+from rankd.settings import Settings
+
+COLUMNS = "board_id, win, period, segment, player_id, composite, score, achieved_ms, run_id,"
+COLUMNS += " time_bucket"
+TARGET_BYTES_PER_MEMBER = 150
+TARGET_MEMBERS_PER_S = 500_000
+
+
+def board_of(shards: int) -> str:
+    return f"bench-giant-{shards}"
+
+
+def fill(pg_url: str, n: int, shards: list[int]) -> None:
+    """N members of one all-time period for every board (the default codec: 23 time bits)."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM player_best WHERE board_id LIKE 'bench-giant-%%'")
+        conn.execute(
+            "CREATE UNLOGGED TABLE IF NOT EXISTS giant_src AS SELECT * FROM player_best LIMIT 0"
+        )
+        conn.execute("TRUNCATE giant_src")
+        conn.execute(
+            f"INSERT INTO giant_src ({COLUMNS})"
+            " SELECT '', 'all-time', 'all-time', '', 'p' || i, (s::bigint << 23) | t, s,"
+            "  1793730127123 + i, 'r' || i, rankd_time_bucket('p' || i)"
+            " FROM (SELECT i, (random() * 1e9)::bigint AS s, (random() * 8388607)::bigint AS t"
+            "       FROM generate_series(1, %s) AS i) g",
+            (n,),
+        )
+        for k in shards:
+            board = board_of(k)
+            conn.execute(
+                f"INSERT INTO player_best ({COLUMNS}) SELECT %s,"
+                f" {COLUMNS.split(', ', 1)[1]} FROM giant_src",
+                (board,),
+            )
+            conn.execute(
+                "INSERT INTO periods_seen (board_id, win, period, segment, start_ms)"
+                " VALUES (%s, 'all-time', 'all-time', '', 0) ON CONFLICT DO NOTHING",
+                (board,),
+            )
+        conn.execute("DROP TABLE giant_src")
+        conn.execute("VACUUM ANALYZE player_best")
+
+
+async def used_memory(runtime: Runtime) -> int:
+    """Redis's used_memory once nothing is left to free lazily (an asynchronous flush of
+    the last board frees in the background: measured too early, it counts against this
+    one)."""
+    for _ in range(600):
+        info = await runtime.store.redis.info("memory")
+        if int(info.get("lazyfree_pending_objects", 0)) == 0:
+            return int(info["used_memory"])
+        await asyncio.sleep(0.1)
+    raise AssertionError("Redis is still freeing the last board")
+
+
+def pcts(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1000, 3),
+        "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1000, 3),
+    }
+
+
+async def timed(calls: list[Any]) -> list[float]:
+    out = []
+    for call in calls:
+        started = time.perf_counter()
+        await call()
+        out.append(time.perf_counter() - started)
+    return out
+
+
+async def measure(settings: Settings, n: int, shards: int, reads: int, submits: int) -> dict:
+    runtime = Runtime.build(settings)
+    await runtime.open(background=False)
+    store = runtime.store
+    board_id = board_of(shards)
+    try:
+        await store.redis.flushall()
+        empty = await used_memory(runtime)
+        report = await runtime.rebuilder.rebuild(board=board_id)
+        assert report is not None and report.members == n, report
+        per_member = (await used_memory(runtime) - empty) / n
+        board = await runtime.boards.get(board_id)
+        ref = PeriodRef(board_id, ALL_TIME, ALL_TIME)
+        rng = random.Random(shards)
+        players = [f"p{rng.randrange(1, n + 1)}" for _ in range(reads)]
+
+        def entry(p: str) -> Any:
+            return lambda: store.entry(ref, p)
+
+        def around(p: str) -> Any:
+            return lambda: store.around(ref, p, 5)
+
+        exact = await timed([entry(p) for p in players])
+        top = await timed([lambda: store.top(ref, 0, 100) for _ in range(reads // 4)])
+        near = await timed([around(p) for p in players])
+        approx: dict[str, float] | None = None
+        bounds: list[float] = []
+        if shards > 1:
+            hist = Histograms(store)
+            started = time.perf_counter()
+            await hist.refresh(ref, shards)
+            refresh_s = time.perf_counter() - started
+
+            async def estimate(p: str) -> None:
+                shard, held, _ = await store.shard_entry(ref, p)
+                assert held is not None
+                ahead, bound, _ = await hist.estimate(ref, shards, shard, held[0])
+                rank = held[1] + ahead + 1
+                bounds.append(bound / rank)
+
+            def one(p: str) -> Any:
+                return lambda: estimate(p)
+
+            approx = {**pcts(await timed([one(p) for p in players])), "refresh_s": refresh_s}
+            bounds.sort()
+        # submits: new runs of existing players, 32 writers, each its own store call
+        now = int(time.time() * 1000)
+        runs = [
+            Run(f"s{i}", f"p{rng.randrange(1, n + 1)}", rng.randrange(10**9), now - 1000, now)
+            for i in range(submits)
+        ]
+        queue = iter(runs)
+
+        async def writer() -> None:
+            for run in queue:
+                await store.apply(board, [plan(board, run)], announce=True)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(writer() for _ in range(32)))
+        submit_rate = submits / (time.perf_counter() - started)
+        await store.redis.flushall(asynchronous=True)
+    finally:
+        await runtime.close()
+    result = {
+        "members": n,
+        "shards": shards,
+        "rebuild_seconds": round(report.seconds, 2),
+        "rebuild_members_per_s": round(n / report.seconds),
+        "redis_bytes_per_member": round(per_member, 1),
+        "exact_rank": pcts(exact),
+        "top_100": pcts(top),
+        "around_5": pcts(near),
+        "approx_rank": approx,
+        "approx_bound_over_rank": None
+        if not bounds
+        else {
+            "median": round(statistics.median(bounds), 5),
+            "p99": round(bounds[int(0.99 * (len(bounds) - 1))], 5),
+        },
+        "submits_per_s": round(submit_rate),
+    }
+    print(
+        f"{n:,} members, {shards:>2} shards: rebuild {result['rebuild_members_per_s']:,}/s"
+        f" ({report.seconds:.1f}s), {per_member:.0f} B/member, exact rank p50/p99"
+        f" {result['exact_rank']['p50_ms']}/{result['exact_rank']['p99_ms']} ms, approx"
+        f" {approx and (approx['p50_ms'], approx['p99_ms'])} ms, top-100 p99"
+        f" {result['top_100']['p99_ms']} ms, around p99 {result['around_5']['p99_ms']} ms,"
+        f" {result['submits_per_s']:,} submits/s",
+        flush=True,
+    )
+    return result
+
+
+async def prepare(settings: Settings, shards: list[int]) -> None:
+    runtime = Runtime.build(settings)
+    await runtime.open(background=False)
+    try:
+        for k in shards:
+            await runtime.boards.put(board_of(k), {"windows": ["all-time"], "shards": k})
+    finally:
+        await runtime.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--members", type=int, default=5_000_000)
+    parser.add_argument("--shards", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--reads", type=int, default=2000)
+    parser.add_argument("--submits", type=int, default=20_000)
+    args = parser.parse_args()
+    print(f"machine: {machine_line()}")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
+        servers = start_embedded(Path(tmp) / "servers")
+        try:
+            settings = Settings(
+                redis_url=servers.redis_url,
+                postgres_url=servers.postgres_url,
+                nats_url=servers.nats_url,
+            )
+            asyncio.run(prepare(settings, args.shards))
+            started = time.perf_counter()
+            fill(servers.postgres_url, args.members, args.shards)
+            print(f"filled in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+            for k in args.shards:
+                results.append(
+                    asyncio.run(measure(settings, args.members, k, args.reads, args.submits))
+                )
+        finally:
+            servers.stop()
+    write_result(
+        "giant",
+        {
+            "command": " ".join(["python -m bench.giant", *sys.argv[1:]]),
+            "results": results,
+            "targets": {
+                "redis_bytes_per_member": f"<= {TARGET_BYTES_PER_MEMBER}",
+                "rebuild_members_per_s": f">= {TARGET_MEMBERS_PER_S}",
+            },
+            "method": "reads and submits through the Redis store in process (no HTTP), one"
+            " at a time for reads, 32 concurrent writers for submits; single Redis",
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
