@@ -79,6 +79,7 @@ bench: bench-deps
 	$(BIN)/python -m bench.moderation
 	$(BIN)/python -m bench.events
 	$(BIN)/python -m bench.failover
+	$(BIN)/python -m bench.restart --members 1000000 --tail 1000
 	$(BIN)/python -m bench.report
 
 bench-quick: bench-deps

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ from redis.asyncio import Redis
 from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.runtime import Runtime
 from rankd.services.rebuild import Rebuilder
+from rankd.services.restart import CHANGE_MARGIN_MS
 from rankd.stores import redis_keys as keys
 from tests.conftest import ADMIN_H, SERVER_H, new_board_id
 from tests.durable_helpers import (
@@ -331,6 +333,8 @@ async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
     assert await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
     rebuilt_before = await _metric(client, "rankd_rebuilds_total")
 
+    # no recorded log position (as on a wiped Redis): a rebuild from PostgreSQL
+    await redis.delete(keys.LOG_POSITION)
     await redis.set(keys.VERIFIED_MARKER, "not-this-redis")
 
     async def verified() -> bool:
@@ -340,6 +344,39 @@ async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
     # sharded boards, whose periods are finished a shard at a time (docs/giant-boards.md)
     assert await wait_until(verified, timeout_s=30.0), "the watchdog did not rebuild within 30 s"
     assert await _metric(client, "rankd_rebuilds_total") > rebuilt_before
+    assert await all_reads(client, board_id, ["all-time", "daily"]) == reads
+    assert runtime.restorer.last is not None and runtime.restorer.last.how == "rebuild"
+
+
+async def test_watchdog_replays_only_the_tail_when_the_log_position_is_readable(
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+) -> None:
+    board_id = await make_board(windows=["all-time", "daily"])
+    await populate(client, board_id, runs=8)
+    await wait_consumer_idle(client, runtime)
+    reads = await all_reads(client, board_id, ["all-time", "daily"])
+    real_run_id = str((await redis.info("server"))["run_id"])
+
+    since_ms = int(time.time() * 1000)
+
+    async def recorded() -> bool:  # a position written after this test began
+        return int(await redis.hget(keys.LOG_POSITION, "at_ms") or 0) > since_ms
+
+    assert await wait_until(recorded, timeout_s=5.0), "no log position recorded"
+    rebuilt_before = await _metric(client, "rankd_rebuilds_total")
+    # bans made by earlier tests in this session are not this restart's business
+    runtime.restorer.change_margin_ms = 0
+    await redis.set(keys.VERIFIED_MARKER, "not-this-redis")
+
+    async def verified() -> bool:
+        return await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
+
+    try:
+        assert await wait_until(verified, timeout_s=3.0), "the watchdog did not restore in 3 s"
+    finally:
+        runtime.restorer.change_margin_ms = CHANGE_MARGIN_MS
+    assert await _metric(client, "rankd_rebuilds_total") == rebuilt_before
+    assert runtime.restorer.last is not None and runtime.restorer.last.how == "tail"
     assert await all_reads(client, board_id, ["all-time", "daily"]) == reads
 
 
@@ -456,3 +493,34 @@ async def test_a_period_still_being_restored_answers_503_and_the_others_are_serv
     assert (
         await client.get(f"/v1/boards/{board_id}/top", params={"window": "daily"})
     ).json() == today
+
+
+async def test_a_ban_since_the_log_position_means_a_rebuild_not_a_tail_replay(
+    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+) -> None:
+    """A ban reaches Redis outside the log (PostgreSQL first, then Redis): one made since
+    the recorded position may be in the AOF's lost last second, so the tail cannot do."""
+    board_id = await make_board(windows=["all-time"])
+    await populate(client, board_id, runs=4)
+    await wait_consumer_idle(client, runtime)
+    real_run_id = str((await redis.info("server"))["run_id"])
+
+    async def recorded() -> bool:
+        return await redis.hget(keys.LOG_POSITION, "seq") is not None
+
+    assert await wait_until(recorded, timeout_s=5.0), "no log position recorded"
+    player = f"banned-{random.randrange(10**9)}"
+    response = await client.post(f"/v1/players/{player}/ban", headers=ADMIN_H)
+    assert response.status_code == 200, response.text
+    try:
+        await redis.set(keys.VERIFIED_MARKER, "not-this-redis")
+
+        async def verified() -> bool:
+            return await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
+
+        assert await wait_until(verified, timeout_s=5.0), "not restored within 5 s"
+        last = runtime.restorer.last
+        assert last is not None and last.how == "rebuild", last
+        assert "a ban or unban" in last.reason, last.reason
+    finally:
+        await client.delete(f"/v1/players/{player}/ban", headers=ADMIN_H)

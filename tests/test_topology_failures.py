@@ -63,7 +63,8 @@ async def serving(tree: TopologyServers, directory: Path) -> AsyncIterator[Deplo
     """One `rankd serve` on ``tree`` (stopped afterwards) and a fresh board."""
     await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
     port = free_port()
-    env = service_env(cast(Any, tree), {"RANKD_STREAM_REPLICAS": "3"})
+    # the log position recorded often: a killed primary's replica has a recent one
+    env = service_env(cast(Any, tree), {"RANKD_STREAM_REPLICAS": "3", "RANKD_LAG_REFRESH_S": "0.5"})
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}",
         timeout=httpx.Timeout(15.0, connect=3.0),
@@ -121,6 +122,7 @@ async def kill_mid_stream(
     clients: list[httpx.AsyncClient] | None = None,
     also_allowed: tuple[str, ...] = (),
     restart_first: bool = False,
+    restored_by: str | None = None,
 ) -> None:
     """Two boards under load; ``kill`` a part mid-stream, and once the service answers
     again ``restart`` it (as the supervisor would: a Redis node rejoins as a replica), or
@@ -164,7 +166,13 @@ async def kill_mid_stream(
         stop.set()
         await asyncio.gather(*loads)
     print(f"\n[{name}] failover: first 2xx on every board {served_again}s after the kill")
+    restored = None
+    with contextlib.suppress(httpx.HTTPError, ValueError):  # how Redis was restored, if it was
+        restored = (await d.http.get("/readyz", timeout=5)).json().get("redis_restored")
+        print(f"[{name}] /readyz redis_restored: {restored!r}")
     failures: list[str] = []
+    if restored_by is not None and not str(restored).startswith(restored_by):
+        failures.append(f"Redis restored by {restored!r}, not a {restored_by!r}")
     if served_again is None or served_again > SERVES_AGAIN_WITHIN_S:
         failures.append(f"not serving again within {SERVES_AGAIN_WITHIN_S}s: {served_again}")
     for board, ledger in zip(boards, ledgers, strict=True):
@@ -190,7 +198,13 @@ async def test_cluster_primary_killed_mid_stream_loses_no_acknowledged_run(
 ) -> None:
     async with serving(cluster_tree, tmp_path) as d:
         victim = await cluster_primary(cluster_tree, f"lb:{{{d.board}:all-time:all-time}}")
-        await kill_mid_stream("cluster-primary-kill", d, victim.kill, restarting(victim))
+        await kill_mid_stream(
+            "cluster-primary-kill",
+            d,
+            victim.kill,
+            restarting(victim),
+            restored_by="tail replay from sequence",  # the promoted replica kept its data
+        )
 
 
 async def test_nats_node_killed_mid_stream_loses_no_acknowledged_run(
@@ -227,4 +241,10 @@ async def test_sentinel_primary_killed_mid_stream_loses_no_acknowledged_run(
 ) -> None:
     async with serving(sentinel_tree, tmp_path) as d:
         victim = await sentinel_primary(sentinel_tree)
-        await kill_mid_stream("sentinel-primary-kill", d, victim.kill, restarting(victim))
+        await kill_mid_stream(
+            "sentinel-primary-kill",
+            d,
+            victim.kill,
+            restarting(victim),
+            restored_by="tail replay from sequence",  # the promoted replica kept its data
+        )

@@ -28,6 +28,7 @@ from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
 from rankd.services.recovery import Recovery
 from rankd.services.registry import BoardRegistry
+from rankd.services.restart import Restorer
 from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
 from rankd.services.segment_values import SegmentValues
@@ -60,6 +61,7 @@ class Runtime:
     auth: Authenticator
     applier: Applier
     rebuilder: Rebuilder
+    restorer: Restorer
     seasons: SeasonJob
     moderation: Moderation
     limiter: RateLimiter
@@ -126,6 +128,8 @@ class Runtime:
             store, pg, boards, settle_s=s.ban_settle_s, applied_through=log_applied_through
         )
 
+        # applies everything to Redis (no trusted marks): replays, and a restart's tail
+        applier = Applier(boards, store, pg, moderation, run_memory_s=s.run_memory_s)
         deletions = Deletions(
             store,
             pg,
@@ -168,9 +172,10 @@ class Runtime:
                 histograms=Histograms(store),
             ),
             auth=Authenticator(s.admin_keys, s.server_keys),
-            applier=Applier(boards, store, pg, moderation, run_memory_s=s.run_memory_s),
+            applier=applier,
             moderation=moderation,
             rebuilder=rebuilder,
+            restorer=Restorer(store, pg, log, rebuilder, applier, boards),
             seasons=SeasonJob(
                 store,
                 pg,
@@ -208,7 +213,7 @@ class Runtime:
             # rebuilt in the background by the Redis watch (woken at once), so the periods
             # already in place are served while the rest load (reads of the others are
             # 503); /readyz says "redis" recovering until it is done and the tail applied
-            self.recovery.begin("redis", "rebuilding from PostgreSQL")
+            self.recovery.begin("redis", "restarted: restoring")
             self._wake_redis_watch.set()
         # ready once the log's tail (whatever was logged but not applied yet) is applied
         self.recovery.begin("startup", "applying the log's tail")
@@ -295,15 +300,9 @@ class Runtime:
                 if await self.store.is_verified():
                     continue
                 self._rebuilding = True
-                self.recovery.begin("redis", "rebuilding from PostgreSQL")
-                loaded = 0
-
-                def progress(members: int) -> None:
-                    nonlocal loaded
-                    loaded += members
-                    self.recovery.begin("redis", f"rebuilding: {loaded} members loaded")
-
-                await self.rebuilder.rebuild(when="redis_changed", progress=progress)
+                self.recovery.begin("redis", "restarted: restoring")
+                # the log's tail if Redis kept its data, else a rebuild (services/restart.py)
+                await self.restorer.restore(lambda stage: self.recovery.begin("redis", stage))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -402,7 +401,7 @@ class Runtime:
         if stage and not stage.startswith("down"):
             return  # being rebuilt, or rebuilt and waiting for the log's tail
         if self._consumer_started and not await self.store.is_verified():
-            self.recovery.begin("redis", "restarted: rebuilding from PostgreSQL")
+            self.recovery.begin("redis", "restarted: restoring")
             self._wake_redis_watch.set()
         elif stage:
             self._wake_redis_watch.set()  # seen down, back: the watch decides

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
+from typing import Any
 
 from fastapi import APIRouter
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -34,29 +35,36 @@ async def readyz(request: Request) -> Response:
     """Readiness: can this instance serve requests?
 
     503 ``unavailable`` names each dependency that is down (Redis, PostgreSQL, NATS), and
-    each that is recovering (``recovering``: a restarted Redis being rebuilt, or the log's
-    tail being applied after a dependency came back or at startup, with how far): until
-    then reads may miss acknowledged runs. With all of them up and recovered the answer is
-    200, so a load balancer keeps sending traffic, but the status is ``degraded`` with
-    ``reasons`` when the PostgreSQL copy is behind the log by
-    more than ``RANKD_READY_MAX_LAG_S`` or messages are parked. Neither stops a submit or a
-    read: runs are durable in the log and live in Redis; only a rebuild from PostgreSQL
-    would miss them for now. Taking every instance out of service for it would turn a slow
-    or stuck copy into an outage, so it is reported (here and in /metrics) for operators
-    and alerts, not to the load balancer.
+    each that is recovering (``recovering``: a restarted Redis being restored, by a "tail
+    replay from sequence N" when it kept its data or a "rebuild from PostgreSQL" when it did
+    not, or the log's tail being applied after a dependency came back or at startup, with
+    how far): until then reads may miss acknowledged runs. ``redis_restored``, once this
+    instance has restored a restarted Redis, says which of the two it did and what it cost.
+    With all of them up and recovered the answer is 200, so a load balancer keeps sending
+    traffic, but the status is ``degraded`` with ``reasons`` when the PostgreSQL copy is
+    behind the log by more than ``RANKD_READY_MAX_LAG_S`` or messages are parked. Neither
+    stops a submit or a read: runs are durable in the log and live in Redis; only a rebuild
+    from PostgreSQL would miss them for now. Taking every instance out of service for it
+    would turn a slow or stuck copy into an outage, so it is reported (here and in
+    /metrics) for operators and alerts, not to the load balancer.
     """
     rt = runtime(request)
     checks = await rt.readiness()
     lag = rt.consumer_lag()
     recovering = await rt.recovering()
+    # how this instance restored the last Redis restart it saw: tail replay or rebuild
+    restored: dict[str, Any] = {}
+    if rt.restorer.last is not None:
+        restored["redis_restored"] = rt.restorer.last.describe()
     down = sorted(name for name, state in checks.items() if state != "ok")
     if down or recovering:
-        body = {"status": "unavailable", "checks": checks, "consumer": lag}
+        body = {"status": "unavailable", "checks": checks, "consumer": lag} | restored
         return not_ready(body | {"recovering": recovering}, down, sorted(recovering))
     reasons = rt.degraded()
     if reasons:
-        return reply({"status": "degraded", "reasons": reasons, "checks": checks, "consumer": lag})
-    return reply({"status": "ready", "checks": checks, "consumer": lag})
+        body = {"status": "degraded", "reasons": reasons, "checks": checks, "consumer": lag}
+        return reply(body | restored)
+    return reply({"status": "ready", "checks": checks, "consumer": lag} | restored)
 
 
 @router.get(

@@ -6,6 +6,7 @@ keys are derived from them (and rebuilt from them, see services/rebuild.py).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -146,11 +147,28 @@ async def decide(conn: Conn, board_id: str, run_id: str, status: str) -> list[Ho
     """Approve or reject a run's pending holds (every window it was held in); returns them
     (none: no such hold waiting)."""
     cur = await conn.execute(
-        "UPDATE holds SET status = %s WHERE board_id = %s AND run_id = %s"
+        "UPDATE holds SET status = %s, decided_ms = %s WHERE board_id = %s AND run_id = %s"
         f" AND status = 'pending' RETURNING {_HOLD_COLUMNS}",
-        (status, board_id, run_id),
+        (status, int(time.time() * 1000), board_id, run_id),
     )
     return [_hold(r) for r in await cur.fetchall()]
+
+
+async def changed_since(conn: Conn, since_ms: int) -> list[str]:
+    """What PostgreSQL changed outside the log since ``since_ms`` and wrote to Redis only
+    afterwards: bans, hold decisions, board deletions, erasures (one line each kind found,
+    for logs and /readyz)."""
+    found = []
+    for what, sql in (
+        ("a ban or unban", "SELECT 1 FROM bans WHERE changed_ms >= %s LIMIT 1"),
+        ("a hold decision", "SELECT 1 FROM holds WHERE decided_ms >= %s LIMIT 1"),
+        ("a board deletion", "SELECT 1 FROM deleted_boards WHERE deleted_ms >= %s LIMIT 1"),
+        ("a player erasure", "SELECT 1 FROM erasures WHERE erased_ms >= %s LIMIT 1"),
+    ):
+        cur = await conn.execute(sql, (since_ms,))
+        if await cur.fetchone() is not None:
+            found.append(what)
+    return found
 
 
 async def player_holds(

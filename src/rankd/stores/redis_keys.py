@@ -114,6 +114,11 @@ CHANGES = "rankd:changes"
 # member layout (codec.member): boards written with another layout are not verified, so the
 # first start after a layout change rebuilds them from PostgreSQL.
 VERIFIED_MARKER = "rankd:verified-redis-run-id:stamped"
+# How far the run log has been applied to a Redis node (log_position.lua): one hash per
+# node, so a restarted node or a promoted replica is judged by what it holds itself. On a
+# cluster the tag is the first LOG_POSITION_TAG.format(n) whose slot lies on the primary.
+LOG_POSITION = "rankd:{logpos}"
+LOG_POSITION_TAG = "rankd:{{logpos-{}}}"
 
 
 TIME_BUCKETS = 65521  # a prime; 10M members make about 150 per bucket

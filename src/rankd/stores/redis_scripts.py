@@ -53,6 +53,7 @@ ENTRY = Script.load("entry")
 RATE_LIMIT = Script.load("rate_limit")
 SET_ENTRY = Script.load("set_entry")
 LOAD_PERIOD = Script.load("load_period")
+LOG_POSITION = Script.load("log_position")
 AHEAD = Script.load("ahead")
 HIST_REBUILD = Script.load("hist_rebuild")
 ALL_SCRIPTS = (
@@ -70,6 +71,7 @@ ALL_SCRIPTS = (
     RATE_LIMIT,
     SET_ENTRY,
     LOAD_PERIOD,
+    LOG_POSITION,
     AHEAD,
     HIST_REBUILD,
 )

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisError
 
 from rankd import codec
@@ -47,6 +48,7 @@ from rankd.stores.redis_scripts import (
     FRIENDS,
     HIST_REBUILD,
     LOAD_PERIOD,
+    LOG_POSITION,
     MOVE_ENTRIES,
     OWN_ENTRY,
     RATE_LIMIT,
@@ -946,6 +948,22 @@ class RedisStore:
         """Replace the profile-segments hash with ``chunks`` (staged, then renamed)."""
         return await self._restore_hash(keys.PROFILE_SEGMENTS, chunks)
 
+    async def patch_players(self, players: Sequence[tuple[str, str, str]]) -> None:
+        """Write these players' names and profile segments into the copies (an empty
+        profile removed), as restore_names/restore_profile_segments would have."""
+        with _reachable():
+            for first in range(0, len(players), 1000):
+                chunk = players[first : first + 1000]
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.hset(keys.NAMES, mapping={p: n for p, n, _ in chunk})
+                profiles = {p: s for p, _, s in chunk if s != "{}"}
+                if profiles:
+                    pipe.hset(keys.PROFILE_SEGMENTS, mapping=profiles)  # type: ignore[arg-type]
+                cleared = [p for p, _, s in chunk if s == "{}"]
+                if cleared:
+                    pipe.hdel(keys.PROFILE_SEGMENTS, *cleared)
+                await pipe.execute()
+
     async def has_names(self) -> bool:
         with _reachable():
             return bool(await self.redis.exists(keys.NAMES))
@@ -1006,6 +1024,58 @@ class RedisStore:
     async def mark_verified(self, run_id: str) -> None:
         with _reachable():
             await self.redis.set(keys.VERIFIED_MARKER, run_id)
+
+    # how far the log has been applied, per node (services/restart.py)
+
+    def position_keys(self) -> list[str]:
+        """One position key per primary, each in a slot that primary serves now: the
+        standalone (or Sentinel) primary's one key, or on a cluster the first tag
+        LOG_POSITION_TAG whose slot lies on each primary (found again on every call, so a
+        slot moved since is followed)."""
+        if not is_cluster(self.redis):
+            return [keys.LOG_POSITION]
+        cluster = cast(RedisCluster, self.redis)
+        wanted = {node.name for node in cluster.get_primaries()}
+        found: dict[str, str] = {}
+        n = 0
+        while len(found) < len(wanted) and n < 100_000:
+            key = keys.LOG_POSITION_TAG.format(n)
+            node = cluster.get_node_from_key(key)
+            if node is not None and node.name in wanted and node.name not in found:
+                found[node.name] = key
+            n += 1
+        if len(found) < len(wanted):
+            raise Unavailable("a Redis Cluster primary serves no slot")
+        return [found[name] for name in sorted(found)]
+
+    async def record_position(self, sequence: int, now_ms: int) -> list[int]:
+        """Record that the log is applied through ``sequence`` on every primary that is a
+        process the boards were verified on (log_position.lua); per key its reply: 1
+        written, 0 not past the recorded one, -1 refused (no verified marker, or the node
+        restarted or was promoted since)."""
+        with _reachable():
+            marker = await self.redis.get(keys.VERIFIED_MARKER)
+            if marker is None:
+                return [-1]
+            verified = marker.decode() if isinstance(marker, bytes) else str(marker)
+            return [
+                int(
+                    await call_script(
+                        self.redis, (LOG_POSITION, [key], [sequence, verified, now_ms])
+                    )
+                )
+                for key in self.position_keys()
+            ]
+
+    async def read_positions(self) -> list[tuple[int, int] | None]:
+        """Per primary, the (sequence, recorded at ms) its position key holds; None where
+        the key is missing (a wiped node, or one never recorded on)."""
+        out: list[tuple[int, int] | None] = []
+        with _reachable():
+            for key in self.position_keys():
+                seq, at_ms = await self.redis.hmget(key, ["seq", "at_ms"])
+                out.append(None if seq is None else (int(seq), int(at_ms or 0)))
+        return out
 
     async def load_period(
         self,

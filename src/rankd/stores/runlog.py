@@ -89,6 +89,11 @@ class RunLog(Protocol):
         """The sequence of the newest message (0 for an empty log)."""
         ...
 
+    async def first_sequence(self) -> int:
+        """The sequence of the oldest message still in the log (older ones were removed
+        by its retention or erased); last_sequence() + 1 for an empty log."""
+        ...
+
     async def subscribe(self, durable: Durable) -> LogSubscription:
         """Join the shared consumer ``durable`` (created on first use)."""
         ...
@@ -283,6 +288,16 @@ class JetStreamLog:
         except (nats.errors.Error, OSError) as exc:
             raise LogUnavailable(f"the run log did not answer: {exc!r}") from exc
         return int(info.state.last_seq)
+
+    async def first_sequence(self) -> int:
+        js = self._js()
+        try:
+            info = await js.stream_info(self.stream)
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"the run log did not answer: {exc!r}") from exc
+        if not info.state.messages:
+            return int(info.state.last_seq) + 1
+        return int(info.state.first_seq)
 
     async def subscribe(self, durable: Durable) -> LogSubscription:
         config = ConsumerConfig(

@@ -627,6 +627,19 @@ def name_chunks(conn: AsyncConnection[Any], size: int = 10_000) -> AsyncIterator
     return _player_chunks(conn, "SELECT player_id, name FROM players WHERE name IS NOT NULL", size)
 
 
+async def players_changed_since(
+    conn: AsyncConnection[Any], since_ms: int
+) -> list[tuple[str, str, str]]:
+    """(player_id, name, segments as JSON text) of players written at or after
+    ``since_ms`` (PostgreSQL's clock; ``updated_at`` is set on every write)."""
+    cur = await conn.execute(
+        "SELECT player_id, name, segments::text FROM players"
+        " WHERE updated_at >= to_timestamp(%s / 1000.0)",
+        (since_ms,),
+    )
+    return [(str(p), str(n), str(s)) for p, n, s in await cur.fetchall()]
+
+
 def profile_segment_chunks(
     conn: AsyncConnection[Any], size: int = 10_000
 ) -> AsyncIterator[dict[str, str]]:

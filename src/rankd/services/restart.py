@@ -1,0 +1,184 @@
+"""Restore a Redis that is not the process the boards were verified on: replay the log's
+tail when it kept its data, rebuild from PostgreSQL only when it did not.
+
+What is recorded. The shared log consumer acks a message only after applying it to Redis
+(or finding the submit path's mark, which the same script call wrote beside the entry, on
+the same node), so its ack floor F means every logged run up to F is in Redis. Every few
+seconds each instance writes F into a small hash on every primary (log_position.lua,
+stores/redis_keys.py LOG_POSITION), in one script call that first reads the node's own run
+id from INFO and writes nothing unless that run id is one the boards were verified on.
+
+Why a recorded position can be trusted. One Redis node's AOF, and the replication stream a
+replica receives, are prefixes of the commands the node executed. A node restarted from its
+AOF, or a replica promoted after a failover, that holds position F also holds every write
+the node executed before F was written, which includes every run up to F. The identity
+check closes the race where an instance writes F onto a node that restarted (or was
+promoted) after the runs were applied but before anyone noticed: that node's run id is not
+the verified one, so the write is refused. The verified run id itself is only set once a
+restore has finished, so a position on a verified node always covers what it claims: every
+run logged before the node started is restored by the replay (or the rebuild) that
+verified it, and every later one was applied to that node.
+
+What a restart costs. If every primary's position is readable and the log still holds the
+message after the smallest one, the log is replayed from there (the same idempotent apply
+as ``rankd replay``: bans, holds, sum boards' counted runs, periods indexes), through the
+log's last sequence as of the start. Writes that are not in the log are redone too: the
+names and profile segments of players written in PostgreSQL since the position (less a
+minute, for the Redis write that follows the commit and for clocks) are copied again, and
+the run-id registries disarmed as a rebuild does. Otherwise (a wiped node, an AOF turned
+off, a tail past the log's retention, or a ban, hold decision, board deletion or erasure
+recorded in PostgreSQL after the position was written, whose Redis write may be in the
+AOF's lost last second) everything is rebuilt from PostgreSQL as before. /readyz says
+which, and how far it has got.
+
+Not covered by either path, as before: a segment dimension's value count (a few values may
+pass the bound after a loss, see services/segment_values.py) and rate-limit counters.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from rankd.services.applier import Applier
+from rankd.services.rebuild import Rebuilder
+from rankd.services.registry import BoardRegistry
+from rankd.services.replay import replay
+from rankd.stores import moderation as moderation_db
+from rankd.stores import standings
+from rankd.stores.postgres import PostgresStore
+from rankd.stores.redis_store import RedisStore
+from rankd.stores.runlog import RunLog
+
+log = logging.getLogger("rankd.restart")
+
+# How far before a recorded position a PostgreSQL-only change (a ban, ...) still forces a
+# full rebuild: the Redis write follows the PostgreSQL commit by a round trip or two, and
+# clocks of several instances differ a little.
+CHANGE_MARGIN_MS = 60_000
+
+Stage = Callable[[str], None]
+
+
+@dataclass
+class RestoreReport:
+    how: Literal["tail", "rebuild"]
+    reason: str = ""  # why a rebuild, when it is one
+    from_sequence: int = 0  # tail: the first sequence replayed
+    through: int = 0  # tail: the last
+    messages: int = 0
+    players: int = 0  # tail: names and profiles copied again
+    members: int = 0  # rebuild: members loaded
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        if self.how == "tail":
+            return (
+                f"tail replay from sequence {self.from_sequence} through {self.through}:"
+                f" {self.messages} messages, {self.players} players' names in {self.seconds:.1f}s"
+            )
+        return (
+            f"rebuild from PostgreSQL ({self.reason}): {self.members} members"
+            f" in {self.seconds:.1f}s"
+        )
+
+
+class Restorer:
+    """``applier`` applies everything to Redis (no trusted marks: a mark the restarted
+    node kept says nothing about the runs it lost after it)."""
+
+    def __init__(
+        self,
+        store: RedisStore,
+        pg: PostgresStore,
+        log: RunLog,
+        rebuilder: Rebuilder,
+        applier: Applier,
+        boards: BoardRegistry,
+    ) -> None:
+        self.store = store
+        self.pg = pg
+        self.log = log
+        self.rebuilder = rebuilder
+        self.applier = applier
+        self.boards = boards
+        self.last: RestoreReport | None = None  # the last restore, for /readyz
+        self.change_margin_ms = CHANGE_MARGIN_MS
+
+    async def tail_start(self) -> tuple[int | None, int, str]:
+        """The first log sequence to replay and when the position was recorded (ms), or
+        None and why the tail cannot do."""
+        positions = await self.store.read_positions()
+        if not positions or any(p is None for p in positions):
+            return None, 0, "no recorded log position (a new or wiped Redis, or no AOF)"
+        seq = min(p[0] for p in positions if p is not None)
+        at_ms = min(p[1] for p in positions if p is not None)
+        first = await self.log.first_sequence()
+        if seq + 1 < first:
+            return None, 0, f"the log no longer holds sequence {seq + 1} (it starts at {first})"
+        async with self.pg.connection() as conn:
+            changed = await moderation_db.changed_since(conn, at_ms - self.change_margin_ms)
+        if changed:
+            return None, 0, f"{', '.join(changed)} since the recorded position"
+        return seq + 1, at_ms, ""
+
+    async def restore(self, stage: Stage) -> RestoreReport | None:
+        """Restore Redis if it is not the verified process; None when it is."""
+        if await self.store.is_verified():
+            return None
+        started = time.perf_counter()
+        run_id = await self.store.server_run_id()
+        start, at_ms, reason = await self.tail_start()
+        if start is None:
+            report = await self._rebuild(reason, stage)
+        else:
+            report = await self._tail(start, at_ms, run_id, stage)
+        report.seconds = time.perf_counter() - started
+        self.last = report
+        log.warning("redis restored: %s", report.describe())
+        return report
+
+    async def _rebuild(self, reason: str, stage: Stage) -> RestoreReport:
+        report = RestoreReport("rebuild", reason)
+        stage(f"rebuild from PostgreSQL ({reason})")
+
+        def progress(members: int) -> None:
+            report.members += members
+            stage(f"rebuild from PostgreSQL ({reason}): {report.members} members loaded")
+
+        await self.rebuilder.rebuild(when="redis_changed", progress=progress)
+        return report
+
+    async def _tail(self, start: int, at_ms: int, run_id: str, stage: Stage) -> RestoreReport:
+        report = RestoreReport("tail", from_sequence=start)
+        last = await self.log.last_sequence()
+        report.through = last
+        stage(f"tail replay from sequence {start}: restoring names and profiles")
+        self.store.forget_indexed()  # the periods indexes' memo is of the node before
+        # not in the log: a restarted registry may lack its last claims (restored from
+        # PostgreSQL and the log on each board's next submit), and the names and profiles
+        # written since the position (PostgreSQL first, Redis after) are copied again
+        await self.store.disarm_run_ids([b.board_id for b in await self.boards.list()])
+        self.rebuilder.restoring_profiles = True
+        try:
+            async with self.pg.connection() as conn:
+                changed = await standings.players_changed_since(conn, at_ms - self.change_margin_ms)
+            await self.store.patch_players(changed)
+        finally:
+            self.rebuilder.restoring_profiles = False
+        report.players = len(changed)
+
+        def progress(messages: int) -> None:
+            report.messages += messages
+            stage(f"tail replay from sequence {start}: at {start + report.messages - 1} of {last}")
+
+        stage(f"tail replay from sequence {start}: at {start - 1} of {last}")
+        done = await replay(self.log, self.applier, start, progress)
+        report.through = done.last_sequence
+        # verified only if no restart fell within the replay (the watch starts over if so)
+        if await self.store.server_run_id() == run_id:
+            await self.store.mark_verified(run_id)
+        return report
