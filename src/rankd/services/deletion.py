@@ -249,23 +249,34 @@ class Deletions:
             board_id, generation, runs = decode_batch(message.data)
         except ValueError:
             return False  # not a run message this version can read; nothing of a player
-        kept = [r for r in runs if message.seq > pending.get(r.player_id, 0)]
-        if len(kept) == len(runs):
+        if all(message.seq > pending.get(r.player_id, 0) for r in runs):
             return False
-        # the run-id registry remembers each run's player and score for a day: not these
-        erased = [r for r in runs if message.seq <= pending.get(r.player_id, 0)]
-        async with self.pg.connection() as conn:
+        # Which runs stay is decided again here, under the shared apply lock, from the
+        # erasures as they are now: a player erased since this round read ``pending`` has
+        # runs in this message too, and a copy republished now gets a sequence after their
+        # erasure, which every reader would take for a new player's run. An erasure takes
+        # the lock exclusively and reads the log's last sequence inside it, so it is
+        # either seen here or made after the copy is published (and covers it).
+        async with self.pg.apply_lock(exclusive=False) as conn:
+            through = dict(pending)
+            for player_id, log_seq in (
+                await db.erased_through(conn, {r.player_id for r in runs}, message.seq)
+            ).items():
+                through[player_id] = max(through.get(player_id, 0), log_seq)
+            kept = [r for r in runs if message.seq > through.get(r.player_id, 0)]
+            # the run-id registry remembers each run's player and score for a day: not these
+            erased = [r for r in runs if message.seq <= through.get(r.player_id, 0)]
             await db.forget_fingerprints(conn, board_id, [(r.run_id, r.player_id) for r in erased])
+            if kept:
+                # the other runs stay in the log, in a message of their own, before the
+                # original goes (publishing again is harmless: applying is idempotent)
+                await self.log.publish(
+                    board_id,
+                    encode_message(board_id, kept, generation),
+                    f"scrub/{message.seq}",
+                )
         await self.store.forget_run_ids(
             [(board_id, r.received_at_ms // self.run_id_bucket_ms, r.run_id) for r in erased]
         )
-        if kept:
-            # the other runs stay in the log, in a message of their own, before the
-            # original goes (publishing again is harmless: applying is idempotent)
-            await self.log.publish(
-                board_id,
-                encode_message(board_id, kept, generation),
-                f"scrub/{message.seq}",
-            )
         await self.log.erase(message.seq)
         return True
