@@ -57,6 +57,13 @@
 -- hist_move(key, old, new): an entry of ``key`` went from composite ``old`` to ``new`` (nil:
 -- none); counts the change in the histogram's '#' field too.
 -- hist_expire(public, at_s): EXPIREAT the public key's histogram, if it has one.
+-- refuse_while_restoring(public): fail the script (an error reply, which the service takes
+-- for Redis being unavailable: a 503, and the log consumer retries its batch later) while
+-- the period's <public>:restoring flag is set: a staged rebuild has written PostgreSQL's
+-- exact times into the live hashes and not yet swapped its copy in (stores/redis_store.py
+-- load_period). A write then would leave a time pointing at a member the swapped-in key
+-- does not hold, and the next write a second member for the player. Called first, before
+-- any write, by every script that writes entries.
 local STAMP_EPOCH_MS = 1577836800000
 local STAMP_WIDTH = 7
 local STAMP_MAX = 4398046511103  -- 2^42 - 1
@@ -89,6 +96,12 @@ end
 local function hist_expire(public, at_s)
   local h = hist_key(public)
   if h then redis.call('EXPIREAT', h, at_s) end
+end
+
+local function refuse_while_restoring(public)
+  if redis.call('EXISTS', public .. ':restoring') == 1 then
+    error({err = 'RESTORING the period is being restored; retry shortly'})
+  end
 end
 
 local function mark(key, member, now)

@@ -17,6 +17,9 @@
 
 -- see lib.lua, loaded before this.
 
+-- "replace" is the rebuild's own move, made while the period's flag is set
+if ARGV[1] ~= 'replace' then refuse_while_restoring(KEYS[3]) end
+
 local sum = nil
 if ARGV[1] == 'sum' then
   sum = {tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == 'desc'}

@@ -12,6 +12,8 @@
 
 -- see lib.lua, loaded before this.
 
+refuse_while_restoring(KEYS[2])
+
 drop(KEYS[1], KEYS[2], ARGV[1])
 if ARGV[2] == '' then
   return 0

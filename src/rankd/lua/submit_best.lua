@@ -28,6 +28,8 @@
 
 -- see lib.lua, loaded before this.
 
+refuse_while_restoring(KEYS[2])
+
 if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], ARGV[2], nil) end
 local composite, ms = tonumber(ARGV[1]), tonumber(ARGV[4])
 local member, stored, stored_at, at = locate(KEYS[1], KEYS[2], ARGV[2])

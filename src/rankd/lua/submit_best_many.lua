@@ -15,6 +15,8 @@
 
 -- see lib.lua, loaded before this.
 
+refuse_while_restoring(KEYS[2])
+
 local out = {}
 local marked = ''
 for i = 4, #ARGV, 4 do

@@ -36,6 +36,8 @@
 
 -- see lib.lua, loaded before this.
 
+refuse_while_restoring(KEYS[2])
+
 local desc = ARGV[7] == 'desc'
 if KEYS[3] ~= KEYS[1] then
   absorb(KEYS[1], KEYS[3], KEYS[2], ARGV[2], {tonumber(ARGV[5]), tonumber(ARGV[6]), desc})

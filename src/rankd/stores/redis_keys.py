@@ -183,3 +183,10 @@ def deleting(board: str) -> str:
 def staging(key: str) -> str:
     """Where a rebuild loads a key before renaming it into place (same hash tag)."""
     return f"{key}:rebuild"
+
+
+def restoring(key: str) -> str:
+    """Set while a staged rebuild writes PostgreSQL's exact times into ``key``'s live
+    hashes and until its staged copy is swapped in (same hash tag): the writing scripts
+    refuse to write the period meanwhile (lua/lib.lua refuse_while_restoring)."""
+    return f"{key}:restoring"

@@ -106,6 +106,9 @@ def _rows(flat: Sequence[Any]) -> Rows:
 # 1-based among the public entries; exact achieved ms or 0), or None: no entry anywhere.
 Own = tuple[str, int, int, int] | None
 _SIDES = ("public", "shadow", "pending")
+# how long a staged rebuild's restoring flag lasts unrenewed (a rebuild that dies leaves
+# the period's writes refused this long at most); see _swap
+RESTORING_TTL_MS = 600_000
 
 
 def _side_keys(pk: keys.PeriodKeys, side: str) -> tuple[str, str, str]:
@@ -1095,7 +1098,8 @@ class RedisStore:
         """Load a period's entries (and a sum board's counted runs) beside the live keys,
         then swap them in at once; returns the entries loaded. The entries' exact times go
         straight into their hashes before the swap (a field per member: nothing half-done
-        shows); ``times`` takes the number of entries, to pick how to read them.
+        shows), under the period's restoring flag: its writes are refused from then until
+        the swap (see _swap); ``times`` takes the number of entries, to pick how to read them.
 
         Pages are (members, ZADD arguments in RESP with chr(1) for CR LF), as
         stores/standings.py formats them in PostgreSQL; times come grouped per hash bucket.
@@ -1115,11 +1119,16 @@ class RedisStore:
         with _reachable():
             staging = keys.staging(pk.public)
             node = self.nodes.for_key(pk.public)  # every key here shares the shard's tag
+            flag = keys.restoring(pk.public)
             if staged is None:
                 loaded = {pk.public: await Loader.run(node, staging, entries(), progress)}
+                # from the first time written into the live hashes until the swap, the
+                # period's writing scripts refuse (see _swap)
+                await node.set(flag, b"1", px=RESTORING_TTL_MS)
                 await Loader.hashes(node, time_groups(loaded[pk.public]), expires_ms)
             else:
                 loaded = {pk.public: staged}
+                await node.pexpire(flag, RESTORING_TTL_MS)  # stage_shards set it: renewed
             for i in range(0, len(shadowed), 1000):
                 chunk = shadowed[i : i + 1000]
                 call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
@@ -1142,7 +1151,7 @@ class RedisStore:
                 pending.append(
                     ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
                 )
-            await self._swap(pk.public, loaded, expires_ms, pending)
+            await self._swap(pk.public, loaded, expires_ms, pending, restoring=flag)
             await self.redis.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
         return loaded[pk.public] + len(held)
 
@@ -1169,6 +1178,9 @@ class RedisStore:
             # on Redis Cluster the shards live on different nodes: each key's writes go on
             # a connection to the node that owns it
             loaded = await Loader.sharded(self.nodes.for_key, stagings, pages, progress)
+            for pk in every:  # each shard's writes refused until its swap (see _swap)
+                flag = keys.restoring(pk.public)
+                await self.nodes.for_key(flag).set(flag, b"1", px=RESTORING_TTL_MS)
             await Loader.hashes(self.nodes.for_key, groups(), None)
         return loaded
 
@@ -1238,12 +1250,28 @@ class RedisStore:
         staged: dict[str, int],
         expires_ms: int | None,
         also: Sequence[Command] = (),
+        *,
+        restoring: str | None = None,
     ) -> None:
         """Put every staged key in place in one MULTI/EXEC: a sum board's total and its
         counted runs must change together, or a submit landing between them would be
         counted in one and lost from the other. They share ``tagged``'s hash tag, so the
-        transaction runs on the one node that holds them."""
+        transaction runs on the one node that holds them.
+
+        ``restoring``: the period's flag (redis_keys.restoring), set before PostgreSQL's
+        exact times went into the live hashes. While it is set the writing scripts refuse
+        (lua/lib.lua refuse_while_restoring), so no submit or applied run can point a
+        player's time at a member the staged key does not hold (the next write would then
+        add a second member for the player). It is removed in this transaction; if it
+        expired (or changed) first, writes may have landed in between, so nothing is
+        swapped (WATCH) and the rebuild fails, to be run again."""
         pipe = self.nodes.for_key(tagged).pipeline(transaction=True)
+        if restoring is not None:
+            await pipe.watch(restoring)
+            if not await pipe.exists(restoring):
+                await pipe.reset()  # type: ignore[no-untyped-call]
+                raise Unavailable("the period's rebuild outlasted its restoring flag; retry")
+            pipe.multi()  # type: ignore[no-untyped-call]
         for live, loaded in staged.items():
             if loaded == 0:
                 pipe.delete(live, keys.staging(live))
@@ -1253,4 +1281,6 @@ class RedisStore:
                 pipe.pexpireat(live, expires_ms)
         for name, args in also:  # e.g. the :pending key, put in place with the board
             pipe.execute_command(name, *args)
+        if restoring is not None:
+            pipe.delete(restoring)
         await pipe.execute()
