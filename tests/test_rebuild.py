@@ -377,7 +377,7 @@ async def test_watchdog_replays_only_the_tail_when_the_log_position_is_readable(
         return await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
 
     try:
-        assert await wait_until(verified, timeout_s=3.0), "the watchdog did not restore in 3 s"
+        assert await wait_until(verified, timeout_s=30.0), "the watchdog did not restore in 30 s"
     finally:
         runtime.restorer.change_margin_ms = CHANGE_MARGIN_MS
     assert await _metric(client, "rankd_rebuilds_total") == rebuilt_before
@@ -523,7 +523,8 @@ async def test_a_ban_since_the_log_position_means_a_rebuild_not_a_tail_replay(
         async def verified() -> bool:
             return await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
 
-        assert await wait_until(verified, timeout_s=5.0), "not restored within 5 s"
+        # a whole rebuild: in the full suite the shared database holds every test's boards
+        assert await wait_until(verified, timeout_s=60.0), "not restored within 60 s"
         last = runtime.restorer.last
         assert last is not None and last.how == "rebuild", last
         assert "a ban or unban" in last.reason, last.reason
