@@ -145,6 +145,21 @@ async def make_board(client: httpx.AsyncClient):  # type: ignore[no-untyped-def]
     return make
 
 
+@pytest.fixture(params=[1, 4], ids=lambda n: f"shards{n}")
+async def make_sharded_board(client: httpx.AsyncClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Like make_board, but each test runs twice: on an unsharded board and on one split
+    over 4 shards (the answers must not differ). A module opts in by naming it make_board."""
+
+    async def make(**config: object) -> str:
+        board_id = new_board_id()
+        body = {"shards": request.param, **config}
+        response = await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
+        assert response.status_code == 201, response.text
+        return board_id
+
+    return make
+
+
 @pytest.fixture(scope="module")
 async def pg(urls: Urls) -> AsyncIterator[AsyncConnection[Any]]:
     """A plain PostgreSQL connection (autocommit) for tests that read the durable copy."""

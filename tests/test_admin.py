@@ -29,18 +29,10 @@ from tests.wire import assert_error, iso
 DAY = timedelta(days=1)
 
 
-@pytest.fixture(params=[1, 4], ids=lambda n: f"shards{n}")
-async def make_board(client: httpx.AsyncClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+@pytest.fixture
+def make_board(make_sharded_board):  # type: ignore[no-untyped-def]
     """The boards here are unsharded, then split over 4 shards: the answers must not differ."""
-
-    async def make(**config: object) -> str:
-        board_id = new_board_id()
-        body = {"shards": request.param, **config}
-        response = await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
-        assert response.status_code == 201, response.text
-        return board_id
-
-    return make
+    return make_sharded_board
 
 
 async def submit(

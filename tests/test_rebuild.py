@@ -45,18 +45,10 @@ ALL_WINDOWS = ["all-time", "daily", "weekly", "monthly"]
 TEN_DAYS_S = 10 * 86_400
 
 
-@pytest.fixture(params=[1, 4], ids=lambda n: f"shards{n}")
-async def make_board(client: httpx.AsyncClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+@pytest.fixture
+def make_board(make_sharded_board):  # type: ignore[no-untyped-def]
     """Every board here is unsharded, then split over 4 shards: a rebuild restores both."""
-
-    async def make(**config: object) -> str:
-        board_id = new_board_id()
-        body = {"shards": request.param, **config}
-        response = await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
-        assert response.status_code == 201, response.text
-        return board_id
-
-    return make
+    return make_sharded_board
 
 
 async def populate(client: httpx.AsyncClient, board_id: str, runs: int = 36) -> None:
