@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -416,18 +416,20 @@ class Runtime:
         return self.recovery.describe()
 
     async def _probe(self, timeout_s: float) -> dict[str, str]:
-        async def check(name: str, probe: Awaitable[Any]) -> tuple[str, str]:
+        # Each probe is started inside its check, so a probe cancelled before it ran (at
+        # shutdown) leaves no coroutine that was never awaited.
+        async def check(name: str, probe: Callable[[], Awaitable[Any]]) -> tuple[str, str]:
             try:
-                await asyncio.wait_for(probe, timeout=timeout_s)
+                await asyncio.wait_for(probe(), timeout=timeout_s)
                 return name, "ok"
             except Exception as exc:
                 cause = exc.__cause__ or exc
                 return name, f"down: {type(cause).__name__}: {cause}"[:200]
 
         results = await asyncio.gather(
-            check("redis", self.store.ping()),
-            check("postgres", self.pg.ping()),
-            check("nats", self.log.ping()),
+            check("redis", self.store.ping),
+            check("postgres", self.pg.ping),
+            check("nats", self.log.ping),
         )
         return dict(results)
 
