@@ -25,6 +25,7 @@ it, and the row keeps the decision, so a later application of the logged run fol
 The write pipeline (services/write_pipeline.py) takes moderation as an input: a
 ``Visibility`` snapshot when it plans (plan.py routes a banned player's targets to
 :shadow), and the review decisions through ``follow_decisions``, which returns new targets.
+After a ban's sweep or a hold decision, ``invalidations`` tells this process's readers.
 
 Memory: the ban set holds one entry per banned player (about 100 bytes each); it is only
 grown by admins, never by a client's requests.
@@ -45,6 +46,7 @@ from rankd.formats import clip
 from rankd.periods import ALL_TIME, PeriodRef, period_at
 from rankd.plan import Target, Visibility, plan
 from rankd.runs import Run
+from rankd.services.invalidation import Invalidations
 from rankd.services.registry import BoardRegistry
 from rankd.stores import moderation as db
 from rankd.stores import standings
@@ -110,6 +112,7 @@ class Moderation:
         *,
         settle_s: float = 0.6,
         applied_through: Callable[[], Awaitable[int | None]] | None = None,
+        invalidations: Invalidations | None = None,
     ) -> None:
         self.store = store
         self.pg = pg
@@ -119,6 +122,8 @@ class Moderation:
         # when the oldest logged run not yet applied by the consumer was received (None:
         # all applied); see services/consumer.py
         self.applied_through = applied_through
+        # told after a ban's sweep and a hold decision (the reader drops its top lists)
+        self.invalidations = invalidations if invalidations is not None else Invalidations()
         self._later: set[asyncio.Task[None]] = set()
 
     # the write path
@@ -232,6 +237,7 @@ class Moderation:
             task.add_done_callback(self._later.discard)
         else:
             await self._sweep_later(player_id, banned, at_ms)
+        self.invalidations.publish()  # this process's next read shows the move at once
 
     async def close(self) -> list[str]:
         """Stop second sweeps still waiting (a ban's own sweep has run; the consumer's
@@ -346,6 +352,7 @@ class Moderation:
                 for segment in ("", *h.segments)
             ],
         )
+        self.invalidations.publish()
 
 
 def _holds(board: BoardConfig, plans: Sequence[Sequence[Target]]) -> list[db.Hold]:
