@@ -111,19 +111,21 @@ def _target_of(
     tests/test_plan.py checks that it fills every field)."""
     target: Target = _new(Target)
     target.__dict__.update(
-        window=window,
-        period=period,
-        run=run,
-        disposition=disposition,
-        operation=operation,
-        composite=composite,
-        segment=segment,
-        time_key=time_key,
-        expire_at_s=0,
-        trim_before_ms=trim_before_ms,
-        counted_ms=0,
-        side=side,
-        mark=mark,
+        {
+            "window": window,
+            "period": period,
+            "run": run,
+            "disposition": disposition,
+            "operation": operation,
+            "composite": composite,
+            "segment": segment,
+            "time_key": time_key,
+            "expire_at_s": 0,
+            "trim_before_ms": trim_before_ms,
+            "counted_ms": 0,
+            "side": side,
+            "mark": mark,
+        }
     )
     return target
 
