@@ -17,14 +17,35 @@ Class docstrings become schema descriptions in the document, so only ``Ready`` h
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, NotRequired, get_args
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, NotRequired, get_args
 
-from pydantic import Field
 from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 from rankd.codec import MAX_SCORE_LIMIT
 from rankd.formats import PLAYER_ID_PATTERN, RUN_ID_PATTERN
 from rankd.periods import Window
+
+
+class Doc:
+    """What the document says of a field beside its type: JSON schema keywords (a
+    description, a pattern, bounds). Pydantic adds them to the field's schema when it reads
+    the shape (``__get_pydantic_json_schema__``); the validators apply the same constants.
+    Not pydantic's ``Field``: the client imports this module, and pydantic only serves the
+    document."""
+
+    __slots__ = ("keywords",)
+
+    def __init__(self, **keywords: object) -> None:
+        self.keywords = keywords
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: Any, handler: Callable[[Any], dict[str, Any]]
+    ) -> dict[str, Any]:
+        schema = handler(core_schema)
+        schema.update(self.keywords)
+        return schema
+
 
 # --- input limits (checked by boards.py, validation.py and the routes) ---------------------
 
@@ -46,58 +67,58 @@ class BoardSettings(TypedDict, total=False):
     windows: list[Window]
     order: Literal["desc", "asc"]
     policy: Literal["best", "sum"]
-    max_score: Annotated[int, Field(ge=1, le=MAX_SCORE_LIMIT)]
-    max_run_score: Annotated[int, Field(ge=1, le=MAX_SCORE_LIMIT)]
+    max_score: Annotated[int, Doc(minimum=1, maximum=MAX_SCORE_LIMIT)]
+    max_run_score: Annotated[int, Doc(minimum=1, maximum=MAX_SCORE_LIMIT)]
     shards: Annotated[
         int,
-        Field(
-            ge=1,
-            le=MAX_SHARDS,
+        Doc(
+            minimum=1,
+            maximum=MAX_SHARDS,
             description="sorted sets each period is split over (1: unsharded); "
             "fixed once it has runs",
         ),
     ]
     hold_top: Annotated[
         int,
-        Field(
-            ge=0,
-            le=MAX_HOLD_TOP,
+        Doc(
+            minimum=0,
+            maximum=MAX_HOLD_TOP,
             description="a run that would enter the top hold_top is held for review (0: off)",
         ),
     ]
-    grace_seconds: Annotated[int, Field(ge=0, le=MAX_GRACE_S)]
+    grace_seconds: Annotated[int, Doc(minimum=0, maximum=MAX_GRACE_S)]
     retention_days: dict[str, int]
-    segments: Annotated[list[str], Field(max_length=MAX_SEGMENT_DIMENSIONS)]
+    segments: Annotated[list[str], Doc(maxItems=MAX_SEGMENT_DIMENSIONS)]
     score_format: Annotated[
         ScoreFormat,
-        Field(description="how pages display a score (display only); `duration_ms`: 1:05.364"),
+        Doc(description="how pages display a score (display only); `duration_ms`: 1:05.364"),
     ]
 
 
 class Run(TypedDict):
     # one run to submit (validation.parse_run)
-    run_id: Annotated[str, Field(pattern=RUN_ID_PATTERN)]
-    player_id: Annotated[str, Field(pattern=PLAYER_ID_PATTERN)]
-    score: Annotated[int, Field(ge=0)]
+    run_id: Annotated[str, Doc(pattern=RUN_ID_PATTERN)]
+    player_id: Annotated[str, Doc(pattern=PLAYER_ID_PATTERN)]
+    score: Annotated[int, Doc(minimum=0)]
     ended_at: NotRequired[
-        Annotated[str, Field(description="RFC 3339; default: when the run is received")]
+        Annotated[str, Doc(description="RFC 3339; default: when the run is received")]
     ]
     segments: NotRequired[
         Annotated[
             dict[str, str],
-            Field(description="segment values; dimensions left out come from the player's profile"),
+            Doc(description="segment values; dimensions left out come from the player's profile"),
         ]
     ]
 
 
 class Batch(TypedDict):
-    runs: Annotated[list[Run], Field(max_length=MAX_BATCH)]
+    runs: Annotated[list[Run], Doc(maxItems=MAX_BATCH)]
 
 
 class ProfileUpdate(TypedDict, total=False):
-    name: Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
+    name: Annotated[str, Doc(minLength=1, maxLength=MAX_NAME)]
     segments: Annotated[
-        dict[str, str], Field(description='the player\'s segment values, e.g. {"country": "FR"}')
+        dict[str, str], Doc(description='the player\'s segment values, e.g. {"country": "FR"}')
     ]
 
 
@@ -139,7 +160,7 @@ class Standing(TypedDict):
     window: str
     period: str
     segment: Annotated[
-        str | None, Field(description='null for the global standings, else "<dimension>:<value>"')
+        str | None, Doc(description='null for the global standings, else "<dimension>:<value>"')
     ]
     status: Literal["ranked", "held", "closed"]
     rank: NotRequired[int]
@@ -207,12 +228,12 @@ class PlayerRank(PlayerStanding):
     # estimates, and by how many ranks at most the exact rank differs (0 when exact)
     approximate: NotRequired[
         Annotated[
-            bool, Field(description="with accuracy=approx: whether rank and total are estimates")
+            bool, Doc(description="with accuracy=approx: whether rank and total are estimates")
         ]
     ]
     error_bound: NotRequired[
         Annotated[
-            int, Field(description="with accuracy=approx: the exact rank is within rank ± this")
+            int, Doc(description="with accuracy=approx: the exact rank is within rank ± this")
         ]
     ]
 
@@ -250,7 +271,7 @@ class Profile(TypedDict):
     banned: NotRequired[
         Annotated[
             bool,
-            Field(description="whether the player is banned; only in an admin key's answer"),
+            Doc(description="whether the player is banned; only in an admin key's answer"),
         ]
     ]
 
@@ -269,7 +290,7 @@ class Bans(TypedDict):
     bans: list[BanInfo]
     next: Annotated[
         str | None,
-        Field(description="pass as `after` for the next page (null: this is the last page)"),
+        Doc(description="pass as `after` for the next page (null: this is the last page)"),
     ]
 
 
@@ -295,7 +316,7 @@ class HoldDecision(TypedDict):
 
 class SegmentValue(TypedDict):
     value: str
-    total: Annotated[int, Field(description="public entries with this value in the period")]
+    total: Annotated[int, Doc(description="public entries with this value in the period")]
 
 
 class SegmentValues(TypedDict):
@@ -322,11 +343,11 @@ class Health(TypedDict):
 
 
 class ConsumerLag(TypedDict):
-    pending: Annotated[int, Field(description="log messages not yet delivered to the consumer")]
-    ack_pending: Annotated[int, Field(description="delivered, not yet acknowledged")]
+    pending: Annotated[int, Doc(description="log messages not yet delivered to the consumer")]
+    ack_pending: Annotated[int, Doc(description="delivered, not yet acknowledged")]
     oldest_unacked_seconds: float
     parked: Annotated[
-        int, Field(description="messages parked in PostgreSQL; see rankd replay --parked")
+        int, Doc(description="messages parked in PostgreSQL; see rankd replay --parked")
     ]
     parked_since: str | None
 
@@ -335,18 +356,18 @@ class Ready(TypedDict):
     """200: ready or degraded (with reasons); 503: unavailable, naming what is down."""
 
     status: Literal["ready", "degraded", "unavailable"]
-    checks: Annotated[dict[str, str], Field(description='each dependency: "ok" or why it is down')]
+    checks: Annotated[dict[str, str], Doc(description='each dependency: "ok" or why it is down')]
     consumer: Annotated[
-        ConsumerLag | None, Field(description="the log consumer's lag (null: none here)")
+        ConsumerLag | None, Doc(description="the log consumer's lag (null: none here)")
     ]
-    reasons: NotRequired[Annotated[list[str], Field(description="why it is degraded")]]
+    reasons: NotRequired[Annotated[list[str], Doc(description="why it is degraded")]]
     recovering: NotRequired[
         Annotated[
             dict[str, str],
-            Field(
+            Doc(
                 description="on 503: each dependency (or `startup`) being restored and how "
                 "far; reads may miss acknowledged runs until it is done"
             ),
         ]
     ]
-    error: NotRequired[Annotated[ErrorBody, Field(description="on 503: code unavailable")]]
+    error: NotRequired[Annotated[ErrorBody, Doc(description="on 503: code unavailable")]]
