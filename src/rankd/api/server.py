@@ -15,6 +15,8 @@ answers its health checks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import ipaddress
 import logging
 from collections import Counter
@@ -24,8 +26,10 @@ import orjson
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.supervisors import Multiprocess
 
 from rankd import metrics
+from rankd.settings import Settings
 
 log = logging.getLogger("rankd.server")
 
@@ -213,3 +217,35 @@ class GuardedHttpProtocol(HttpToolsProtocol):
                 _error(b"408 Request Timeout", "request_timeout", "the request came too slowly")
             )
         self.transport.close()
+
+
+def run(settings: Settings, *, host: str, port: int, workers: int) -> bool:
+    """Serve the API on ``host``:``port`` with ``workers`` processes until Ctrl-C or SIGTERM;
+    False if it never started (e.g. the port is taken; uvicorn has logged why)."""
+    from rankd.api.app import create_app
+
+    config = ServerConfig(
+        # each worker process builds its own app from these settings (pickled to it)
+        functools.partial(create_app, settings, tune_gc=True),
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        loop="uvloop",
+        log_level=settings.log_level,
+        access_log=False,
+        timeout_keep_alive=settings.http_keep_alive_s,
+        header_timeout_s=settings.http_header_timeout_s,
+        body_timeout_s=settings.http_body_timeout_s,
+        max_connections=settings.http_max_connections,
+        max_connections_per_address=settings.http_max_connections_per_address,
+        probe_connections=settings.http_probe_connections,
+    )
+    if workers > 1:
+        with contextlib.suppress(KeyboardInterrupt):
+            Multiprocess(config, sockets=[config.bind_socket()]).run()
+        return True
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once done
+        server.run()
+    return bool(server.started)
