@@ -154,9 +154,11 @@ class ArchiveStore:
         hidden = await self.hidden(ref, viewer)
         return hidden.shown(await self._group(ref, player_ids))
 
-    async def count_from(self, ref: PeriodRef, floor: int) -> tuple[int, int]:
+    async def count_from(
+        self, ref: PeriodRef, floor: int, viewer: str | None = None
+    ) -> tuple[int, int]:
         """(shown entries with a composite of at least ``floor``, shown total)."""
-        hidden = await self.hidden(ref)
+        hidden = await self.hidden(ref, viewer)
         above, total = await self._count_from(ref, floor)
         hidden_above = sum(1 for c in hidden.composites if c >= floor)
         return above - hidden_above, total - len(hidden.ranks)
