@@ -11,7 +11,7 @@ module that calls the Redis store's reads.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from rankd.codec import Codec
 from rankd.periods import PeriodRef
@@ -73,11 +73,8 @@ class _Live(ABC):
 
     async def _rows(self, found: Rows, first: int) -> list[Row]:
         """Rows of a range read from 0-based rank ``first``, named."""
-        names = await self._lookup(pid for pid, _, _ in found)
+        names = await self.names.lookup(pid for pid, _, _ in found)
         return [self._row(pid, c, at, first + i + 1, names) for i, (pid, c, at) in enumerate(found)]
-
-    async def _lookup(self, player_ids: Iterable[str]) -> dict[str, str | None]:
-        return await self.names.lookup(player_ids)  # cached: most reads send no command
 
     async def top(self, offset: int, count: int) -> tuple[list[Row], int]:
         found, total = await self._top(offset, count)
@@ -88,7 +85,7 @@ class _Live(ABC):
         if held is None:
             return None, total
         composite, rank0, achieved_ms = held
-        names = await self._lookup([player_id])
+        names = await self.names.lookup([player_id])
         return self._row(player_id, composite, achieved_ms, rank0 + 1, names), total
 
     async def around(self, player_id: str, span: int) -> tuple[list[Row], int] | None:
@@ -119,7 +116,7 @@ class _Live(ABC):
             held, _ = await self._entry(viewer)
             if held is not None:
                 public_index = held[1]
-        names = await self._lookup([viewer])
+        names = await self.names.lookup([viewer])
         return OwnView(self._row(viewer, composite, achieved_ms, rank, names), public_index, total)
 
 
@@ -206,7 +203,7 @@ class ShardedStandings(_Live):
         ahead, bound, others = await histograms.estimate(self.ref, self.shards, shard, composite)
         rank = rank0 + ahead + 1
         total = max(shard_total + others, rank)
-        names = await self._lookup([player_id])
+        names = await self.names.lookup([player_id])
         return self._row(player_id, composite, achieved_ms, rank, names), total, bound
 
 
