@@ -208,8 +208,9 @@ class Reader:
     ) -> T:
         """``read`` from ``source``, or from the archive if ``source`` is Redis and found
         the period empty because its keys are gone there (the read raced the season job's
-        UNLINK, or Redis lost them). ``total``: the period's total by the answer (None:
-        the answer does not say, and the source is asked)."""
+        UNLINK, or Redis lost them). ``total``: the entries the answer shows the period
+        holds, its total or at least those found (0: empty; None: the answer cannot tell,
+        and the source is asked)."""
         found = await read(source)
         if source.archived or self.states is None or not self._closed(scope):
             return found

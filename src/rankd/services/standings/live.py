@@ -5,7 +5,9 @@ ranks, one round trip each as the stores make them, and turn them into rows the 
 the score unpacked from the composite by the window's codec, the exact time (an entry from
 before exact times were kept: its tie bucket's start), and the name from the names cache
 (services/names.py; a group read fetches its names in its own round trip). This is the one
-module that calls the Redis store's reads.
+module that calls the Redis store's standings reads (top, entry, around, group, own,
+count_from, public_totals, shard_entry); services/listings.py asks it for the period and
+segment totals of its lists.
 """
 
 from __future__ import annotations
