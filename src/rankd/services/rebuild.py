@@ -30,7 +30,7 @@ from rankd.errors import BoardNotFound
 from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
 from rankd.services.registry import BoardRegistry
-from rankd.stores import archive, standings
+from rankd.stores import archive_job, rebuild_pages
 from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis_keys import shard_of
@@ -89,11 +89,11 @@ class Rebuilder:
         """Load ``todo`` in its order. Small periods go in batches, a query and a round trip
         per batch (a period costs its members, not a round trip of its own), the next
         batch read from PostgreSQL while Redis loads this one; the rest one at a time."""
-        sizes = await standings.period_sizes(conn, None, None, None) if whole else {}
+        sizes = await rebuild_pages.period_sizes(conn, None, None, None) if whole else {}
         if not whole and len(todo) > 1:
             board_id, window = todo[0][0][0], todo[0][0][1]
             one_window = all(t[0][0] == board_id and t[0][1] == window for t in todo)
-            sizes = await standings.period_sizes(
+            sizes = await rebuild_pages.period_sizes(
                 conn, board_id, window if one_window else None, None
             )
         loading: asyncio.Task[int] | None = None
@@ -112,7 +112,7 @@ class Rebuilder:
             nonlocal loading, batch, batch_members
             if not batch:
                 return
-            found = await standings.small_periods(conn, batch)  # while Redis loads the last
+            found = await rebuild_pages.small_periods(conn, batch)  # while Redis loads the last
             await landed()
             loading = asyncio.create_task(self._load_small(found))
             batch, batch_members = [], 0
@@ -135,8 +135,8 @@ class Rebuilder:
                         await self.store.stage_shards(
                             ref,
                             n,
-                            standings.sharded_pages(conn, ref, n),
-                            standings.sharded_time_groups(conn, ref, n),
+                            rebuild_pages.sharded_pages(conn, ref, n),
+                            rebuild_pages.sharded_time_groups(conn, ref, n),
                             progress,
                         )
                     )
@@ -212,14 +212,14 @@ class Rebuilder:
                 # first: submits resolve profile segments from this copy before logging
                 self.restoring_profiles = True
                 try:
-                    await self.store.restore_names(standings.name_chunks(conn))
+                    await self.store.restore_names(rebuild_pages.name_chunks(conn))
                     await self.store.restore_profile_segments(
-                        standings.profile_segment_chunks(conn)
+                        rebuild_pages.profile_segment_chunks(conn)
                     )
                 finally:
                     self.restoring_profiles = False
-            selected = await standings.periods(conn, board, window, period)
-            archived = await archive.archived_refs(conn, board, window, period)
+            selected = await rebuild_pages.periods(conn, board, window, period)
+            archived = await archive_job.archived_refs(conn, board, window, period)
             # banned players to :shadow, held runs to :pending, as PostgreSQL says
             banned = await moderation_db.banned_entries(conn, board)
             held = await moderation_db.held_entries(conn, board)
@@ -285,15 +285,17 @@ def _small(
 def _entry_pages(
     conn: Conn, ref: PeriodRef, shard: tuple[int, int]
 ) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
-    return lambda: standings.pages(conn, standings.ENTRY_PAGE_SQL, ref, (-1, ""), shard=shard)
+    return lambda: rebuild_pages.pages(
+        conn, rebuild_pages.ENTRY_PAGE_SQL, ref, (-1, ""), shard=shard
+    )
 
 
 def _counted_run_pages(
     conn: Conn, ref: PeriodRef, since: int, horizon: int, shard: tuple[int, int]
 ) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
-    return lambda: standings.pages(
+    return lambda: rebuild_pages.pages(
         conn,
-        standings.SUM_RUN_PAGE_SQL,
+        rebuild_pages.SUM_RUN_PAGE_SQL,
         ref,
         ("", ""),
         {"since": since, "horizon": horizon},
@@ -304,4 +306,4 @@ def _counted_run_pages(
 def _time_groups(
     conn: Conn, ref: PeriodRef, shard: tuple[int, int]
 ) -> Callable[[int], AsyncIterator[tuple[int, int, bytes]]]:
-    return lambda members: standings.time_groups(conn, ref, members, shard=shard)
+    return lambda members: rebuild_pages.time_groups(conn, ref, members, shard=shard)

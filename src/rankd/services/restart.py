@@ -48,7 +48,7 @@ from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.services.replay import replay
 from rankd.stores import moderation as moderation_db
-from rankd.stores import standings
+from rankd.stores import rebuild_pages
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis_store import RedisStore
 from rankd.stores.runlog import RunLog
@@ -165,7 +165,9 @@ class Restorer:
         self.rebuilder.restoring_profiles = True
         try:
             async with self.pg.connection() as conn:
-                changed = await standings.players_changed_since(conn, at_ms - self.change_margin_ms)
+                changed = await rebuild_pages.players_changed_since(
+                    conn, at_ms - self.change_margin_ms
+                )
             await self.store.patch_players(changed)
         finally:
             self.rebuilder.restoring_profiles = False

@@ -47,7 +47,7 @@ from rankd.periods import ALL_TIME, SPAN_MS, Period, PeriodRef, parse_period
 from rankd.plan import expires_at_ms
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
-from rankd.stores import archive, fingerprints
+from rankd.stores import archive_job, fingerprints
 from rankd.stores.archive import ArchiveState, FrozenEntry
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis_store import RedisStore
@@ -203,7 +203,7 @@ class SeasonJob:
             for board_id in configs:
                 await fingerprints.forget_before(conn, board_id, now - 2 * self.run_memory_ms)
             through = await self._applied_through()
-            for item in await archive.job_periods(conn, now, boards):
+            for item in await archive_job.job_periods(conn, now, boards):
                 board = configs.get(item.ref.board)
                 if board is None:
                     continue
@@ -231,7 +231,7 @@ class SeasonJob:
         self,
         conn: Conn,
         board: BoardConfig,
-        item: archive.JobPeriod,
+        item: archive_job.JobPeriod,
         now: int,
         through: int | None,
         report: SeasonReport,
@@ -245,7 +245,7 @@ class SeasonJob:
             log.info("season job: %s waits for the log consumer before freezing", ref)
             return
         if action == "thaw":
-            await archive.thaw(conn, ref)
+            await archive_job.thaw(conn, ref)
             if state is not None and state.archived:
                 await self.rebuilder.rebuild(ref.board, ref.window, ref.period, fresh_config=board)
             report.thawed += 1
@@ -265,7 +265,7 @@ class SeasonJob:
         if action == "expire":
             # archived first, then unlinked: a read that still finds the key is right, and
             # one that finds it gone turns to the archive
-            await archive.mark_archived(conn, ref, now)
+            await archive_job.mark_archived(conn, ref, now)
             await self.store.unlink_period(ref)
             report.archived += 1
             metrics.SEASON_PERIODS_ARCHIVED.inc()
@@ -287,7 +287,7 @@ class SeasonJob:
             # Redis lost the key (and the rebuild left it out): the durable copy has it all
             source = "player_best"
             pages = self._player_best_pages(ref, codec, period.start_ms)
-        return await archive.freeze(conn, ref, period.start_ms, source, now, pages, progress)
+        return await archive_job.freeze(conn, ref, period.start_ms, source, now, pages, progress)
 
     async def _redis_pages(
         self, ref: PeriodRef, codec: Codec, start_ms: int
@@ -298,7 +298,7 @@ class SeasonJob:
     async def _player_best_pages(
         self, ref: PeriodRef, codec: Codec, start_ms: int
     ) -> AsyncIterator[list[FrozenEntry]]:
-        async for page in archive.player_best_pages(self.pg, ref, self.page_size):
+        async for page in archive_job.player_best_pages(self.pg, ref, self.page_size):
             yield _entries(codec, start_ms, *page)
 
 

@@ -14,20 +14,23 @@ key, and a member (codec.member) is rebuilt from a row's player id and exact tim
   from there on, merged: the board's nearest ones are among them;
 * a group (friends): found on their own shards, then ranked as above, all in one pipeline.
 
-The same operations as the unsharded reads in redis_store.py, so a standings interface can
-pick one or the other by the board's ``shards``.
+The same operations as the unsharded reads in redis_store.py, so the standings interface
+(services/standings/live.py) picks one or the other by the board's ``shards``. Redis's errors
+leave here as ``Unavailable`` (503: retry), as they leave the store's.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from rankd import codec
-from rankd.errors import InvalidRequest
+from rankd.errors import InvalidRequest, Unavailable
 from rankd.periods import PeriodRef
 from rankd.stores import redis_keys as keys
 from rankd.stores.redis_scripts import AHEAD, ENTRY, FRIENDS, OWN_ENTRY, TOP, Call
@@ -49,6 +52,24 @@ _SIDES = ("public", "shadow", "pending")
 # How deep a top list is served on a sharded board: offset + n at most this. Every shard
 # returns offset + n rows for the merge, so the cost is linear in the depth.
 MERGE_DEPTH = 10_000
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _reachable(read: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """A read whose Redis errors (unreachable, timed out, or an error reply such as OOM or
+    READONLY in a failover) become Unavailable: retrying later can succeed."""
+
+    @functools.wraps(read)
+    async def translated(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await read(*args, **kwargs)
+        except (RedisError, OSError) as exc:
+            raise Unavailable("Redis is unavailable right now; retry shortly") from exc
+
+    return translated
 
 
 def _number(raw: Any) -> int:
@@ -111,12 +132,14 @@ class ShardedReads:
                 aheads[i] += int(n)
         return aheads, total
 
+    @_reachable
     async def total(self, ref: PeriodRef, shards: int) -> int:
         pipe = self.redis.pipeline(transaction=False)
         for pk in shard_refs(ref, shards):
             pipe.zcard(pk.public)
         return sum(int(n) for n in await pipe.execute())
 
+    @_reachable
     async def top(self, ref: PeriodRef, shards: int, offset: int, count: int) -> tuple[Rows, int]:
         depth = offset + count
         if depth > MERGE_DEPTH:
@@ -130,6 +153,7 @@ class ShardedReads:
         merged = merge([_rows(r[1]) for r in replies])
         return merged[offset:depth], total
 
+    @_reachable
     async def entry(
         self, ref: PeriodRef, shards: int, player_id: str
     ) -> tuple[tuple[int, int, int] | None, int]:
@@ -144,6 +168,7 @@ class ShardedReads:
         )
         return (composite, ahead, achieved), total
 
+    @_reachable
     async def around(
         self, ref: PeriodRef, shards: int, player_id: str, span: int
     ) -> tuple[int, int, Rows] | None:
@@ -166,6 +191,7 @@ class ShardedReads:
         first = max(0, mine - span)
         return rank0 - (mine - first), total, merged[first : mine + span + 1]
 
+    @_reachable
     async def group(
         self, ref: PeriodRef, shards: int, player_ids: Sequence[str]
     ) -> tuple[list[tuple[int, int, int] | None], list[str | None]]:
@@ -188,6 +214,7 @@ class ShardedReads:
         standings = [None if f is None else (f[0], next(aheads), f[1]) for f in found]
         return standings, [None if n is None else _text(n) for n in raw[-1]]
 
+    @_reachable
     async def own(self, ref: PeriodRef, shards: int, player_id: str) -> tuple[Own, int]:
         """A player's own view: their shard's answer (side, composite, the rank they would
         take there), plus the entries ahead of them on every other shard."""
@@ -205,6 +232,7 @@ class ShardedReads:
         total = int(reply[1]) + sum(int(r[0]) for r in replies)
         return (_SIDES[int(side)], _number(composite), rank, int(achieved)), total
 
+    @_reachable
     async def count_from(self, ref: PeriodRef, shards: int, floor: int) -> tuple[int, int]:
         """(entries with a composite of at least ``floor``, total)."""
         pipe = self.redis.pipeline(transaction=False)
@@ -214,6 +242,7 @@ class ShardedReads:
         counts = [int(n) for n in await pipe.execute()]
         return sum(counts[0::2]), sum(counts[1::2])
 
+    @_reachable
     async def exists(self, ref: PeriodRef, shards: int) -> bool:
         # one EXISTS per key: on Redis Cluster a multi-key EXISTS must stay in one slot
         pipe = self.redis.pipeline(transaction=False)
