@@ -43,7 +43,7 @@ from rankd.services.names import NameCache
 from rankd.services.own_view import NOWHERE, OwnView
 from rankd.stores import standings
 from rankd.stores.archive import ArchivedRow, ArchiveState, ArchiveStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.reads import Reads
 from rankd.ttlcache import TTLCache
 
 # Estimated bytes a cached top list holds: the dicts and strings of each entry.
@@ -130,7 +130,7 @@ def resolve_scope(
 class Reader:
     def __init__(
         self,
-        store: RedisStore,
+        store: Reads,
         names: NameCache,
         top_cache_s: float = 0.0,
         top_cache_bytes: int = 16 << 20,

@@ -1,6 +1,6 @@
 """The reads of a sharded board: one period's standings spread over ``shards`` sorted sets.
 
-A player lives on one shard (redis_keys.shard_of). Every read answers exactly what the same
+A player lives on one shard (redis/keys.py shard_of). Every read answers exactly what the same
 read of one unsharded key holding every entry answers, ties included: the whole board's
 order is (composite descending, member descending byte by byte), ZREVRANGE's order on one
 key, and a member (codec.member) is rebuilt from a row's player id and exact time.
@@ -14,7 +14,7 @@ key, and a member (codec.member) is rebuilt from a row's player id and exact tim
   from there on, merged: the board's nearest ones are among them;
 * a group (friends): found on their own shards, then ranked as above, all in one pipeline.
 
-The same operations as the unsharded reads in redis_store.py, so a standings interface can
+The same operations as the unsharded reads in redis/reads.py, so a standings interface can
 pick one or the other by the board's ``shards``.
 """
 
@@ -29,12 +29,12 @@ from redis.asyncio import Redis
 from rankd import codec
 from rankd.errors import InvalidRequest
 from rankd.periods import PeriodRef
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_scripts import AHEAD, ENTRY, FRIENDS, OWN_ENTRY, TOP, Call
+from rankd.stores.redis import keys
+from rankd.stores.redis.scripts import AHEAD, ENTRY, FRIENDS, OWN_ENTRY, TOP, Call
 
 
 class Runner(Protocol):
-    """Runs script calls, then plain commands, in one round trip (RedisStore._pipeline)."""
+    """Runs script calls, then plain commands, in one round trip (RedisConn.pipeline)."""
 
     def __call__(
         self, calls: Sequence[Call], extra: Sequence[tuple[str, tuple[Any, ...]]] = ()

@@ -20,8 +20,8 @@ from psycopg import AsyncConnection
 from rankd.boards import BoardConfig
 from rankd.codec import STAMP_EPOCH_MS, STAMP_MAX, STAMP_WIDTH, stamp_offset
 from rankd.periods import PeriodRef, parse_period
-from rankd.stores.redis_keys import time_bucket
-from rankd.stores.redis_loader import SmallPeriod
+from rankd.stores.redis.keys import time_bucket
+from rankd.stores.redis.loader import SmallPeriod
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +344,7 @@ async def periods(
 
 
 def shard_sql(player: str) -> str:
-    """SQL for a player's shard on a board of ``%(n)s`` shards, as redis_keys.shard_of
+    """SQL for a player's shard on a board of ``%(n)s`` shards, as redis/keys.py shard_of
     computes it (the first 4 bytes of the id's MD5, big-endian, modulo the shards)."""
     return f"(('x' || left(md5({player}), 8))::bit(32)::bigint %% %(n)s)"
 
