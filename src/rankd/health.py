@@ -1,8 +1,9 @@
 """The process's watch on its dependencies: probes, readiness, and a restarted Redis.
 
-Each dependency is pinged every HEALTH_INTERVAL_S to notice it lost and back (recovery.py
-says what is recovering and how far); the Redis watch restores a Redis that came back as a
-different process (services/restart.py) and warns when its memory nears its limit.
+Each dependency is pinged every HEALTH_INTERVAL_S to notice it lost and back
+(services/recovery.py says what is recovering and how far); the Redis watch restores a
+Redis that came back as a different process (services/restart.py) and warns when its
+memory nears its limit.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ HEALTH_INTERVAL_S = 0.25
 
 
 class Health:
+    """The runtime's watch on Redis, PostgreSQL and NATS (runtime.py starts its loops)."""
+
     def __init__(
         self,
         settings: Settings,
