@@ -336,11 +336,11 @@ def replay(
         if parked:
             await replay_parked_job(runtime)
             return
-        last = await runtime.log.last_sequence()
+        last = await runtime.runlog.last_sequence()
         with _progress("replay") as progress:
             task = progress.add_task("replay", total=max(0, last - first + 1), rate="")
             report = await replay_log(
-                runtime.log,
+                runtime.runlog,
                 runtime.applier,
                 first,
                 _rate_updater(progress, task),

@@ -39,9 +39,9 @@ class Target:
     was counted before (see services/late_sums.py), then it is applied like ``apply``.
 
     For ``apply``: ``operation`` says which script (``best``: a max of ``composite``;
-    ``sum``: add ``run.score`` once per run id, the time part being ``time_key``),
-    ``expire_at_s`` when the period's keys leave Redis (0: never) and, on a sum board's
-    all-time window, ``trim_before_ms``: counted run ids older than this are forgotten.
+    ``sum``: add ``run.score`` once per run id, the time part being ``time_key``) and, on a
+    sum board's all-time window, ``trim_before_ms``: counted run ids older than this are
+    forgotten. No key gets a TTL: the season job removes a period's keys.
     """
 
     window: str
@@ -52,7 +52,6 @@ class Target:
     composite: int | None = None  # the run's own composite on a best board
     segment: str = ""  # "" for the global standings, else "<dimension>:<value>"
     time_key: int = 0
-    expire_at_s: int = 0
     trim_before_ms: int = 0
     # a late run's id in Redis is scored by when PostgreSQL first counted it (0: not late)
     counted_ms: int = 0
@@ -131,7 +130,6 @@ def plan(board: BoardConfig, run: Run, now_ms: int | None = None) -> list[Target
                     window_target.composite,
                     segment,
                     window_target.time_key,
-                    window_target.expire_at_s,
                     window_target.trim_before_ms,
                     side=window_target.side,
                 )
@@ -158,8 +156,8 @@ def _target(board: BoardConfig, run: Run, window: str, now_ms: int) -> Target:
     expires = expires_at_ms(board, period)
     if expires is not None and now_ms >= expires:
         return Target(window, period, run, "expired", operation, composite)
-    # no TTL on the keys (expire_at_s stays 0): the season job archives the period, then
-    # removes them (services/seasons.py), so a retention change still applies
+    # no TTL on the keys: the season job archives the period, then removes them
+    # (services/seasons.py), so a retention change still applies
     target = Target(window, period, run, "apply", operation, composite)
     if window in run.held:
         target.side = "pending"

@@ -31,7 +31,7 @@ from uvicorn.supervisors import Multiprocess
 from rankd import metrics
 from rankd.settings import Settings
 
-log = logging.getLogger("rankd.server")
+logger = logging.getLogger("rankd.server")
 
 
 class ServerConfig(uvicorn.Config):
@@ -137,7 +137,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         address = address_of(self.client)
         held = config.per_address[address]
         if config.max_connections_per_address and held >= config.max_connections_per_address:
-            log.warning("refusing a connection from %s: it holds %d", address, held)
+            logger.warning("refusing a connection from %s: it holds %d", address, held)
             metrics.CONNECTIONS_REFUSED.labels("address").inc()
             limit = config.max_connections_per_address
             transport.write(
@@ -152,7 +152,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             return
         open_now = len(self.connections)
         if open_now > config.max_connections + config.probe_connections:
-            log.warning("refusing a connection: %d open", open_now)
+            logger.warning("refusing a connection: %d open", open_now)
             metrics.CONNECTIONS_REFUSED.labels("process").inc()
             transport.write(
                 _error(b"503 Service Unavailable", "unavailable", "too many connections; retry")
@@ -211,7 +211,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._deadline = None
         if self.transport.is_closing():
             return
-        log.debug("closing a connection that sent its request too slowly")
+        logger.debug("closing a connection that sent its request too slowly")
         if self.cycle is None or not self.cycle.response_started:
             self.transport.write(
                 _error(b"408 Request Timeout", "request_timeout", "the request came too slowly")

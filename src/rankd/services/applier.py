@@ -34,11 +34,13 @@ from rankd.services.moderation import Moderation
 from rankd.services.registry import BoardRegistry
 from rankd.stores import deletions, fingerprints, standings
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.marks import Marks
+from rankd.stores.redis.reads import Reads
+from rankd.stores.redis.writes import Writes
 from rankd.stores.runlog import LogMessage
 from rankd.stores.standings import BestRow, StandingsBatch, SumRun
 
-log = logging.getLogger("rankd.applier")
+logger = logging.getLogger("rankd.applier")
 
 
 @dataclass
@@ -65,9 +67,9 @@ def is_transient(exc: BaseException) -> bool:
     ValueError/ArithmeticError from a run that cannot be packed, and unexpected errors,
     which are kept parked rather than redelivered until the log gives up on them.
 
-    The stores sort their drivers' errors into these (stores/postgres.py, redis_store.py):
-    ``Unavailable`` for the transient kinds, ``InvalidRequest`` for what PostgreSQL refuses
-    to store, so the applier needs no driver.
+    The stores sort their drivers' errors into these (stores/postgres.py,
+    stores/redis/connection.py): ``Unavailable`` for the transient kinds,
+    ``InvalidRequest`` for what PostgreSQL refuses to store, so the applier needs no driver.
     """
     return isinstance(exc, Unavailable | OSError)  # TimeoutError and ConnectionError included
 
@@ -99,7 +101,9 @@ class Applier:
     def __init__(
         self,
         boards: BoardRegistry,
-        store: RedisStore,
+        writes: Writes,
+        marks: Marks,
+        reads: Reads,
         pg: PostgresStore,
         moderation: Moderation,
         *,
@@ -112,7 +116,9 @@ class Applier:
         marks of runs received that recently (their submitter may not have applied them
         yet). None (replays): apply everything to Redis."""
         self.boards = boards
-        self.store = store
+        self.writes = writes
+        self.marks = marks
+        self.reads = reads
         self.pg = pg
         self.moderation = moderation
         self.mark_wait_ms = None if mark_wait_s is None else int(mark_wait_s * 1000)
@@ -230,7 +236,7 @@ class Applier:
                 raise
             failure = exc
         if len(messages) > 1:
-            log.warning(
+            logger.warning(
                 "a batch of %d log messages failed (%s: %s); applying it in halves",
                 len(messages),
                 type(failure).__name__,
@@ -259,7 +265,7 @@ class Applier:
         async with self.pg.connection() as conn:
             await standings.park(conn, message.seq, message.subject, reason, message.data)
         metrics.MESSAGES_PARKED.inc()
-        log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
+        logger.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
         return Outcome(parked=[message.seq])
 
     async def _skip_applied(self, board: BoardConfig, plans: list[list[Target]]) -> None:
@@ -275,7 +281,7 @@ class Applier:
         ]
         delay = 0.005
         while waiting:
-            found = await self.store.find_marks(board, waiting)
+            found = await self.marks.find_marks(board, waiting)
             for t, marked in zip(waiting, found, strict=True):
                 t.applied = marked
             now_ms = int(time.time() * 1000)
@@ -307,7 +313,7 @@ class Applier:
             return board_plans
         skipped = [r.run_id for r, c in zip(runs, conflicts, strict=True) if c]
         metrics.CONFLICTS_SKIPPED.inc(len(skipped))
-        log.warning(
+        logger.warning(
             "board %s: %d logged run(s) reuse a run_id with other content and apply nowhere"
             " (first: %s)",
             board_id,
@@ -338,10 +344,10 @@ class Applier:
                 await self.moderation.follow_decisions(conn, config, board_plans)
                 if self.mark_wait_ms is not None:
                     await self._skip_applied(config, board_plans)
-                await self.store.apply(config, board_plans)
+                await self.writes.apply(config, board_plans)
                 targets = [t for p in board_plans for t in p]
                 late = [t for t in targets if t.disposition == "late" and not t.applied]
-                await late_sums.settle(self.pg, self.store, config, late, now_ms, conn)
+                await late_sums.settle(self.pg, self.writes, self.reads, config, late, now_ms, conn)
                 _collect(batch, board_id, targets)
             await standings.write(conn, batch)
             for message, reason in unusable:
@@ -349,7 +355,7 @@ class Applier:
                 outcome.parked.append(message.seq)
         for message, reason in unusable:
             metrics.MESSAGES_PARKED.inc()
-            log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
+            logger.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
         metrics.RUNS_APPLIED.inc(sum(len(p) for p in plans.values()))
         if conflicted and self.heal is not None:
             self.heal(sorted(conflicted))

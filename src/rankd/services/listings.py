@@ -19,7 +19,7 @@ from rankd.results import Head, PeriodInfo, Periods, Segments, SegmentValue
 from rankd.services.standings.archived import ArchiveStates
 from rankd.stores import standings
 from rankd.stores.archive import ArchiveState, ArchiveStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.reads import Reads
 
 # GET /segments: the segments of a period looked at (the durable copy's list, by index),
 # and the values returned per dimension, most entries first
@@ -30,7 +30,7 @@ MAX_SEGMENT_VALUES = 100
 class Listings:
     def __init__(
         self,
-        store: RedisStore,
+        store: Reads,
         archive: ArchiveStore | None,
         states: ArchiveStates | None,
         clock: Callable[[], int],

@@ -45,7 +45,7 @@ from rankd.services.standings import Row, Standings
 from rankd.services.standings.archived import ArchiveStandings, ArchiveStates
 from rankd.services.standings.live import ShardedStandings, live
 from rankd.stores.archive import ArchiveStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.reads import Reads
 from rankd.ttlcache import TTLCache
 
 # Estimated bytes a cached top list holds: the dicts and strings of each entry.
@@ -117,7 +117,7 @@ def resolve_scope(
 class Reader:
     def __init__(
         self,
-        store: RedisStore,
+        store: Reads,
         names: NameCache,
         top_cache_s: float = 0.0,
         top_cache_bytes: int = 16 << 20,

@@ -27,23 +27,26 @@ from rankd.services.players import Players
 from rankd.services.run_ids import RunIds
 from rankd.services.segment_values import SegmentValues
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.reads import Reads
+from rankd.stores.redis.writes import Writes
 
 
 class Submitter:
     def __init__(
         self,
-        store: RedisStore,
+        writes: Writes,
+        reads: Reads,
         pg: PostgresStore,
-        log: GroupCommitter,
+        committer: GroupCommitter,
         players: Players,
         moderation: Moderation,
         run_ids: RunIds,
         segment_values: SegmentValues,
     ) -> None:
-        self.store = store
+        self.writes = writes
+        self.reads = reads
         self.pg = pg
-        self.log = log
+        self.committer = committer
         self.players = players
         self.moderation = moderation
         self.run_ids = run_ids
@@ -68,7 +71,7 @@ class Submitter:
         applied: list[list[Standing]] = []
         if accepted:
             await self.moderation.decide_holds(board, accepted)  # the log carries the decision
-            await self.log.append(board.board_id, accepted, board.generation)
+            await self.committer.append(board.board_id, accepted, board.generation)
             try:
                 applied = await self.apply(board, accepted, record_holds=True)
             except Unavailable as exc:
@@ -99,14 +102,14 @@ class Submitter:
             # Redis has the run, so a decision made meanwhile settles after it
             async with self.pg.connection() as conn, conn.transaction():
                 await self.moderation.follow_decisions(conn, board, plans)
-                replies = await self.store.apply(board, plans, announce=True)
+                replies = await self.writes.apply(board, plans, announce=True)
         else:
             # announce: live streams (services/live.py) re-read the standings this touched
-            replies = await self.store.apply(board, plans, announce=True)
+            replies = await self.writes.apply(board, plans, announce=True)
         late = [t for p in plans for t in p if t.disposition == "late"]
         if late:  # a sum board's all-time window, for runs older than Redis remembers
             at = now_ms if now_ms is not None else runs[0].received_at_ms
-            settled = await late_sums.settle(self.pg, self.store, board, late, at)
+            settled = await late_sums.settle(self.pg, self.writes, self.reads, board, late, at)
             replies = [
                 [
                     settled.get(id(t)) if t.disposition == "late" else r

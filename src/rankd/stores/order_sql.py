@@ -1,4 +1,4 @@
-"""Redis's order and shards in SQL: what codec.py and redis_keys.py compute, for PostgreSQL.
+"""Redis's order and shards in SQL: what codec.py and redis/keys.py compute, for PostgreSQL.
 
 The durable copy's writes (standings.py), the rebuild's pages (rebuild_pages.py) and the
 archive's freeze from PostgreSQL (archive_job.py) order and place entries exactly as the
@@ -16,7 +16,7 @@ def stamp_offset_sql(achieved_ms: str) -> str:
 
 
 def shard_sql(player: str) -> str:
-    """SQL for a player's shard on a board of ``%(n)s`` shards, as redis_keys.shard_of
+    """SQL for a player's shard on a board of ``%(n)s`` shards, as redis/keys.py shard_of
     computes it (the first 4 bytes of the id's MD5, big-endian, modulo the shards)."""
     return f"(('x' || left(md5({player}), 8))::bit(32)::bigint %% %(n)s)"
 

@@ -1,7 +1,7 @@
 """The durable copy read back into Redis: a rebuild's pages, formatted by PostgreSQL.
 
 PostgreSQL formats a page of members' ZADD arguments (and of exact times' HSET arguments)
-in one aggregate, with chr(1) standing in for CR LF, so the loader (redis_loader.py) sends a
+in one aggregate, with chr(1) standing in for CR LF, so the loader (redis/loader.py) sends a
 page, not a row, at a time: one period by keyset pages, a sharded period's shards in one
 pass, many small periods in two queries. Also what a rebuild or a restart restores beside
 the boards: names, profile segments, players changed since a time.
@@ -16,7 +16,7 @@ from psycopg import AsyncConnection
 
 from rankd.periods import PeriodRef
 from rankd.stores.order_sql import entry_member_sql, shard_sql
-from rankd.stores.redis_loader import SmallPeriod
+from rankd.stores.redis.loader import SmallPeriod
 
 
 async def periods(

@@ -1,6 +1,6 @@
 """The reads of a sharded board: one period's standings spread over ``shards`` sorted sets.
 
-A player lives on one shard (redis_keys.shard_of). Every read answers exactly what the same
+A player lives on one shard (redis/keys.py shard_of). Every read answers exactly what the same
 read of one unsharded key holding every entry answers, ties included: the whole board's
 order is (composite descending, member descending byte by byte), ZREVRANGE's order on one
 key, and a member (codec.member) is rebuilt from a row's player id and exact time.
@@ -14,7 +14,7 @@ key, and a member (codec.member) is rebuilt from a row's player id and exact tim
   from there on, merged: the board's nearest ones are among them;
 * a group (friends): found on their own shards, then ranked as above, all in one pipeline.
 
-The same operations as the unsharded reads in redis_store.py, so the standings interface
+The same operations as the unsharded reads in redis/reads.py, so the standings interface
 (services/standings/live.py) picks one or the other by the board's ``shards``. Redis's errors
 leave here as ``Unavailable`` (503: retry), as they leave the store's.
 """
@@ -27,26 +27,24 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from rankd import codec
-from rankd.errors import InvalidRequest, Unavailable
+from rankd.errors import InvalidRequest
 from rankd.periods import PeriodRef
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_scripts import AHEAD, ENTRY, FRIENDS, OWN_ENTRY, TOP, Call
+from rankd.stores.redis import keys
+from rankd.stores.redis.common import Own, Rows
+from rankd.stores.redis.connection import reachable
+from rankd.stores.redis.scripts import AHEAD, ENTRY, FRIENDS, OWN_ENTRY, TOP, Call
 
 
 class Runner(Protocol):
-    """Runs script calls, then plain commands, in one round trip (RedisStore._pipeline)."""
+    """Runs script calls, then plain commands, in one round trip (RedisConn.pipeline)."""
 
     def __call__(
         self, calls: Sequence[Call], extra: Sequence[tuple[str, tuple[Any, ...]]] = ()
     ) -> Awaitable[list[Any]]: ...
 
 
-# (player_id, composite, exact achieved ms or 0) rows, best first
-Rows = list[tuple[str, int, int]]
-Own = tuple[str, int, int, int] | None
 _SIDES = ("public", "shadow", "pending")
 
 # How deep a top list is served on a sharded board: offset + n at most this. Every shard
@@ -64,10 +62,8 @@ def _reachable(read: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 
     @functools.wraps(read)
     async def translated(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
+        with reachable():
             return await read(*args, **kwargs)
-        except (RedisError, OSError) as exc:
-            raise Unavailable("Redis is unavailable right now; retry shortly") from exc
 
     return translated
 

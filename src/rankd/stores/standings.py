@@ -29,7 +29,7 @@ from rankd.stores.order_sql import shard_sql as shard_sql
 from rankd.stores.order_sql import stamp_offset_sql
 from rankd.stores.rebuild_pages import ENTRY_PAGE_SQL as ENTRY_PAGE_SQL
 from rankd.stores.rebuild_pages import pages as pages
-from rankd.stores.redis_keys import time_bucket
+from rankd.stores.redis.keys import time_bucket
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ from rankd.services.approx import Histograms
 from rankd.services.names import NameCache
 from rankd.services.own_view import NOWHERE, OwnView
 from rankd.services.standings import Row
-from rankd.stores.redis_store import Own, RedisStore, Rows
+from rankd.stores.redis.common import Own, Rows
+from rankd.stores.redis.reads import Reads
 
 # (composite, 0-based rank, exact achieved ms or 0) of one player's entry
 Held = tuple[int, int, int]
@@ -126,7 +127,7 @@ class KeyStandings(_Live):
     """A period of an unsharded board: one sorted set (the Redis store's reads)."""
 
     def __init__(
-        self, store: RedisStore, names: NameCache, ref: PeriodRef, codec: Codec, start_ms: int
+        self, store: Reads, names: NameCache, ref: PeriodRef, codec: Codec, start_ms: int
     ) -> None:
         super().__init__(names, ref, codec, start_ms)
         self.store = store
@@ -159,7 +160,7 @@ class ShardedStandings(_Live):
 
     def __init__(
         self,
-        store: RedisStore,
+        store: Reads,
         names: NameCache,
         ref: PeriodRef,
         codec: Codec,
@@ -210,7 +211,7 @@ class ShardedStandings(_Live):
 
 
 def live(
-    store: RedisStore, names: NameCache, ref: PeriodRef, codec: Codec, start_ms: int, shards: int
+    store: Reads, names: NameCache, ref: PeriodRef, codec: Codec, start_ms: int, shards: int
 ) -> KeyStandings | ShardedStandings:
     """A period's standings in Redis: its shards on a sharded board, else its one key."""
     if shards > 1:
