@@ -91,7 +91,7 @@ async def test_a_key_shards_and_the_archive_answer_alike(
         await put_board(client, board_id, {"grace_seconds": 0})  # the day's period closes
 
     rt = runtime
-    reader = Reader(rt.store, rt.names, archive=ArchiveStore(rt.pg), archive_state_s=0)
+    reader = Reader(rt.redis.reads, rt.names, archive=ArchiveStore(rt.pg), archive_state_s=0)
     period = parse_period("daily", day.date().isoformat())
 
     async def source(shards: int) -> Standings:
@@ -108,7 +108,8 @@ async def test_a_key_shards_and_the_archive_answer_alike(
     assert await answers(sharded, players, floors, random.Random(1)) == live
 
     season = SeasonJob(
-        rt.store,
+        rt.redis.reads,
+        rt.redis.seasons,
         rt.pg,
         rt.boards,
         rt.rebuilder,
