@@ -36,7 +36,7 @@ from rankd.embedded import start_embedded
 from rankd.periods import PeriodRef, period_at
 from rankd.runtime import Runtime
 from rankd.settings import Settings
-from rankd.stores import redis_keys as keys
+from rankd.stores.redis import keys
 
 BOARD = "bench-freeze"
 NAMED_SHARE = 10  # one player in this many has a display name
@@ -98,10 +98,10 @@ async def rankd_freeze(settings: Settings, period: str, n: int, *, from_redis: b
     ref = PeriodRef(BOARD, "daily", period)
     try:
         await clear_archive(runtime)
-        await runtime.store.redis.flushall()
+        await runtime.redis.client.flushall()
         if from_redis:
             await runtime.rebuilder.rebuild(board=BOARD)  # names and the period, untimed
-            assert await runtime.store.redis.zcard(keys.period_keys(*ref).public) == n
+            assert await runtime.redis.client.zcard(keys.period_keys(*ref).public) == n
         report = await runtime.seasons.run_pass(boards=[BOARD])
         assert report.frozen == 1 and report.entries == n, report
         async with runtime.pg.connection() as conn:
@@ -126,7 +126,7 @@ async def leave_redis(settings: Settings, period: str) -> float:
         seconds = time.perf_counter() - started
         assert report.archived == 1, report
         ref = PeriodRef(BOARD, "daily", period)
-        assert not await runtime.store.period_exists(ref)
+        assert not await runtime.redis.reads.period_exists(ref)
         await runtime.boards.put(BOARD, {"retention_days": {"daily": 8}})
         return seconds
     finally:

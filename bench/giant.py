@@ -90,7 +90,7 @@ async def used_memory(runtime: Runtime) -> int:
     the last board frees in the background: measured too early, it counts against this
     one)."""
     for _ in range(600):
-        info = await runtime.store.redis.info("memory")
+        info = await runtime.redis.client.info("memory")
         if int(info.get("lazyfree_pending_objects", 0)) == 0:
             return int(info["used_memory"])
         await asyncio.sleep(0.1)
@@ -117,10 +117,10 @@ async def timed(calls: list[Any]) -> list[float]:
 async def measure(settings: Settings, n: int, shards: int, reads: int, submits: int) -> dict:
     runtime = Runtime.build(settings)
     await runtime.open(background=False)
-    store = runtime.store
+    store = runtime.redis.reads
     board_id = board_of(shards)
     try:
-        await store.redis.flushall()
+        await runtime.redis.client.flushall()
         empty = await used_memory(runtime)
         report = await runtime.rebuilder.rebuild(board=board_id)
         assert report is not None and report.members == n, report
@@ -142,7 +142,7 @@ async def measure(settings: Settings, n: int, shards: int, reads: int, submits: 
         approx: dict[str, float] | None = None
         bounds: list[float] = []
         if shards > 1:
-            hist = Histograms(store)
+            hist = Histograms(runtime.redis.conn)
             started = time.perf_counter()
             await hist.refresh(ref, shards)
             refresh_s = time.perf_counter() - started
@@ -169,12 +169,12 @@ async def measure(settings: Settings, n: int, shards: int, reads: int, submits: 
 
         async def writer() -> None:
             for run in queue:
-                await store.apply(board, [plan(board, run)], announce=True)
+                await runtime.redis.writes.apply(board, [plan(board, run)], announce=True)
 
         started = time.perf_counter()
         await asyncio.gather(*(writer() for _ in range(32)))
         submit_rate = submits / (time.perf_counter() - started)
-        await store.redis.flushall(asynchronous=True)
+        await runtime.redis.client.flushall(asynchronous=True)
     finally:
         await runtime.close()
     result = {

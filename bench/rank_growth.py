@@ -34,7 +34,7 @@ from bench.common import create_board, machine_line, servers, service, write_res
 from bench.rawhttp import Connection
 from bench.reads import check_board, load_board, multiplier, player_id, run, score_at
 from rankd.codec import member
-from rankd.stores import redis_keys as keys
+from rankd.stores.redis import keys
 
 POSITIONS = ("top", "median", "bottom")
 REQUESTS, ROUNDS = 200, 4  # per player and size

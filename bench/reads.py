@@ -50,8 +50,8 @@ from bench.rawhttp import Connection
 from rankd.codec import member as member_of
 from rankd.codec import stamp
 from rankd.embedded import find_redis_server
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_scripts import AROUND
+from rankd.stores.redis import keys
+from rankd.stores.redis.scripts import AROUND
 
 T = TypeVar("T")
 

@@ -39,7 +39,7 @@ from bench.common import machine_line, write_result
 from rankd.embedded import find_redis_server, start_embedded
 from rankd.runtime import Runtime
 from rankd.settings import Settings
-from rankd.stores import redis_keys as keys
+from rankd.stores.redis import keys
 
 BOARD = "bench-rebuild"
 CHUNK = 1000
@@ -110,13 +110,13 @@ async def rankd_rebuild(settings: Settings, n: int) -> tuple[float, float]:
     runtime = Runtime.build(settings)
     await runtime.open(background=False)
     try:
-        await runtime.store.redis.flushall()
-        empty = await used_memory(runtime.store.redis)
+        await runtime.redis.client.flushall()
+        empty = await used_memory(runtime.redis.client)
         report = await runtime.rebuilder.rebuild(board=BOARD)
         assert report is not None and report.members == n, report
-        per_member = (await used_memory(runtime.store.redis) - empty) / n
+        per_member = (await used_memory(runtime.redis.client) - empty) / n
         print(f"rebuilt {n:,} members in {report.seconds:.1f}s, {per_member:.1f} B/member")
-        await runtime.store.redis.flushall(asynchronous=True)  # a large flush blocks seconds
+        await runtime.redis.client.flushall(asynchronous=True)  # a large flush blocks seconds
     finally:
         await runtime.close()
     return report.seconds, per_member
@@ -208,12 +208,12 @@ async def rebuild_periods(settings: Settings, n: int, members: int) -> dict[str,
     await runtime.open(background=False)
     try:
         await runtime.boards.put(PERIODS_BOARD, {"windows": ["daily"], "segments": ["s"]})
-        await runtime.store.redis.flushall()
+        await runtime.redis.client.flushall()
         started = time.perf_counter()
         report = await runtime.rebuilder.rebuild()  # whole, as after a Redis restart
         seconds = time.perf_counter() - started
         assert report is not None and report.periods >= n, report
-        await runtime.store.redis.flushall(asynchronous=True)
+        await runtime.redis.client.flushall(asynchronous=True)
     finally:
         await runtime.close()
     return {

@@ -36,7 +36,7 @@ from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
 from rankd.services.replay import replay
 from rankd.settings import Settings
-from rankd.stores import redis_keys as keys
+from rankd.stores.redis import keys
 
 
 def fill_names(pg_url: str, n: int) -> None:
@@ -57,16 +57,18 @@ async def load(settings: Settings, n: int, tail: int) -> int:
     runtime = Runtime.build(settings)
     await runtime.open(background=False)
     try:
-        await runtime.store.redis.flushall()
+        await runtime.redis.client.flushall()
         report = await runtime.rebuilder.rebuild()
         assert report is not None and report.members >= n, report
         # one message applied, so the log has a position to record
         now = int(time.time() * 1000)
         first = [Run("head-0", "p1", 1, now, now)]
-        await runtime.log.publish(BOARD, encode_message(BOARD, first), "head-0")
-        await replay(runtime.log, runtime.applier, 1)
-        position = await runtime.log.last_sequence()
-        assert await runtime.store.record_position(position, int(time.time() * 1000)) == [1]
+        await runtime.runlog.publish(BOARD, encode_message(BOARD, first), "head-0")
+        await replay(runtime.runlog, runtime.applier, 1)
+        position = await runtime.runlog.last_sequence()
+        assert await runtime.redis.positions.record_position(position, int(time.time() * 1000)) == [
+            1
+        ]
         now = int(time.time() * 1000)
         rng = random.Random(1)
         for m in range(tail):
@@ -74,7 +76,7 @@ async def load(settings: Settings, n: int, tail: int) -> int:
                 Run(f"tail-{m}-{i}", f"p{rng.randint(1, n)}", rng.randint(0, 10**9), now, now)
                 for i in range(10)
             ]
-            await runtime.log.publish(BOARD, encode_message(BOARD, runs), f"tail-{m}")
+            await runtime.runlog.publish(BOARD, encode_message(BOARD, runs), f"tail-{m}")
         return position
     finally:
         await runtime.close()
@@ -94,7 +96,7 @@ async def restore(settings: Settings, wipe_position: bool) -> tuple[float, str]:
     await runtime.open(background=False)
     try:
         if wipe_position:
-            await runtime.store.redis.delete(keys.LOG_POSITION)
+            await runtime.redis.client.delete(keys.LOG_POSITION)
         started = time.perf_counter()
         report = await runtime.restorer.restore(lambda stage: None)
         seconds = time.perf_counter() - started

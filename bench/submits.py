@@ -67,8 +67,8 @@ from rankd.plan import plan
 from rankd.runs import Run
 from rankd.services.consumer import DURABLE
 from rankd.settings import Settings
-from rankd.stores.redis_scripts import SUBMIT_BEST
-from rankd.stores.redis_store import script_call
+from rankd.stores.redis.scripts import SUBMIT_BEST
+from rankd.stores.redis.writes import script_call
 
 BOARD = "bench-submits"
 BASELINE_BOARD = "bench-baseline"
@@ -354,7 +354,7 @@ class _WindowTemplate:
     prefix: bytes  # EVALSHA sha 2 key key
     time_key: int  # the low bits of the composite for a run ending now
     time_bits: int
-    tail: bytes  # the arguments after the member (expiry, exact end time), RESP-encoded
+    tail: bytes  # the argument after the member (the exact end time), RESP-encoded
     clock: bytes  # the arguments after the mark (now, forget marks before), RESP-encoded
 
 
@@ -367,12 +367,12 @@ def _templates(board: BoardConfig, now_ms: int) -> list[_WindowTemplate]:
         call = script_call(board, target, now_ms, 15_000)
         assert target.applies and call[0] is SUBMIT_BEST, target
         _, keys, args = call
-        composite, _, expire, ended, _, now, forget = args
+        composite, _, ended, _, now, forget = args
         codec = board.codecs[target.window]
         assert codec.order == "desc" and codec.score_key(0) == 0
         prefix = b"*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%b\r\n" % (3 + len(keys) + len(args), sha)
         prefix += _bulk(str(len(keys)).encode()) + b"".join(_bulk(k.encode()) for k in keys)
-        tail = _bulk(str(expire).encode()) + _bulk(str(ended).encode())
+        tail = _bulk(str(ended).encode())
         clock = _bulk(str(now).encode()) + _bulk(str(forget).encode())
         out.append(_WindowTemplate(prefix, int(composite), codec.time_bits, tail, clock))
     return out

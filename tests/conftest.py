@@ -27,7 +27,7 @@ from rankd.embedded import EmbeddedServers, start_embedded
 from rankd.embedded.topology import TopologyServers, start_topology
 from rankd.runtime import Runtime
 from rankd.settings import Settings
-from rankd.stores.redis_connection import connect, parse_redis_url
+from rankd.stores.redis.connection import connect, parse_redis_url
 
 # The embedded shape the session's servers take: single (default), cluster or sentinel
 # (tests/test_topologies.py runs a selection of the suites on each).

@@ -19,7 +19,7 @@ from redis.asyncio import Redis
 
 from rankd.codec import member, player_of
 from rankd.runtime import Runtime
-from rankd.stores import redis_keys as keys
+from rankd.stores.redis import keys
 from tests.conftest import SERVER_H
 from tests.wire import iso
 

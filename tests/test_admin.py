@@ -21,7 +21,7 @@ from rankd.runs import decode_batch
 from rankd.runtime import Runtime
 from rankd.services.replay import replay
 from rankd.services.seasons import SeasonJob
-from rankd.stores import redis_keys as keys
+from rankd.stores.redis import keys
 from tests.conftest import ADMIN_H, SERVER_H, new_board_id
 from tests.durable_helpers import wait_consumer_idle, wait_until
 from tests.wire import assert_error, iso
@@ -70,14 +70,20 @@ async def board_keys(redis: Redis, board_id: str) -> list[bytes]:
 
 async def freeze(rt: Runtime, board_id: str) -> None:
     job = SeasonJob(
-        rt.store, rt.pg, rt.boards, rt.rebuilder, rt.seasons.applied_through, settle_ms=0
+        rt.redis.reads,
+        rt.redis.seasons,
+        rt.pg,
+        rt.boards,
+        rt.rebuilder,
+        rt.seasons.applied_through,
+        settle_ms=0,
     )
     report = await job.run_pass(boards=[board_id])
     assert report.lease and not report.failed
 
 
 async def replay_everything(rt: Runtime) -> None:
-    await replay(rt.log, rt.applier, 1)
+    await replay(rt.runlog, rt.applier, 1)
 
 
 # --- the list of bans and the admin's view of a profile -----------------------------------
@@ -285,8 +291,8 @@ async def _no_keys(redis: Redis, board: str) -> bool:
 async def log_runs_of(rt: Runtime, player: str) -> list[tuple[int, str]]:
     """(sequence, run id) of every run of ``player`` still in the log."""
     found: list[tuple[int, str]] = []
-    sub = await rt.log.read_from(1)
-    last = await rt.log.last_sequence()
+    sub = await rt.runlog.read_from(1)
+    last = await rt.runlog.last_sequence()
     try:
         while True:
             messages = await sub.fetch(1000, 2.0)

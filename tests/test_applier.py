@@ -19,7 +19,7 @@ from redis.asyncio import Redis
 from rankd.periods import ALL_TIME, period_at
 from rankd.runs import Run, decode_message, encode_message
 from rankd.runtime import Runtime
-from rankd.stores import redis_keys as keys
+from rankd.stores.redis import keys
 from rankd.stores.runlog import LogMessage
 from tests.durable_helpers import (
     pg_best,
@@ -66,10 +66,10 @@ async def wait_pg_matches_redis(
 
 async def log_messages(runtime: Runtime, board_id: str, after_seq: int) -> list:
     """The board's log messages with sequence > after_seq, as the consumer sees them."""
-    log = runtime.log
-    last = await log.last_sequence()
+    runlog = runtime.runlog
+    last = await runlog.last_sequence()
     found = []
-    reader = await log.read_from(after_seq + 1)
+    reader = await runlog.read_from(after_seq + 1)
     try:
         while messages := await reader.fetch(1000, 2.0):
             found += [
@@ -171,7 +171,7 @@ async def test_sum_board_totals_and_sum_runs_follow_redis(
 async def test_applying_the_same_batch_twice_changes_nothing(
     client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
-    start = await runtime.log.last_sequence()
+    start = await runtime.runlog.last_sequence()
     best_id = await make_board(windows=ALL_WINDOWS)
     sum_id = await make_board(windows=["all-time", "daily"], policy="sum")
     await populate_best(client, best_id)

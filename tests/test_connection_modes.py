@@ -13,7 +13,7 @@ import pytest
 
 from rankd.embedded import free_port
 from rankd.embedded.topology import check_topology
-from rankd.stores.redis_connection import BadRedisUrl, parse_redis_url
+from rankd.stores.redis.connection import BadRedisUrl, parse_redis_url
 from tests.test_cli import assert_refused, cli_env
 
 

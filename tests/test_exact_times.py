@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_scripts import SUBMIT_BEST, run_pipeline
+from rankd.stores.redis import keys
+from rankd.stores.redis.scripts import SUBMIT_BEST, run_pipeline
 from tests.conftest import Urls
 
 IDS = st.text(
@@ -32,7 +32,7 @@ async def test_python_lua_and_sql_pick_the_same_hash(
         (
             SUBMIT_BEST,
             (pk.public, pk.public, pk.shadow, pk.applied),
-            (i + 1, m, "0", 1_000 + i, "", 0, 0),
+            (i + 1, m, 1_000 + i, "", 0, 0),
         )
         for i, m in enumerate(members)
     ]
@@ -64,7 +64,7 @@ async def test_the_entry_keeps_the_time_of_the_run_that_holds_it(redis: Redis) -
                 (
                     SUBMIT_BEST,
                     (pk.public, pk.public, pk.shadow, pk.applied),
-                    (composite, "p", "0", ended, "", 0, 0),
+                    (composite, "p", ended, "", 0, 0),
                 )
             ],
         )

@@ -73,8 +73,8 @@ def runs(*run_ids: str) -> list[Run]:
     return [Run(run_id, f"player-{run_id}", 10, 1_000, 2_000) for run_id in run_ids]
 
 
-def committer(log: StandInLog, **limits: int) -> GroupCommitter:
-    return GroupCommitter(log, **limits)
+def committer(runlog: StandInLog, **limits: int) -> GroupCommitter:
+    return GroupCommitter(runlog, **limits)
 
 
 def append(group: GroupCommitter, board_id: str, *run_ids: str) -> asyncio.Task[int]:
@@ -82,10 +82,10 @@ def append(group: GroupCommitter, board_id: str, *run_ids: str) -> asyncio.Task[
 
 
 async def test_a_lone_append_publishes_at_once() -> None:
-    log = StandInLog()
-    group = committer(log, max_in_flight=2)
+    runlog = StandInLog()
+    group = committer(runlog, max_in_flight=2)
     caller = append(group, "b", "r1")
-    [message] = await log.published(1)
+    [message] = await runlog.published(1)
     assert (message.board_id, message.run_ids) == ("b", ["r1"])
     assert message.msg_id == message_id("b", message.payload)
     assert not caller.done()  # durable only once the log acks
@@ -94,35 +94,35 @@ async def test_a_lone_append_publishes_at_once() -> None:
 
 
 async def test_appends_wait_while_max_in_flight_and_then_leave_together() -> None:
-    log = StandInLog()
-    group = committer(log, max_in_flight=2)
+    runlog = StandInLog()
+    group = committer(runlog, max_in_flight=2)
     first, second = append(group, "b", "r1"), append(group, "b", "r2")
-    await log.published(2)
+    await runlog.published(2)
     waiting = [append(group, "b", "r3"), append(group, "b", "r4", "r5"), append(group, "b", "r6")]
     await settle()
-    assert len(log.publishes) == 2  # both slots taken: the later appends wait
+    assert len(runlog.publishes) == 2  # both slots taken: the later appends wait
     assert not any(task.done() for task in waiting)
 
-    log.publishes[0].ack(1)
+    runlog.publishes[0].ack(1)
     assert await first == 1
-    together = (await log.published(3))[2]
+    together = (await runlog.published(3))[2]
     assert together.run_ids == ["r3", "r4", "r5", "r6"]  # ONE message, in arrival order
     assert together.msg_id == message_id("b", together.payload)
     await settle()
-    assert len(log.publishes) == 3
+    assert len(runlog.publishes) == 3
 
     together.ack(3)
     assert await asyncio.gather(*waiting) == [3, 3, 3]
     assert not second.done()  # its own message is still in flight
-    log.publishes[1].ack(2)
+    runlog.publishes[1].ack(2)
     assert await second == 2
 
 
 async def test_max_runs_caps_a_message() -> None:
-    log = StandInLog()
-    group = committer(log, max_in_flight=1, max_runs=3)
+    runlog = StandInLog()
+    group = committer(runlog, max_in_flight=1, max_runs=3)
     blocker = append(group, "b", "r0")
-    await log.published(1)
+    await runlog.published(1)
     callers = [
         append(group, "b", "a1", "a2"),
         append(group, "b", "b1"),
@@ -131,60 +131,60 @@ async def test_max_runs_caps_a_message() -> None:
     ]
     await settle()
 
-    log.publishes[0].ack(10)
-    assert (await log.published(2))[1].run_ids == ["a1", "a2", "b1"]
-    log.publishes[1].ack(11)
-    assert (await log.published(3))[2].run_ids == ["c1", "d1", "d2"]
-    log.publishes[2].ack(12)
+    runlog.publishes[0].ack(10)
+    assert (await runlog.published(2))[1].run_ids == ["a1", "a2", "b1"]
+    runlog.publishes[1].ack(11)
+    assert (await runlog.published(3))[2].run_ids == ["c1", "d1", "d2"]
+    runlog.publishes[2].ack(12)
     assert await blocker == 10
     assert await asyncio.gather(*callers) == [11, 11, 12, 12]
 
 
 async def test_an_append_larger_than_max_runs_goes_alone_and_whole() -> None:
-    log = StandInLog()
-    group = committer(log, max_in_flight=1, max_runs=3)
+    runlog = StandInLog()
+    group = committer(runlog, max_in_flight=1, max_runs=3)
     blocker = append(group, "b", "r0")
-    await log.published(1)
+    await runlog.published(1)
     big = append(group, "b", "x1", "x2", "x3", "x4", "x5")
     small = append(group, "b", "y1")
     await settle()
 
-    log.publishes[0].ack(1)
-    assert (await log.published(2))[1].run_ids == ["x1", "x2", "x3", "x4", "x5"]
-    log.publishes[1].ack(2)
-    assert (await log.published(3))[2].run_ids == ["y1"]
-    log.publishes[2].ack(3)
+    runlog.publishes[0].ack(1)
+    assert (await runlog.published(2))[1].run_ids == ["x1", "x2", "x3", "x4", "x5"]
+    runlog.publishes[1].ack(2)
+    assert (await runlog.published(3))[2].run_ids == ["y1"]
+    runlog.publishes[2].ack(3)
     assert [await blocker, await big, await small] == [1, 2, 3]
 
 
 async def test_each_caller_gets_the_sequence_of_its_own_message() -> None:
-    log = StandInLog()
-    group = committer(log, max_in_flight=1)
+    runlog = StandInLog()
+    group = committer(runlog, max_in_flight=1)
     alone = append(group, "b", "r1")
-    await log.published(1)
+    await runlog.published(1)
     pair = [append(group, "b", "r2"), append(group, "b", "r3")]
     await settle()
-    log.publishes[0].ack(100)
-    (await log.published(2))[1].ack(200)
+    runlog.publishes[0].ack(100)
+    (await runlog.published(2))[1].ack(200)
     assert await alone == 100
     assert await asyncio.gather(*pair) == [200, 200]
 
 
 async def test_a_failed_publish_fails_every_caller_of_that_message_and_no_other() -> None:
-    log = StandInLog()
-    group = committer(log, max_in_flight=2)
+    runlog = StandInLog()
+    group = committer(runlog, max_in_flight=2)
     first, second = append(group, "b", "r1"), append(group, "b", "r2")
-    await log.published(2)
+    await runlog.published(2)
     pair = [append(group, "b", "r3"), append(group, "b", "r4")]
     await settle()
 
     down = Unavailable("the run log is unreachable")
-    log.publishes[0].fail(down)
+    runlog.publishes[0].fail(down)
     with pytest.raises(Unavailable) as caught:
         await first
     assert caught.value is down
 
-    batch = (await log.published(3))[2]  # the freed slot takes the waiting pair
+    batch = (await runlog.published(3))[2]  # the freed slot takes the waiting pair
     assert batch.run_ids == ["r3", "r4"]
     timeout = Unavailable("the run could not be made durable in the log")
     batch.fail(timeout)
@@ -194,23 +194,23 @@ async def test_a_failed_publish_fails_every_caller_of_that_message_and_no_other(
         assert caught.value is timeout
 
     assert not second.done()
-    log.publishes[1].ack(2)
+    runlog.publishes[1].ack(2)
     assert await second == 2
 
 
 async def test_in_flight_slots_come_back_after_failures() -> None:
-    log = StandInLog()
-    group = committer(log, max_in_flight=2)
+    runlog = StandInLog()
+    group = committer(runlog, max_in_flight=2)
     for round_ in range(3):  # fill both slots, fail both, again and again
         callers = [append(group, "b", f"f{round_}a"), append(group, "b", f"f{round_}b")]
-        for message in (await log.published(2 * round_ + 2))[-2:]:
+        for message in (await runlog.published(2 * round_ + 2))[-2:]:
             message.fail(Unavailable("down"))
         for caller in callers:
             with pytest.raises(Unavailable):
                 await caller
 
     later = [append(group, "b", "ok1"), append(group, "b", "ok2")]
-    first, second = (await log.published(8))[-2:]  # both publish at once: two free slots
+    first, second = (await runlog.published(8))[-2:]  # both publish at once: two free slots
     assert (first.run_ids, second.run_ids) == (["ok1"], ["ok2"])
     first.ack(21)
     second.ack(22)
@@ -218,30 +218,30 @@ async def test_in_flight_slots_come_back_after_failures() -> None:
 
 
 async def test_boards_are_independent() -> None:
-    log = StandInLog()
-    group = committer(log, max_in_flight=1)
+    runlog = StandInLog()
+    group = committer(runlog, max_in_flight=1)
     on_a = append(group, "a", "a1")
-    await log.published(1)
+    await runlog.published(1)
     waiting_on_a = append(group, "a", "a2")
     on_b = append(group, "b", "b1")  # a's only slot is taken; b has its own
-    [a_message, b_message] = await log.published(2)
+    [a_message, b_message] = await runlog.published(2)
     assert (b_message.board_id, b_message.run_ids) == ("b", ["b1"])
     await settle()
-    assert len(log.publishes) == 2  # a2 waits for a's slot and is not added to b's message
+    assert len(runlog.publishes) == 2  # a2 waits for a's slot and is not added to b's message
 
     a_message.fail(Unavailable("down"))
     with pytest.raises(Unavailable):
         await on_a
     b_message.ack(5)
     assert await on_b == 5
-    a_next = (await log.published(3))[2]
+    a_next = (await runlog.published(3))[2]
     assert (a_next.board_id, a_next.run_ids) == ("a", ["a2"])
     a_next.ack(6)
     assert await waiting_on_a == 6
 
 
 def test_the_message_id_is_the_content_so_only_identical_messages_are_duplicates() -> None:
-    """The log drops a message whose id it saw within its duplicate window and acks it as
+    """The runlog drops a message whose id it saw within its duplicate window and acks it as
     if stored: with an id naming only the run ids, a resend with another player or score was
     answered as durable and never logged. The id is a digest of the whole message."""
     alice = encode_message("b", [Run("run-1", "alice", 10, 1_000, 1_000)])

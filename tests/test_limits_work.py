@@ -22,8 +22,8 @@ from rankd.embedded import free_port
 from rankd.embedded.redis_server import max_memory
 from rankd.runtime import Runtime
 from rankd.services.reads import Reader, resolve_scope
-from rankd.stores import redis_keys as keys
 from rankd.stores.archive import ArchiveStore
+from rankd.stores.redis import keys
 from tests.conftest import SERVER, Urls, make_settings
 from tests.durable_helpers import wait_consumer_idle
 from tests.wire import assert_error
@@ -148,7 +148,7 @@ def test_the_embedded_redis_has_a_memory_limit(monkeypatch: Any) -> None:
 
 
 async def test_redis_memory_is_watched_against_its_limit(runtime: Runtime) -> None:
-    used, limit = await runtime.store.memory()
+    used, limit = await runtime.redis.conn.memory()
     assert limit > 0  # the embedded Redis has its maxmemory
     assert used > 0
     ratio = await runtime.check_redis_memory()
@@ -173,7 +173,7 @@ async def test_closed_period_reads_with_random_segments_ask_postgresql_once(
         return await real_query(sql, params)
 
     archive._query = counted  # type: ignore[method-assign]
-    reader = Reader(runtime.store, runtime.names, archive=archive, archive_state_s=60.0)
+    reader = Reader(runtime.redis.reads, runtime.names, archive=archive, archive_state_s=60.0)
     today = datetime.now(UTC).date()
     reads = 0
     for i in range(300):

@@ -438,7 +438,7 @@ async def test_a_replay_of_the_log_reproduces_bans_and_hold_decisions(
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], hold_top=1)
     base = f"/v1/boards/{board}"
-    first = await runtime.log.last_sequence() + 1
+    first = await runtime.runlog.last_sequence() + 1
     await submit(client, board, "v1", "king", 100)
     await client.post(f"{base}/holds/v1/approve", headers=ADMIN_H)
     await submit(client, board, "v2", "outlaw", 40)
@@ -461,7 +461,7 @@ async def test_a_replay_of_the_log_reproduces_bans_and_hold_decisions(
 
     async for key in redis.scan_iter(match=f"lb:{{{board}*"):
         await redis.delete(key)
-    report = await replay(runtime.log, runtime.applier, first)
+    report = await replay(runtime.runlog, runtime.applier, first)
     assert report.parked == 0
     for params, before in views:
         assert await read(client, f"{base}/top", **params) == before, params

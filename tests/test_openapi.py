@@ -134,7 +134,7 @@ def test_no_422_and_errors_carry_their_codes(document: Document) -> None:
                 assert media["example"]["error"]["code"] in codes, (method, path, status)
             assert set(declared) == {int(s) for s in op["responses"] if not s.startswith("2")}
     put = operation_of(document, "PUT", "/v1/boards/{board_id}")["responses"]
-    assert put["201"]["content"]["application/json"]["schema"]["$ref"].endswith("/BoardOut")
+    assert put["201"]["content"]["application/json"]["schema"]["$ref"].endswith("/Board")
     assert {"400", "401", "403", "409", "413", "415", "429", "503"} <= set(put)
     assert put["429"]["content"]["application/json"]["example"]["error"]["code"] == "rate_limited"
     assert "Retry-After" in put["429"]["headers"]

@@ -33,8 +33,8 @@ from rankd.services.applier import Applier, is_transient
 from rankd.services.consumer import Lag
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.postgres import _reachable as pg_reachable
-from rankd.stores.redis_store import RedisStore
-from rankd.stores.redis_store import _reachable as redis_reachable
+from rankd.stores.redis.connection import reachable as redis_reachable
+from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import LogMessage
 from tests.durable_helpers import pg_best, wait_consumer_idle, wait_until
 from tests.wire import ms, now_ms
@@ -65,7 +65,7 @@ async def test_a_message_postgresql_rejects_is_parked_and_the_rest_of_the_log_ap
     # published together, so the consumer is likely to fetch them in one batch
     seqs = await asyncio.gather(
         *(
-            rt.log.publish(board_id, p, f"{board_id}/{r.run_id}")
+            rt.runlog.publish(board_id, p, f"{board_id}/{r.run_id}")
             for r, p in zip(runs, payloads, strict=True)
         )
     )
@@ -147,13 +147,27 @@ async def test_a_transient_failure_parks_nothing_and_the_batch_applies_later(
     batch = await poison_batch(client, board_id, runtime)
     seqs = [m.seq for m in batch]
 
-    dead_redis = RedisStore(f"redis://127.0.0.1:{free_port()}", pool_timeout_s=1)
+    dead_redis = RedisStores(f"redis://127.0.0.1:{free_port()}", pool_timeout_s=1)
     dead_pg = PostgresStore(f"postgresql://postgres@127.0.0.1:{free_port()}/rankd")
     dead_pg.pool.timeout = 0.5
     await dead_pg.pool.open(wait=False)
     try:
-        no_redis = Applier(rt.boards, dead_redis, rt.pg, rt.moderation)
-        no_postgres = Applier(rt.boards, rt.store, dead_pg, rt.moderation)
+        no_redis = Applier(
+            rt.boards,
+            dead_redis.writes,
+            dead_redis.marks,
+            dead_redis.reads,
+            rt.pg,
+            rt.moderation,
+        )
+        no_postgres = Applier(
+            rt.boards,
+            rt.redis.writes,
+            rt.redis.marks,
+            rt.redis.reads,
+            dead_pg,
+            rt.moderation,
+        )
         for applier in (no_redis, no_postgres):
             started = time.monotonic()
             with pytest.raises(Exception) as caught:

@@ -28,8 +28,9 @@ from rankd.embedded import free_port
 from rankd.errors import RateLimited
 from rankd.runtime import Runtime
 from rankd.services.rate_limits import Rate, RateLimiter
-from rankd.stores import redis_keys
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis import keys as redis_keys
+from rankd.stores.redis.limits import RateLimits
+from rankd.stores.redis.stores import RedisStores
 from tests.conftest import Urls, make_settings
 
 T = TypeVar("T")
@@ -123,7 +124,7 @@ async def test_retry_after_counts_the_wait_in_whole_seconds(
     urls: Urls, bare_runtime: Runtime
 ) -> None:
     # one request every 10 s: a refusal right after the burst waits about 10 s
-    limiter = RateLimiter(bare_runtime.store, Rate(0.1, 2), Rate(0, 1))
+    limiter = RateLimiter(bare_runtime.redis.limits, Rate(0.1, 2), Rate(0, 1))
     identity = f"k:{uuid.uuid4().hex}"
     await limiter.check("key", identity)
     await limiter.check("key", identity)
@@ -131,7 +132,7 @@ async def test_retry_after_counts_the_wait_in_whole_seconds(
         await limiter.check("key", identity)
     assert refused.value.retry_after_s == 10
     # and the key holds only until the identity is idle again: at most burst / rate seconds
-    ttl_ms = await bare_runtime.store.redis.pttl(redis_keys.rate_limit(identity))
+    ttl_ms = await bare_runtime.redis.client.pttl(redis_keys.rate_limit(identity))
     assert 0 < ttl_ms <= 20_000
 
 
@@ -200,11 +201,11 @@ async def test_two_instances_share_one_count(
 async def test_unreachable_redis_lets_requests_through(urls: Urls) -> None:
     """Fail open: a Redis that cannot be asked is no reason to refuse anyone, and for a while
     afterwards requests do not wait on it again."""
-    down = RedisStore(f"redis://127.0.0.1:{free_port()}/0", pool_timeout_s=1)
+    down = RedisStores(f"redis://127.0.0.1:{free_port()}/0", pool_timeout_s=1)
     unchecked = counted("rankd_rate_limit_unchecked_total")
     try:
         for fail_open_s in (60.0, 0.0):  # asked once then left alone; asked every time
-            limiter = RateLimiter(down, Rate(1, 1), Rate(1, 1), fail_open_s=fail_open_s)
+            limiter = RateLimiter(down.limits, Rate(1, 1), Rate(1, 1), fail_open_s=fail_open_s)
             for _ in range(5):
                 await limiter.check("key", "k:down")  # over the rate, yet no 429
                 await limiter.check("address", "a:down")
@@ -218,7 +219,7 @@ async def test_a_refusal_is_remembered_until_its_retry_time(
 ) -> None:
     """A flood is refused in the process, without a round trip, but never past the moment
     Redis said to retry."""
-    limiter = RateLimiter(bare_runtime.store, Rate(20, 1), Rate(0, 1))  # one per 50 ms
+    limiter = RateLimiter(bare_runtime.redis.limits, Rate(20, 1), Rate(0, 1))  # one per 50 ms
     identity = f"k:{uuid.uuid4().hex}"
     await limiter.check("key", identity)
     with pytest.raises(RateLimited):
@@ -233,7 +234,9 @@ async def test_a_refusal_is_remembered_until_its_retry_time(
 
 
 async def test_remembered_refusals_are_bounded(bare_runtime: Runtime) -> None:
-    limiter = RateLimiter(bare_runtime.store, Rate(0.01, 1), Rate(0, 1), refusal_memo_bytes=4000)
+    limiter = RateLimiter(
+        bare_runtime.redis.limits, Rate(0.01, 1), Rate(0, 1), refusal_memo_bytes=4000
+    )
     prefix = uuid.uuid4().hex
     for i in range(100):
         identity = f"k:{prefix}-{i}"
@@ -251,12 +254,12 @@ async def test_a_flushed_script_cache_is_reloaded(bare_runtime: Runtime, redis: 
     """Redis restarted or failed over without its scripts: loaded again, the call answered."""
     identity = f"k:{uuid.uuid4().hex}"
     await redis.script_flush()
-    assert await bare_runtime.store.rate_limit(identity, 1_000_000, 1) == 0
-    assert await bare_runtime.store.rate_limit(identity, 1_000_000, 1) > 0
+    assert await bare_runtime.redis.limits.rate_limit(identity, 1_000_000, 1) == 0
+    assert await bare_runtime.redis.limits.rate_limit(identity, 1_000_000, 1) > 0
 
 
 async def test_a_zero_rate_turns_the_limit_off(bare_runtime: Runtime, redis: Redis) -> None:
-    limiter = RateLimiter(bare_runtime.store, Rate(0, 1), Rate(0, 1))
+    limiter = RateLimiter(bare_runtime.redis.limits, Rate(0, 1), Rate(0, 1))
     identity = f"k:{uuid.uuid4().hex}"
     for _ in range(10):
         await limiter.check("key", identity)
@@ -293,11 +296,11 @@ PROPS = settings(
 )
 
 
-def in_fresh_loop(urls: Urls, fn: Callable[[RedisStore], Awaitable[T]]) -> T:
+def in_fresh_loop(urls: Urls, fn: Callable[[RateLimits], Awaitable[T]]) -> T:
     async def main() -> T:
-        store = RedisStore(urls.redis)
+        store = RedisStores(urls.redis)
         try:
-            return await fn(store)
+            return await fn(store.limits)
         finally:
             await store.close()
 
@@ -327,7 +330,7 @@ def test_gcra_law(urls: Urls, interval: int, burst: int, steps: list[int]) -> No
     identity = f"k:{uuid.uuid4().hex}"
     start = 1_800_000_000_000_000  # µs: 2027
 
-    async def go(store: RedisStore) -> list[tuple[int, int]]:
+    async def go(store: RateLimits) -> list[tuple[int, int]]:
         now, last_wait, decided = start, 0, []
         for step in steps:
             if step == -1:
@@ -362,7 +365,7 @@ def test_gcra_law(urls: Urls, interval: int, burst: int, steps: list[int]) -> No
 class CountingStore:
     """The real Redis store, counting the rate-limit calls it makes."""
 
-    def __init__(self, store: RedisStore) -> None:
+    def __init__(self, store: RateLimits) -> None:
         self.store = store
         self.calls = 0
         self.taken = 0
@@ -376,7 +379,7 @@ class CountingStore:
 
 
 async def test_a_lease_serves_many_requests_with_one_call(bare_runtime: Runtime) -> None:
-    counting = CountingStore(bare_runtime.store)
+    counting = CountingStore(bare_runtime.redis.limits)
     # 1,000/s, 50 ms leases: 50 requests per Redis call
     limiter = RateLimiter(counting, Rate(1000, 1000), Rate(0, 1), lease_s=0.05)  # type: ignore[arg-type]
     key = f"k:lease-{uuid.uuid4().hex}"
@@ -388,7 +391,7 @@ async def test_a_lease_serves_many_requests_with_one_call(bare_runtime: Runtime)
 async def test_concurrent_requests_of_one_identity_share_one_lease_call(
     bare_runtime: Runtime,
 ) -> None:
-    counting = CountingStore(bare_runtime.store)
+    counting = CountingStore(bare_runtime.redis.limits)
     limiter = RateLimiter(counting, Rate(1000, 1000), Rate(0, 1), lease_s=0.05)  # type: ignore[arg-type]
     key = f"k:herd-{uuid.uuid4().hex}"
     await asyncio.gather(*(limiter.check("key", key) for _ in range(40)))
@@ -399,7 +402,7 @@ async def test_leases_over_two_processes_never_exceed_the_limit(bare_runtime: Ru
     """Every request is paid for in Redis before it is served: whatever the leases, over
     any span at most burst + rate x span requests pass, summed over both instances."""
     rate = Rate(200, 20)  # leases of 10 at 50 ms
-    counting = CountingStore(bare_runtime.store)
+    counting = CountingStore(bare_runtime.redis.limits)
     first = RateLimiter(counting, rate, Rate(0, 1), lease_s=0.05)  # type: ignore[arg-type]
     second = RateLimiter(counting, rate, Rate(0, 1), lease_s=0.05)  # type: ignore[arg-type]
     key = f"k:two-{uuid.uuid4().hex}"

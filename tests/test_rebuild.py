@@ -21,7 +21,7 @@ from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.runtime import Runtime
 from rankd.services.rebuild import Rebuilder
 from rankd.services.restart import CHANGE_MARGIN_MS
-from rankd.stores import redis_keys as keys
+from rankd.stores.redis import keys, loads
 from tests.conftest import ADMIN_H, SERVER_H, new_board_id
 from tests.durable_helpers import (
     all_reads,
@@ -290,19 +290,19 @@ async def test_sum_rebuild_keeps_a_run_submitted_during_the_swap(
     async def late_submit() -> None:
         results.append(await submit(client, board_id, "late-run", "newcomer", 77, ago(seconds=1)))
 
-    spy = _RedisSpy(runtime.store.redis, late_submit)
-    real, runtime.store.redis = runtime.store.redis, spy  # type: ignore[assignment]
+    spy = _RedisSpy(runtime.redis.client, late_submit)
+    real, runtime.redis.conn.client = runtime.redis.conn.client, spy  # type: ignore[assignment]
     try:
-        await Rebuilder(runtime.store, runtime.pg, runtime.boards).rebuild(board=board_id)
+        await Rebuilder(runtime.redis, runtime.pg, runtime.boards).rebuild(board=board_id)
     finally:
-        runtime.store.redis = real
+        runtime.redis.conn.client = real
     await spy.fire()  # a rebuild that never renamed a counted-runs set: submit afterwards
     assert results and results[0]["standings"][0]["score"] == 77
     await wait_consumer_idle(client, runtime)
 
     rows = await pg_best(pg, board_id)
     assert rows[(ALL_TIME, ALL_TIME, "newcomer")][1] == 77
-    shard = keys.shard_of("newcomer", runtime.store.shards_of(board_id))
+    shard = keys.shard_of("newcomer", runtime.redis.shards.of(board_id))
     pk = keys.period_keys(board_id, ALL_TIME, ALL_TIME, "", shard)
     assert await redis.zscore(pk.runs, "newcomer|late-run") is not None
     held = await zscore_of(redis, pk.public, "newcomer")
@@ -551,7 +551,7 @@ async def test_a_submit_between_the_times_load_and_the_swap_leaves_one_entry(
 
     answers: list[int] = []
     ended = ago(minutes=1)
-    real_swap = runtime.store._swap
+    real_swap = loads.swap
 
     async def swap_after_a_submit(*args: Any, **kwargs: Any) -> None:
         if not answers:
@@ -560,7 +560,7 @@ async def test_a_submit_between_the_times_load_and_the_swap_leaves_one_entry(
             answers.append(answer.status_code)
         await real_swap(*args, **kwargs)
 
-    monkeypatch.setattr(runtime.store, "_swap", swap_after_a_submit)
+    monkeypatch.setattr(loads, "swap", swap_after_a_submit)
     await runtime.rebuilder.rebuild(board=board_id, window=ALL_TIME)
     monkeypatch.undo()
     assert answers and answers[0] in (200, 503)

@@ -10,13 +10,13 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_batch import Batcher
-from rankd.stores.redis_scripts import ENTRY, SUBMIT_BEST
+from rankd.stores.redis import keys
+from rankd.stores.redis.batch import Batcher
+from rankd.stores.redis.scripts import ENTRY, SUBMIT_BEST
 
 
 def best(pk: keys.PeriodKeys, composite: int, member: str):  # type: ignore[no-untyped-def]
-    args = (composite, member, "0", 1000, "", 0, 0)
+    args = (composite, member, 1000, "", 0, 0)
     return (SUBMIT_BEST, (pk.public, pk.public, pk.shadow, pk.applied), args)
 
 

@@ -15,8 +15,8 @@ from redis.asyncio import Redis
 from rankd.codec import Codec, player_of
 from rankd.embedded import RedisServer, find_redis_server
 from rankd.periods import SPAN_MS
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_scripts import (
+from rankd.stores.redis import keys
+from rankd.stores.redis.scripts import (
     AROUND,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -56,13 +56,13 @@ async def exercise(url: str) -> list[Any]:
             best_call = (
                 SUBMIT_BEST,
                 (best.public, best.public, best.shadow, best.applied),
-                (composite, player, "0", 1000 + offset, "", 0, 0),
+                (composite, player, 1000 + offset, "", 0, 0),
             )
             sum_args = (f"r{i % 5}", player, score, codec.time_key(offset), 1 << codec.time_bits)
             sum_call = (
                 SUBMIT_SUM,
                 (total.public, total.public, total.shadow, total.runs, total.applied),
-                (*sum_args, codec.max_score, "desc", 1000 + offset, 0, "0", 0, "", 0, 0),
+                (*sum_args, codec.max_score, "desc", 1000 + offset, 0, 0, "", 0, 0),
             )
             replies.append(await run_pipeline(redis, [best_call, sum_call]))
             if i == 3:
@@ -79,7 +79,7 @@ async def exercise(url: str) -> list[Any]:
                     (
                         SUBMIT_BEST_MANY,
                         (best.public, best.public, best.shadow, best.applied),
-                        ("0", 0, 0, *many),
+                        (0, 0, *many),
                     )
                 ],
             )

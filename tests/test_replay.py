@@ -49,11 +49,11 @@ def own(bare_runtime: Runtime) -> Runtime:
 
 
 async def replay_from(rt: Runtime, first: int) -> Any:
-    return await replay(rt.log, rt.applier, first)
+    return await replay(rt.runlog, rt.applier, first)
 
 
 async def next_sequence(rt: Runtime) -> int:
-    return await rt.log.last_sequence() + 1
+    return await rt.runlog.last_sequence() + 1
 
 
 async def two_boards(client: httpx.AsyncClient, runtime: Runtime, make_board) -> tuple[str, str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rankd.embedded.redis_server import RedisServer
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.stores import RedisStores
 from tests.test_failures import wipe
 
 
@@ -29,8 +29,8 @@ async def node(server_dir: Path) -> AsyncIterator[RedisServer]:
         await asyncio.to_thread(server.stop)
 
 
-async def _store(server: RedisServer) -> RedisStore:
-    store = RedisStore(server.url)
+async def _store(server: RedisServer) -> RedisStores:
+    store = RedisStores(server.url)
     await store.open()
     return store
 
@@ -38,11 +38,13 @@ async def _store(server: RedisServer) -> RedisStore:
 async def test_a_position_write_against_a_restarted_redis_is_refused(node: RedisServer) -> None:
     store = await _store(node)
     try:
-        assert await store.record_position(5, 1000) == [-1], "nothing verified yet: refused"
-        first = await store.server_run_id()
-        await store.mark_verified(first)
-        assert await store.record_position(5, 1000) == [1]
-        assert await store.record_position(4, 1001) == [0], "never moves back"
+        assert await store.positions.record_position(5, 1000) == [-1], (
+            "nothing verified yet: refused"
+        )
+        first = await store.positions.server_run_id()
+        await store.positions.mark_verified(first)
+        assert await store.positions.record_position(5, 1000) == [1]
+        assert await store.positions.record_position(4, 1001) == [0], "never moves back"
         await asyncio.sleep(1.5)  # appendfsync everysec: on disk by now
     finally:
         await store.close()
@@ -51,18 +53,18 @@ async def test_a_position_write_against_a_restarted_redis_is_refused(node: Redis
     await asyncio.to_thread(node.start)  # from its AOF
     store = await _store(node)
     try:
-        assert await store.read_positions() == [(5, 1000)], "the AOF kept the position"
-        second = await store.server_run_id()
+        assert await store.positions.read_positions() == [(5, 1000)], "the AOF kept the position"
+        second = await store.positions.server_run_id()
         assert second != first
         # an instance that applied runs to the old process writes its ack floor: refused,
         # because this process may have lost them
-        assert await store.record_position(9, 2000) == [-1]
-        assert await store.read_positions() == [(5, 1000)]
-        assert not await store.is_verified()
+        assert await store.positions.record_position(9, 2000) == [-1]
+        assert await store.positions.read_positions() == [(5, 1000)]
+        assert not await store.positions.is_verified()
         # once restored and verified, positions move on
-        await store.mark_verified(second)
-        assert await store.record_position(9, 2000) == [1]
-        assert await store.read_positions() == [(9, 2000)]
+        await store.positions.mark_verified(second)
+        assert await store.positions.record_position(9, 2000) == [1]
+        assert await store.positions.read_positions() == [(9, 2000)]
     finally:
         await store.close()
 
@@ -70,8 +72,8 @@ async def test_a_position_write_against_a_restarted_redis_is_refused(node: Redis
 async def test_a_wiped_redis_has_no_position(node: RedisServer) -> None:
     store = await _store(node)
     try:
-        await store.mark_verified(await store.server_run_id())
-        assert await store.record_position(7, int(time.time() * 1000)) == [1]
+        await store.positions.mark_verified(await store.positions.server_run_id())
+        assert await store.positions.record_position(7, int(time.time() * 1000)) == [1]
     finally:
         await store.close()
     await asyncio.to_thread(node.kill)
@@ -79,7 +81,7 @@ async def test_a_wiped_redis_has_no_position(node: RedisServer) -> None:
     await asyncio.to_thread(node.start)
     store = await _store(node)
     try:
-        assert await store.read_positions() == [None]
-        assert await store.record_position(8, 1) == [-1], "no verified marker: refused"
+        assert await store.positions.read_positions() == [None]
+        assert await store.positions.record_position(8, 1) == [-1], "no verified marker: refused"
     finally:
         await store.close()

@@ -23,7 +23,7 @@ from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
 from rankd.services.group_commit import message_id
 from rankd.services.run_ids import RunIds
-from rankd.stores import redis_keys as keys
+from rankd.stores.redis import keys
 from tests.conftest import ADMIN_H, SERVER_H
 from tests.durable_helpers import pg_composites, redis_state, wait_consumer_idle, wait_until
 from tests.wire import assert_error, iso
@@ -182,7 +182,7 @@ async def test_a_lost_registry_is_restored_from_postgresql(
     assert_error(await post(client, board, body("k1", "bob", 20)), 409, "run_conflict")
     assert await redis.exists(keys.run_ids_armed(board))
     # a whole rebuild after a Redis restart disarms every board's registry the same way
-    await runtime.store.disarm_run_ids([board])
+    await runtime.redis.admission.disarm_run_ids([board])
     assert_error(await post(client, board, body("k1", "bob", 20)), 409, "run_conflict")
     assert (await post(client, board, body("k1", "alice", 10))).status_code == 200
     await assert_stores_agree(client, runtime, redis, pg, board)
@@ -199,7 +199,9 @@ async def test_a_lost_registry_takes_the_runs_the_consumer_has_not_applied_from_
     await wait_consumer_idle(client, runtime)
     await pg.execute("DELETE FROM run_fingerprints WHERE board_id = %s", (board,))
     await forget_registry(redis, board)
-    fresh = RunIds(runtime.store, runtime.pg, runtime.log, durable="rankd-test-no-consumer")
+    fresh = RunIds(
+        runtime.redis.admission, runtime.pg, runtime.runlog, durable="rankd-test-no-consumer"
+    )
     assert await fresh.restore(board) >= 1
     run = Run("tail-1", "bob", 20, 0, 0, ended_given=False)
     run.received_at_ms = run.ended_at_ms = int(datetime.now(UTC).timestamp() * 1000)
@@ -216,7 +218,7 @@ async def test_the_consumer_applies_only_the_first_content_of_a_run_id(
     now = int(datetime.now(UTC).timestamp() * 1000)
     for player, score in (("alice", 10), ("bob", 20)):
         payload = encode_message(board, [Run("dup", player, score, now - 1000, now)])
-        await runtime.log.publish(board, payload, message_id(board, payload))
+        await runtime.runlog.publish(board, payload, message_id(board, payload))
     await wait_consumer_idle(client, runtime)
     assert await top(client, board) == [("alice", 10)]
     await assert_stores_agree(client, runtime, redis, pg, board)
@@ -262,7 +264,7 @@ async def test_the_registry_forgets_after_its_memory(
 ) -> None:
     """Memory is bounded: each bucket expires, a run is remembered memory_s to 1.25x."""
     board = await make_board()
-    run_ids = RunIds(runtime.store, runtime.pg, runtime.log, memory_s=4.0)
+    run_ids = RunIds(runtime.redis.admission, runtime.pg, runtime.runlog, memory_s=4.0)
     now = int(datetime.now(UTC).timestamp() * 1000)
     [ok] = await run_ids.claim(board, [Run("f1", "alice", 1, now, now)])
     assert ok is None
@@ -291,7 +293,7 @@ async def test_redis_is_healed_when_a_conflicting_run_reached_it(
     now = int(datetime.now(UTC).timestamp() * 1000)
     bob = Run("heal-1", "bob", 20, now - 1000, now)
     payload = encode_message(board_id, [bob])
-    await runtime.log.publish(board_id, payload, message_id(board_id, payload))
+    await runtime.runlog.publish(board_id, payload, message_id(board_id, payload))
     await runtime.submitter.apply(board, [bob])  # as its submitter would have
     assert ("bob", 20) in await top(client, board_id)
 

@@ -8,7 +8,6 @@ example writes to fresh keys, so examples and tests never see each other's data.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -22,9 +21,9 @@ from redis.exceptions import ResponseError
 from rankd.codec import Codec, player_of
 from rankd.codec import member as member_of
 from rankd.periods import DAY_MS, SPAN_MS, period_at
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_keys import PeriodKeys
-from rankd.stores.redis_scripts import (
+from rankd.stores.redis import keys
+from rankd.stores.redis.keys import PeriodKeys
+from rankd.stores.redis.scripts import (
     ALL_SCRIPTS,
     AROUND,
     SUBMIT_BEST,
@@ -72,13 +71,11 @@ async def drop(redis: Redis, *pks: PeriodKeys) -> None:
     await redis.delete(*[k for pk in pks for k in (pk.public, pk.runs)])
 
 
-def best_call(
-    pk: PeriodKeys, composite: int, member: str, expire: str = "0", ended_ms: int = 1_000
-) -> Call:
+def best_call(pk: PeriodKeys, composite: int, member: str, ended_ms: int = 1_000) -> Call:
     return (
         SUBMIT_BEST,
         (pk.public, pk.public, pk.shadow, pk.applied),
-        (composite, member, expire, ended_ms, "", 0, 0),
+        (composite, member, ended_ms, "", 0, 0),
     )
 
 
@@ -91,7 +88,6 @@ def sum_call(
     offset_ms: int,
     *,
     trim_before: int = 0,
-    expire: str = "0",
 ) -> Call:
     return (
         SUBMIT_SUM,
@@ -106,7 +102,6 @@ def sum_call(
             codec.order,
             PERIOD_START + offset_ms,
             trim_before,
-            expire,
             0,
             "",
             0,
@@ -470,35 +465,17 @@ async def test_run_pipeline_raises_other_errors(redis: Redis) -> None:
     await drop(redis, pk)
 
 
-# --- expiry --------------------------------------------------------------------------------
+# --- no expiry -------------------------------------------------------------------------------
 
 
-async def test_expire_sets_a_ttl_and_zero_leaves_none(redis: Redis) -> None:
-    at = str(int(time.time()) + 1000)
+async def test_written_keys_get_no_ttl(redis: Redis) -> None:
+    """No key expires: the season job removes a period's keys (services/seasons.py)."""
     codec = Codec.create(1000, "desc", SPAN_MS["daily"])
-    kept, expiring = fresh_keys("daily", "2026-11-03"), fresh_keys("daily", "2026-11-03")
-    await run_pipeline(
-        redis,
-        [
-            best_call(kept, 1, "p"),
-            best_call(expiring, 1, "p", at),
-        ],
-    )
-    assert await redis.ttl(kept.public) == -1
-    assert 0 < await redis.ttl(expiring.public) <= 1000
-    kept_sum, expiring_sum = fresh_keys(), fresh_keys()
-    await run_pipeline(
-        redis,
-        [
-            sum_call(kept_sum, codec, "r", "p", 3, 0),
-            sum_call(expiring_sum, codec, "r", "p", 3, 0, expire=at),
-        ],
-    )
-    assert await redis.ttl(kept_sum.public) == -1
-    assert await redis.ttl(kept_sum.runs) == -1
-    assert 0 < await redis.ttl(expiring_sum.public) <= 1000
-    assert 0 < await redis.ttl(expiring_sum.runs) <= 1000
-    await drop(redis, kept, expiring, kept_sum, expiring_sum)
+    kept, kept_sum = fresh_keys("daily", "2026-11-03"), fresh_keys()
+    await run_pipeline(redis, [best_call(kept, 1, "p"), sum_call(kept_sum, codec, "r", "p", 3, 0)])
+    for key in (kept.public, keys.times(kept.public, "p"), kept_sum.public, kept_sum.runs):
+        assert await redis.ttl(key) == -1
+    await drop(redis, kept, kept_sum)
 
 
 # --- precision -----------------------------------------------------------------------------

@@ -32,8 +32,8 @@ from rankd.runtime import Runtime
 from rankd.services.applier import LogMessage
 from rankd.services.reads import Reader, Scope
 from rankd.services.seasons import SEASON_LOCK, SeasonJob
-from rankd.stores import redis_keys as keys
 from rankd.stores.archive import ArchiveStore, FrozenEntry
+from rankd.stores.redis import keys
 from tests.conftest import ADMIN_H, SERVER_H, Urls, make_settings, new_board_id
 from tests.durable_helpers import every_shard, wait_consumer_idle, wait_until
 from tests.wire import iso
@@ -57,7 +57,7 @@ def job(rt: Runtime, cls: type[SeasonJob] = SeasonJob, **overrides: Any) -> Seas
         "settle_ms": 0,
         **overrides,
     }
-    return cls(rt.store, rt.pg, rt.boards, rt.rebuilder, **settings)
+    return cls(rt.redis.reads, rt.redis.seasons, rt.pg, rt.boards, rt.rebuilder, **settings)
 
 
 # --- building boards with closed periods --------------------------------------------------
@@ -337,7 +337,7 @@ async def test_cached_archive_states_still_give_the_right_answers(urls: Urls, re
         assert await every_read(http, board_id, config, players) == live  # caches "frozen"
         for window, period, _ in closed:
             # as if the job's UNLINK landed after this process cached "still in Redis"
-            assert await rt.store.unlink_period(PeriodRef(board_id, window, period)) >= 1
+            assert await rt.redis.seasons.unlink_period(PeriodRef(board_id, window, period)) >= 1
         assert await every_read(http, board_id, config, players) == live
 
         board_id, config, players = await random_board(http, random.Random(13))
@@ -564,7 +564,11 @@ async def test_an_injected_clock_freezes_across_day_week_month_and_year(
     now = [at("2027-01-01T00:59:59.999")]
     season = job(rt, settle_ms=15_000, clock=lambda: now[0])
     reader = Reader(
-        rt.store, rt.names, archive=ArchiveStore(rt.pg), archive_state_s=0, clock=lambda: now[0]
+        rt.redis.reads,
+        rt.names,
+        archive=ArchiveStore(rt.pg),
+        archive_state_s=0,
+        clock=lambda: now[0],
     )
 
     async def frozen() -> set[tuple[str, str, bool]]:

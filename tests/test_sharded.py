@@ -22,8 +22,8 @@ from rankd import codec
 from rankd.histogram import bucket, floor_of
 from rankd.periods import ALL_TIME
 from rankd.runtime import Runtime
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_scripts import HIST_REBUILD, Script, _read
+from rankd.stores.redis import keys
+from rankd.stores.redis.scripts import HIST_REBUILD, Script, _read
 from rankd.stores.standings import shard_sql
 from tests.conftest import ADMIN_H, SERVER_H, new_board_id
 from tests.durable_helpers import wait_consumer_idle

@@ -12,10 +12,10 @@ from redis.asyncio import Redis
 from rankd.boards import BoardConfig
 from rankd.plan import plan
 from rankd.runs import Run
-from rankd.stores.redis_scripts import SUBMIT_BEST_MANY, run_pipeline
-from rankd.stores.redis_store import coalesce, script_call
+from rankd.stores.redis.scripts import SUBMIT_BEST_MANY, run_pipeline
+from rankd.stores.redis.writes import coalesce, script_call
 
-NOW = int(time.time() * 1000)  # periods must be live: their keys get an EXPIREAT
+NOW = int(time.time() * 1000)  # periods must be open: runs within their grace apply
 
 
 def runs(seed: int) -> list[Run]:

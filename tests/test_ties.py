@@ -37,8 +37,8 @@ from rankd.codec import (
 from rankd.periods import EPOCH_MS, SPAN_MS, period_at
 from rankd.runtime import Runtime
 from rankd.services.replay import replay
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_scripts import OWN_ENTRY, SUBMIT_BEST, run_pipeline
+from rankd.stores.redis import keys
+from rankd.stores.redis.scripts import OWN_ENTRY, SUBMIT_BEST, run_pipeline
 from rankd.stores.standings import member_sql
 from tests.conftest import ADMIN_H, SERVER_H, Urls, new_board_id
 from tests.durable_helpers import delete_board_keys, wait_consumer_idle
@@ -138,7 +138,7 @@ async def test_python_lua_and_sql_build_the_same_members(
     pk = keys.period_keys(f"tm-{uuid.uuid4().hex[:8]}", "all-time", "all-time")
     players = [f"p{i}" for i in range(len(EDGE_TIMES))]
     calls = [
-        (SUBMIT_BEST, (pk.public, pk.public, pk.shadow, pk.applied), (5, p, "0", at, "", 0, 0))
+        (SUBMIT_BEST, (pk.public, pk.public, pk.shadow, pk.applied), (5, p, at, "", 0, 0))
         for p, at in zip(players, EDGE_TIMES, strict=True)
     ]
     replies = await run_pipeline(redis, calls)
@@ -170,7 +170,7 @@ async def test_a_best_entry_moves_to_an_earlier_equal_run_in_any_order(redis: Re
             (
                 SUBMIT_BEST,
                 (pk.public, pk.public, pk.shadow, pk.applied),
-                (composite, "p", "0", ms, "", 0, 0),
+                (composite, "p", ms, "", 0, 0),
             )
             for ms in sends
         ]
@@ -207,7 +207,7 @@ def test_own_view_rank_of_a_shadowed_entry_counts_earlier_ties(
                     else (pk.public, pk.public, pk.shadow)
                 )
                 composite = codec.pack(score, at - start)
-                args = (composite, p, "0", at, "", 0, 0)
+                args = (composite, p, at, "", 0, 0)
                 calls.append((SUBMIT_BEST, (*where, pk.applied), args))
             await run_pipeline(client, calls)
             reply = await run_pipeline(
@@ -371,7 +371,7 @@ async def test_equal_scores_rank_by_exact_time_on_every_window_through_rebuild_a
     assert response.json()["tie_resolution_ms"] == dict.fromkeys(WINDOWS, 1)
     board = Tied(board_id, policy, order, max_score, tie_base_ms())
     tied_runs(board)
-    first = await bare_runtime.log.last_sequence() + 1
+    first = await bare_runtime.runlog.last_sequence() + 1
     await send_all(client, board)
     await check_reads(client, board)
 
@@ -384,6 +384,6 @@ async def test_equal_scores_rank_by_exact_time_on_every_window_through_rebuild_a
     await delete_board_keys(redis, board_id, WINDOWS)
     for table in ("player_best", "sum_runs"):
         await pg.execute(f"DELETE FROM {table} WHERE board_id = %s", (board_id,))
-    report = await replay(bare_runtime.log, bare_runtime.applier, first)
+    report = await replay(bare_runtime.runlog, bare_runtime.applier, first)
     assert report.parked == 0
     await check_reads(client, board)

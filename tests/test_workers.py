@@ -123,7 +123,7 @@ async def test_the_consumer_applies_a_run_no_submitter_applied(
     now = int(time.time() * 1000)
     orphan = Run("orphan-1", "orphan", 77, now, now)
     # logged, never applied by a submitter
-    await runtime.log.publish(board, encode_message(board, [orphan]), "orphan-1")
+    await runtime.runlog.publish(board, encode_message(board, [orphan]), "orphan-1")
     started = time.monotonic()
     while time.monotonic() - started < runtime.settings.consumer_mark_wait_s + 10:
         response = await client.get(f"/v1/boards/{board}/players/orphan")

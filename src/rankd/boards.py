@@ -11,6 +11,14 @@ from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
 from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, clip, is_segment_dimension
 from rankd.periods import SPAN_MS, WINDOWS
+from rankd.results import (
+    MAX_GRACE_S,
+    MAX_HOLD_TOP,
+    MAX_SEGMENT_DIMENSIONS,
+    MAX_SHARDS,
+    SCORE_FORMATS,
+    ScoreFormat,
+)
 
 Policy = Literal["best", "sum"]
 DEFAULT_RETENTION = {"daily": 8, "weekly": 35, "monthly": 100}
@@ -29,11 +37,7 @@ SETTING_FIELDS = (
     "segments",
     "score_format",
 )
-# How pages and clients display a score; the API always carries the integer.
-SCORE_FORMATS = ("integer", "duration_ms", "decimal_1", "decimal_2", "decimal_3")
-MAX_SEGMENT_DIMENSIONS = 4
-MAX_HOLD_TOP = 10_000
-MAX_GRACE_S = 31_536_000
+# The limits the contract states (SCORE_FORMATS, MAX_*) are in rankd.results.
 MAX_RETENTION_DAYS = 3_650
 
 
@@ -51,7 +55,7 @@ class BoardConfig:
     retention_days: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_RETENTION))
     # Dimensions whose values get standings of their own, e.g. ("country", "platform").
     segments: tuple[str, ...] = ()
-    score_format: str = "integer"  # display only: one of SCORE_FORMATS
+    score_format: ScoreFormat = "integer"  # display only
     created_at: datetime | None = None
     # which incarnation of the board id this is (deleting a board and creating it again
     # makes a new one); logged with every run, so replays never mix incarnations
@@ -139,7 +143,7 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
             raise InvalidRequest("max_run_score must not exceed max_score")
         values["max_run_score"] = max_run
     for name, low, high in (
-        ("shards", 1, 1024),
+        ("shards", 1, MAX_SHARDS),
         ("hold_top", 0, MAX_HOLD_TOP),
         ("grace_seconds", 0, MAX_GRACE_S),
     ):

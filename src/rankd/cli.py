@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import json
 import logging
-import os
 import signal
 import socket
 from collections.abc import Callable, Coroutine, Iterator
@@ -16,7 +13,6 @@ from types import FrameType
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
-import uvicorn
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 from rich.progress import (
@@ -29,16 +25,7 @@ from rich.progress import (
 )
 
 from rankd import datadir
-from rankd.embedded import EmbeddedServerError, EmbeddedServers, start_embedded
-from rankd.embedded.supervisor import STATUS_FILE, Supervisor
-from rankd.embedded.topology import (
-    TOPOLOGIES,
-    Topology,
-    TopologyServers,
-    check_topology,
-    recorded_topology,
-    start_topology,
-)
+from rankd.embedded import startup
 from rankd.settings import Settings, settings_error
 
 app = typer.Typer(add_completion=False, help="Rankd: real-time leaderboards for games.")
@@ -55,7 +42,6 @@ AllowEmpty = Annotated[
         help="start embedded servers even on a data dir that holds no Rankd data",
     ),
 ]
-SERVICES_FILE = "services.json"  # the URLs of a running `rankd serve`'s embedded servers
 TopologyOption = Annotated[
     str | None,
     typer.Option(
@@ -69,16 +55,6 @@ TopologyOption = Annotated[
 def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
     # Turn SIGTERM into a clean exit so `finally` stops the embedded servers (no orphans).
     raise SystemExit(0)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _fail(message: str) -> NoReturn:
@@ -104,14 +80,6 @@ def _check_port(host: str, port: int) -> None:
             )
 
 
-def _in_use(command: str, busy: datadir.DataDirInUse) -> NoReturn:
-    owner = f"rankd (pid {busy.pid})" if busy.pid is not None else "another rankd"
-    _fail(
-        f"{command}: the data dir {busy.data_dir} is in use by {owner}; stop it, "
-        "or pick another data dir with --data-dir"
-    )
-
-
 @contextlib.contextmanager
 def _services(
     settings: Settings,
@@ -123,90 +91,22 @@ def _services(
     before_start: Callable[[], None] | None = None,
     topology: str | None = None,
 ) -> Iterator[Settings]:
-    """Settings with service URLs: from the environment, else from a running `rankd serve`
-    on the same data dir (not when serving), else from embedded servers started here, on a
-    data dir this process locks (datadir.py). A command that needs data (``has_data``)
-    refuses a data dir without it unless ``allow_empty``: empty servers would only make
-    it look done."""
-    urls = (settings.redis_url, settings.postgres_url, settings.nats_url)
-    if topology is not None and topology not in TOPOLOGIES:
-        _fail(f"{command}: --topology must be one of {', '.join(TOPOLOGIES)}, not {topology!r}")
-    if all(urls):
-        if topology is not None:
-            _fail(f"{command}: --topology is for embedded servers; RANKD_*_URL are set")
-        yield settings
-        return
-    if any(urls):
-        unset = [
-            f"RANKD_{name.upper()}"
-            for name, url in zip(("redis_url", "postgres_url", "nats_url"), urls, strict=True)
-            if not url
-        ]
-        _fail(
-            f"{command}: {', '.join(unset)} unset: set all of RANKD_REDIS_URL, "
-            "RANKD_POSTGRES_URL and RANKD_NATS_URL, or none (the embedded default)"
-        )
-    data_dir = settings.data_dir.resolve()
-    shared = data_dir / SERVICES_FILE
-    if not serving and shared.exists():
-        known = json.loads(shared.read_text())
-        if _pid_alive(int(known["pid"])):
-            yield settings.model_copy(
-                update={k: known[k] for k in ("redis_url", "postgres_url", "nats_url")}
-            )
-            return
-    if has_data is not None and not allow_empty and not has_data(data_dir):
-        _fail(
-            f"{command}: {data_dir} holds no Rankd data; run it where `rankd serve` keeps its "
-            "data (--data-dir, RANKD_DATA_DIR or RANKD_*_URL), or pass --allow-empty"
-        )
+    """Settings with the service URLs, embedded servers started if need be
+    (embedded/startup.py); what the user can fix exits with one line."""
     try:
-        lock = datadir.acquire(data_dir)
-    except datadir.DataDirInUse as busy:
-        _in_use(command, busy)
-    try:
-        try:
-            shape: Topology = topology or recorded_topology(data_dir) or "single"
-            check_topology(data_dir, shape)
-        except EmbeddedServerError as exc:
-            _fail(f"{command}: {exc}")
-        if before_start is not None:
-            before_start()
-        typer.echo(
-            f"starting embedded Redis, PostgreSQL and NATS ({shape}) in {data_dir} ...", err=True
-        )
-        try:
-            servers: EmbeddedServers | TopologyServers = (
-                start_embedded(data_dir) if shape == "single" else start_topology(data_dir, shape)
-            )
-        except EmbeddedServerError as exc:
-            _fail(f"{command}: the embedded servers did not start: {exc}")
-        supervisor: Supervisor | None = None
-        try:
-            urls_now: dict[str, object] = {
-                "redis_url": servers.redis_url,
-                "postgres_url": servers.postgres_url,
-                "nats_url": servers.nats_url,
-            }
-            if isinstance(servers, TopologyServers):
-                urls_now["stream_replicas"] = servers.stream_replicas
-            if serving:
-                shared.write_text(json.dumps({**urls_now, "pid": os.getpid()}))
-                # restarts a server that dies (embedded/supervisor.py); /readyz reads its
-                # status file
-                supervisor = Supervisor(servers.servers, data_dir / STATUS_FILE)
-                supervisor.start()
-                urls_now["embedded_status_file"] = data_dir / STATUS_FILE
-            yield settings.model_copy(update=urls_now)
-        finally:
-            if supervisor is not None:
-                supervisor.stop()  # before the servers stop on purpose
-            if serving:
-                shared.unlink(missing_ok=True)
-            typer.echo("stopping embedded servers ...", err=True)
-            servers.stop()
-    finally:
-        lock.release()
+        with startup.services(
+            settings,
+            command=command,
+            serving=serving,
+            has_data=has_data,
+            allow_empty=allow_empty,
+            before_start=before_start,
+            topology=topology,
+            note=lambda line: typer.echo(line, err=True),
+        ) as ready:
+            yield ready
+    except startup.StartupRefused as refused:
+        _fail(str(refused))
 
 
 def _settings(command: str, data_dir: Path | None) -> Settings:
@@ -216,19 +116,6 @@ def _settings(command: str, data_dir: Path | None) -> Settings:
     except (ValidationError, SettingsError) as exc:
         _fail(f"{command}: {settings_error(exc)}")
     return settings if data_dir is None else settings.model_copy(update={"data_dir": data_dir})
-
-
-def _check_reachable(command: str, settings: Settings) -> None:
-    """Exit with one line if a configured service cannot be reached (within the drivers'
-    connect timeout), before the app is built: nothing is left half started."""
-    from rankd.stores.probe import unreachable
-
-    assert settings.redis_url and settings.postgres_url and settings.nats_url
-    problems = asyncio.run(
-        unreachable(settings.redis_url, settings.postgres_url, settings.nats_url)
-    )
-    if problems:
-        _fail(f"{command}: " + "; ".join(problems))
 
 
 def _print_version(value: bool) -> None:
@@ -291,40 +178,12 @@ def serve(
     if settings.redis_url or settings.postgres_url or settings.nats_url:
         _check_port(host, port)  # no embedded servers: nothing else checks it first
     with services as settings:
-        _check_reachable("rankd serve", settings)
         if not settings.admin_keys and not settings.server_keys:
             typer.echo("warning: RANKD_ADMIN_KEYS and RANKD_SERVER_KEYS are empty; only reads work")
-        from uvicorn.supervisors import Multiprocess
+        from rankd.api.server import run
 
-        from rankd.api.app import create_app
-        from rankd.api.server import ServerConfig
-
-        config = ServerConfig(
-            # each worker process builds its own app from these settings (pickled to it)
-            functools.partial(create_app, settings, tune_gc=True),
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            loop="uvloop",
-            log_level=settings.log_level,
-            access_log=False,
-            timeout_keep_alive=settings.http_keep_alive_s,
-            header_timeout_s=settings.http_header_timeout_s,
-            body_timeout_s=settings.http_body_timeout_s,
-            max_connections=settings.http_max_connections,
-            max_connections_per_address=settings.http_max_connections_per_address,
-            probe_connections=settings.http_probe_connections,
-        )
-        if workers == 1:
-            server = uvicorn.Server(config)
-            with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once done
-                server.run()
-            if not server.started:
-                raise SystemExit(3)  # e.g. the port is taken; uvicorn has logged why
-        else:
-            with contextlib.suppress(KeyboardInterrupt):
-                Multiprocess(config, sockets=[config.bind_socket()]).run()
+        if not run(settings, host=host, port=port, workers=workers):
+            raise SystemExit(3)  # e.g. the port is taken; uvicorn has logged why
 
 
 def _progress(label: str) -> Progress:
@@ -360,7 +219,6 @@ def _run_with_runtime(
         _settings(command, data_dir), command=command, has_data=has_data, allow_empty=allow_empty
     )
     with services as settings:
-        _check_reachable(command, settings)
         return asyncio.run(go(settings))
 
 
@@ -478,11 +336,11 @@ def replay(
         if parked:
             await replay_parked_job(runtime)
             return
-        last = await runtime.log.last_sequence()
+        last = await runtime.runlog.last_sequence()
         with _progress("replay") as progress:
             task = progress.add_task("replay", total=max(0, last - first + 1), rate="")
             report = await replay_log(
-                runtime.log,
+                runtime.runlog,
                 runtime.applier,
                 first,
                 _rate_updater(progress, task),

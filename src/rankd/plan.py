@@ -59,9 +59,9 @@ class Target:
     was counted before (see services/late_sums.py), then it is applied like ``apply``.
 
     For ``apply``: ``operation`` says which script (``best``: a max of ``composite``;
-    ``sum``: add ``run.score`` once per run id, the time part being ``time_key``),
-    ``expire_at_s`` when the period's keys leave Redis (0: never) and, on a sum board's
-    all-time window, ``trim_before_ms``: counted run ids older than this are forgotten.
+    ``sum``: add ``run.score`` once per run id, the time part being ``time_key``) and, on a
+    sum board's all-time window, ``trim_before_ms``: counted run ids older than this are
+    forgotten. No key gets a TTL: the season job removes a period's keys.
     """
 
     window: str
@@ -72,7 +72,6 @@ class Target:
     composite: int | None = None  # the run's own composite on a best board
     segment: str = ""  # "" for the global standings, else "<dimension>:<value>"
     time_key: int = 0
-    expire_at_s: int = 0
     trim_before_ms: int = 0
     # a late run's id in Redis is scored by when PostgreSQL first counted it (0: not late)
     counted_ms: int = 0
@@ -107,7 +106,7 @@ def _target_of(
     side: Side = "public",
     mark: bool = False,
 ) -> Target:
-    """``Target(...)`` with ``expire_at_s`` and ``counted_ms`` 0, built fast (see Target;
+    """``Target(...)`` with ``counted_ms`` 0, built fast (see Target;
     tests/test_plan.py checks that it fills every field)."""
     target: Target = _new(Target)
     target.__dict__.update(
@@ -120,7 +119,6 @@ def _target_of(
             "composite": composite,
             "segment": segment,
             "time_key": time_key,
-            "expire_at_s": 0,
             "trim_before_ms": trim_before_ms,
             "counted_ms": 0,
             "side": side,
@@ -239,8 +237,8 @@ def _target(
         return _target_of(
             window, period, run, "expired", operation, composite, side=side, mark=mark
         )
-    # no TTL on the keys (expire_at_s stays 0): the season job archives the period, then
-    # removes them (services/seasons.py), so a retention change still applies
+    # no TTL on the keys: the season job archives the period, then removes them
+    # (services/seasons.py), so a retention change still applies
     if not hidden and window in run.held:
         side = "pending"
     if composite is not None:

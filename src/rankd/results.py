@@ -1,23 +1,191 @@
-"""What the services answer, typed: the shapes api/schemas.py documents for clients.
+"""The wire contract (CONTRACT.md), once: every JSON shape the HTTP API takes and answers.
 
 TypedDicts rather than classes: the services build plain dicts that orjson renders as they
-are, and mypy checks each one against these shapes. tests/test_results.py checks that these
-keys and the OpenAPI models' fields stay the same.
+are, and mypy checks each one against its shape. The routes name these shapes as their
+FastAPI response models, so /openapi.json documents exactly them (pydantic reads TypedDicts;
+api/schemas.py adds the examples /docs shows), and the Python client re-exports them
+(rankd.client.types). The input rules the document states (patterns, bounds, formats) are
+the constants the validators check: the limits below, the id patterns of formats.py.
+
+A key that may be left out (``NotRequired``, every key of a ``total=False`` body) is
+documented as also taking null (api/schemas.py, ``nullable_optionals``), as the document has
+always said: the service leaves such keys out of its answers and takes null for them in a
+body (except a board's settings, which must be left out rather than null).
+
+Class docstrings become schema descriptions in the document, so only ``Ready`` has one.
 """
 
-from typing import Literal, NotRequired, TypedDict
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, NotRequired, get_args
+
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
+
+from rankd.codec import MAX_SCORE_LIMIT
+from rankd.formats import PLAYER_ID_PATTERN, RUN_ID_PATTERN
+from rankd.periods import Window
+
+
+class Doc:
+    """What the document says of a field beside its type: JSON schema keywords (a
+    description, a pattern, bounds). Pydantic adds them to the field's schema when it reads
+    the shape (``__get_pydantic_json_schema__``); the validators apply the same constants.
+    Not pydantic's ``Field``: the client imports this module, and pydantic only serves the
+    document."""
+
+    __slots__ = ("keywords",)
+
+    def __init__(self, **keywords: object) -> None:
+        self.keywords = keywords
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: Any, handler: Callable[[Any], dict[str, Any]]
+    ) -> dict[str, Any]:
+        schema = handler(core_schema)
+        schema.update(self.keywords)
+        return schema
+
+
+# --- input limits (checked by boards.py, validation.py and the routes) ---------------------
+
+MAX_BATCH = 1000  # runs per runs:batch call
+MAX_NAME = 64  # characters of a player's display name
+MAX_SHARDS = 1024
+MAX_HOLD_TOP = 10_000
+MAX_GRACE_S = 31_536_000  # a year
+MAX_SEGMENT_DIMENSIONS = 4
+# How pages and clients display a score (display only); the API always carries the integer.
+ScoreFormat = Literal["integer", "duration_ms", "decimal_1", "decimal_2", "decimal_3"]
+SCORE_FORMATS: tuple[ScoreFormat, ...] = get_args(ScoreFormat)
+
+# --- request bodies ------------------------------------------------------------------------
+
+
+class BoardSettings(TypedDict, total=False):
+    # PUT /v1/boards/{board_id}: omitted fields keep their value (boards.apply_changes)
+    windows: list[Window]
+    order: Literal["desc", "asc"]
+    policy: Literal["best", "sum"]
+    max_score: Annotated[int, Doc(minimum=1, maximum=MAX_SCORE_LIMIT)]
+    max_run_score: Annotated[int, Doc(minimum=1, maximum=MAX_SCORE_LIMIT)]
+    shards: Annotated[
+        int,
+        Doc(
+            minimum=1,
+            maximum=MAX_SHARDS,
+            description="sorted sets each period is split over (1: unsharded); "
+            "fixed once it has runs",
+        ),
+    ]
+    hold_top: Annotated[
+        int,
+        Doc(
+            minimum=0,
+            maximum=MAX_HOLD_TOP,
+            description="a run that would enter the top hold_top is held for review (0: off)",
+        ),
+    ]
+    grace_seconds: Annotated[int, Doc(minimum=0, maximum=MAX_GRACE_S)]
+    retention_days: dict[str, int]
+    segments: Annotated[list[str], Doc(maxItems=MAX_SEGMENT_DIMENSIONS)]
+    score_format: Annotated[
+        ScoreFormat,
+        Doc(description="how pages display a score (display only); `duration_ms`: 1:05.364"),
+    ]
+
+
+class Run(TypedDict):
+    # one run to submit (validation.parse_run)
+    run_id: Annotated[str, Doc(pattern=RUN_ID_PATTERN)]
+    player_id: Annotated[str, Doc(pattern=PLAYER_ID_PATTERN)]
+    score: Annotated[int, Doc(minimum=0)]
+    ended_at: NotRequired[
+        Annotated[str, Doc(description="RFC 3339; default: when the run is received")]
+    ]
+    segments: NotRequired[
+        Annotated[
+            dict[str, str],
+            Doc(description="segment values; dimensions left out come from the player's profile"),
+        ]
+    ]
+
+
+class Batch(TypedDict):
+    runs: Annotated[list[Run], Doc(maxItems=MAX_BATCH)]
+
+
+class ProfileUpdate(TypedDict, total=False):
+    name: Annotated[str, Doc(minLength=1, maxLength=MAX_NAME)]
+    segments: Annotated[
+        dict[str, str], Doc(description='the player\'s segment values, e.g. {"country": "FR"}')
+    ]
+
+
+# --- answers -------------------------------------------------------------------------------
+
+
+class ErrorBody(TypedDict):
+    code: str
+    message: str
+
+
+class ErrorResponse(TypedDict):
+    # every non-2xx answer but /readyz's 503 (api/errors.py)
+    error: ErrorBody
+
+
+class Board(TypedDict):
+    board_id: str
+    windows: list[str]
+    order: str
+    policy: str
+    max_score: int
+    max_run_score: int
+    shards: int
+    hold_top: int
+    grace_seconds: int
+    retention_days: dict[str, int]
+    segments: list[str]
+    score_format: ScoreFormat
+    created_at: str
+    tie_resolution_ms: dict[str, int]
+
+
+class Boards(TypedDict):
+    boards: list[Board]
 
 
 class Standing(TypedDict):
     window: str
     period: str
-    segment: str | None
+    segment: Annotated[
+        str | None, Doc(description='null for the global standings, else "<dimension>:<value>"')
+    ]
     status: Literal["ranked", "held", "closed"]
     rank: NotRequired[int]
     score: NotRequired[int]
     achieved_at: NotRequired[str]
     improved: bool
     is_best: bool
+
+
+class SubmitResult(TypedDict):
+    run_id: str
+    player_id: str
+    score: int
+    standings: list[Standing]
+
+
+class BatchItem(TypedDict):
+    # one run's result in a batch: standings, or error for a run refused alone
+    run_id: str | None
+    standings: NotRequired[list[Standing]]
+    error: NotRequired[ErrorBody]
+
+
+class BatchResults(TypedDict):
+    results: list[BatchItem]
 
 
 class Entry(TypedDict):
@@ -33,35 +201,44 @@ class FriendEntry(Entry):
 
 
 class Head(TypedDict):
-    """Which standings a read answers about."""
-
+    # which standings a read answers about
     board_id: str
     window: str
     period: str
 
 
-class Top(Head):
+class Page(Head):
+    # a slice of a period's standings: the top list, or the entries around a player
     total: int
     entries: list[Entry]
 
 
+Top = Page
+Around = Page
+
+
 class PlayerStanding(Entry, Head):
+    # an exact read of one player's standing
     total: int
     percentile: float
 
 
-class ApproxStanding(PlayerStanding):
-    """A player read's answer (api/schemas.py PlayerOut); with accuracy=approx it says
-    whether rank (and total) are estimates, and by how many ranks at most the exact rank
-    differs (0 when exact)."""
+class PlayerRank(PlayerStanding):
+    # GET .../players/{player_id}: with accuracy=approx it says whether rank (and total) are
+    # estimates, and by how many ranks at most the exact rank differs (0 when exact)
+    approximate: NotRequired[
+        Annotated[
+            bool, Doc(description="with accuracy=approx: whether rank and total are estimates")
+        ]
+    ]
+    error_bound: NotRequired[
+        Annotated[
+            int, Doc(description="with accuracy=approx: the exact rank is within rank ± this")
+        ]
+    ]
 
-    approximate: NotRequired[bool]
-    error_bound: NotRequired[int]
 
-
-class Around(Head):
-    total: int
-    entries: list[Entry]
+ApproxStanding = PlayerRank
 
 
 class Friends(Head):
@@ -87,12 +264,37 @@ class Periods(TypedDict):
     periods: list[PeriodInfo]
 
 
+class Profile(TypedDict):
+    player_id: str
+    name: str | None
+    segments: dict[str, str]
+    banned: NotRequired[
+        Annotated[
+            bool,
+            Doc(description="whether the player is banned; only in an admin key's answer"),
+        ]
+    ]
+
+
 class Ban(TypedDict):
     player_id: str
     banned: bool
 
 
-class HoldInfo(TypedDict):
+class BanInfo(TypedDict):
+    player_id: str
+    banned_at: str
+
+
+class Bans(TypedDict):
+    bans: list[BanInfo]
+    next: Annotated[
+        str | None,
+        Doc(description="pass as `after` for the next page (null: this is the last page)"),
+    ]
+
+
+class Hold(TypedDict):
     run_id: str
     player_id: str
     score: int
@@ -103,7 +305,7 @@ class HoldInfo(TypedDict):
 
 class Holds(TypedDict):
     board_id: str
-    holds: list[HoldInfo]
+    holds: list[Hold]
 
 
 class HoldDecision(TypedDict):
@@ -112,19 +314,9 @@ class HoldDecision(TypedDict):
     decision: Literal["approved", "rejected"]
 
 
-class BanInfo(TypedDict):
-    player_id: str
-    banned_at: str
-
-
-class Bans(TypedDict):
-    bans: list[BanInfo]
-    next: str | None
-
-
 class SegmentValue(TypedDict):
     value: str
-    total: int
+    total: Annotated[int, Doc(description="public entries with this value in the period")]
 
 
 class SegmentValues(TypedDict):
@@ -138,9 +330,44 @@ class Segments(Head):
 
 class BoardDeleted(TypedDict):
     board_id: str
-    deleted: bool
+    deleted: Literal[True]
 
 
 class PlayerErased(TypedDict):
     player_id: str
-    erased: bool
+    erased: Literal[True]
+
+
+class Health(TypedDict):
+    status: Literal["ok"]
+
+
+class ConsumerLag(TypedDict):
+    pending: Annotated[int, Doc(description="log messages not yet delivered to the consumer")]
+    ack_pending: Annotated[int, Doc(description="delivered, not yet acknowledged")]
+    oldest_unacked_seconds: float
+    parked: Annotated[
+        int, Doc(description="messages parked in PostgreSQL; see rankd replay --parked")
+    ]
+    parked_since: str | None
+
+
+class Ready(TypedDict):
+    """200: ready or degraded (with reasons); 503: unavailable, naming what is down."""
+
+    status: Literal["ready", "degraded", "unavailable"]
+    checks: Annotated[dict[str, str], Doc(description='each dependency: "ok" or why it is down')]
+    consumer: Annotated[
+        ConsumerLag | None, Doc(description="the log consumer's lag (null: none here)")
+    ]
+    reasons: NotRequired[Annotated[list[str], Doc(description="why it is degraded")]]
+    recovering: NotRequired[
+        Annotated[
+            dict[str, str],
+            Doc(
+                description="on 503: each dependency (or `startup`) being restored and how "
+                "far; reads may miss acknowledged runs until it is done"
+            ),
+        ]
+    ]
+    error: NotRequired[Annotated[ErrorBody, Doc(description="on 503: code unavailable")]]

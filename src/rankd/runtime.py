@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankd import metrics
-from rankd.aio import stop_tasks, wait_or_stop
+from rankd.aio import stop_tasks
 from rankd.api.auth import Authenticator
-from rankd.embedded.supervisor import describe, read_status
+from rankd.health import Health
 from rankd.services.applier import Applier
 from rankd.services.approx import Histograms
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
@@ -37,23 +33,21 @@ from rankd.services.submit import Submitter
 from rankd.settings import Settings
 from rankd.stores.archive import ArchiveStore
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import Durable, JetStreamLog, RunLog
 
-log = logging.getLogger("rankd")
+logger = logging.getLogger("rankd")
 
 CLOSE_TIMEOUT_S = 5.0
 MAX_HEALS = 64  # pending rebuilds after run-id conflicts (each a few periods)
-# How often each dependency is pinged to notice it lost and back (three small round trips).
-HEALTH_INTERVAL_S = 0.25
 
 
 @dataclass
 class Runtime:
     settings: Settings
-    store: RedisStore
+    redis: RedisStores
     pg: PostgresStore
-    log: RunLog
+    runlog: RunLog
     boards: BoardRegistry
     names: NameCache
     players: Players
@@ -74,16 +68,26 @@ class Runtime:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _heals: set[asyncio.Task[None]] = field(default_factory=set)
-    _wake_redis_watch: asyncio.Event = field(default_factory=asyncio.Event)
-    _rebuilding: bool = False
-    _consumer_started: bool = False  # background work runs (not so for `rankd rebuild`)
+    # the probes, /readyz and the Redis watch (health.py)
+    health: Health = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.health = Health(
+            self.settings,
+            self.redis,
+            self.pg,
+            self.runlog,
+            self.restorer,
+            self.recovery,
+            self._stopping,
+        )
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
         s = settings
         if not (s.redis_url and s.postgres_url and s.nats_url):
             raise ValueError("Runtime needs RANKD_REDIS_URL, RANKD_POSTGRES_URL and RANKD_NATS_URL")
-        store = RedisStore(
+        redis = RedisStores(
             s.redis_url,
             max_connections=s.redis_max_connections,
             pool_timeout_s=s.redis_pool_timeout_s,
@@ -99,36 +103,37 @@ class Runtime:
             max_size=s.postgres_pool_max,
             timeout_s=s.postgres_pool_timeout_s,
         )
-        log = JetStreamLog(
+        runlog = JetStreamLog(
             s.nats_url,
             stream=s.stream,
             subject_prefix=s.subject_prefix,
             timeout_s=s.publish_timeout_s,
             replicas=s.stream_replicas,
         )
-        names = NameCache(store, s.name_cache_ttl_s, s.name_cache_bytes)
+        names = NameCache(redis.profiles, s.name_cache_ttl_s, s.name_cache_bytes)
         boards = BoardRegistry(
             pg,
-            store,
+            redis,
             s.config_cache_ttl_s,
             max_bytes=s.config_cache_bytes,
             unknown_ttl_s=s.unknown_board_ttl_s,
             unknown_max_bytes=s.unknown_board_cache_bytes,
         )
-        rebuilder = Rebuilder(store, pg, boards)
-        players = Players(pg, store, names, lambda: rebuilder.restoring_profiles)
+        rebuilder = Rebuilder(redis, pg, boards)
+        players = Players(pg, redis.profiles, names, lambda: rebuilder.restoring_profiles)
         committer = GroupCommitter(
-            log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
+            runlog, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
         )
-        run_ids = RunIds(store, pg, log, memory_s=s.run_memory_s, durable=DURABLE)
+        run_ids = RunIds(redis.admission, pg, runlog, memory_s=s.run_memory_s, durable=DURABLE)
 
         async def log_applied_through() -> int | None:
-            return await applied_through(log)
+            return await applied_through(runlog)
 
         # after a ban, a hold decision, a deletion or an erasure: the reader drops its tops
         invalidations = Invalidations()
         moderation = Moderation(
-            store,
+            redis.moves,
+            redis.profiles,
             pg,
             boards,
             settle_s=s.ban_settle_s,
@@ -137,11 +142,19 @@ class Runtime:
         )
 
         # applies everything to Redis (no trusted marks): replays, and a restart's tail
-        applier = Applier(boards, store, pg, moderation, run_memory_s=s.run_memory_s)
-        deletions = Deletions(
-            store,
+        applier = Applier(
+            boards,
+            redis.writes,
+            redis.marks,
+            redis.reads,
             pg,
-            log,
+            moderation,
+            run_memory_s=s.run_memory_s,
+        )
+        deletions = Deletions(
+            redis,
+            pg,
+            runlog,
             boards,
             moderation,
             names,
@@ -153,23 +166,24 @@ class Runtime:
         runtime = cls(
             settings=s,
             deletions=deletions,
-            store=store,
+            redis=redis,
             pg=pg,
-            log=log,
+            runlog=runlog,
             boards=boards,
             names=names,
             players=players,
             submitter=Submitter(
-                store,
+                redis.writes,
+                redis.reads,
                 pg,
                 committer,
                 players,
                 moderation,
                 run_ids,
-                SegmentValues(store, pg, s.segment_values_max),
+                SegmentValues(redis.admission, pg, s.segment_values_max),
             ),
             reader=Reader(
-                store,
+                redis.reads,
                 names,
                 s.top_cache_s,
                 s.top_cache_bytes,
@@ -177,15 +191,16 @@ class Runtime:
                 archive_state_s=s.archive_state_cache_s,
                 archive_state_bytes=s.archive_state_cache_bytes,
                 restoring=rebuilder.is_restoring,
-                histograms=Histograms(store),
+                histograms=Histograms(redis.conn),
             ),
             auth=Authenticator(s.admin_keys, s.server_keys),
             applier=applier,
             moderation=moderation,
             rebuilder=rebuilder,
-            restorer=Restorer(store, pg, log, rebuilder, applier, boards),
+            restorer=Restorer(redis, pg, runlog, rebuilder, applier, boards),
             seasons=SeasonJob(
-                store,
+                redis.reads,
+                redis.seasons,
                 pg,
                 boards,
                 rebuilder,
@@ -194,7 +209,7 @@ class Runtime:
                 run_memory_s=s.run_memory_s,
             ),
             limiter=RateLimiter(
-                store,
+                redis.limits,
                 per_key=Rate(s.rate_key_per_s, s.rate_key_burst),
                 per_address=Rate(s.rate_address_per_s, s.rate_address_burst),
                 runs_per_key=Rate(s.rate_key_runs_per_s, s.rate_key_runs_burst),
@@ -203,7 +218,9 @@ class Runtime:
                 lease_s=s.rate_lease_s,
                 lease_bytes=s.rate_lease_memo_bytes,
             ),
-            live=LiveHub(store, s.live_max_streams, max_per_address=s.live_max_streams_per_address),
+            live=LiveHub(
+                redis.notices, s.live_max_streams, max_per_address=s.live_max_streams_per_address
+            ),
         )
         invalidations.subscribe(runtime.reader.forget_tops)
         return runtime
@@ -211,29 +228,29 @@ class Runtime:
     async def open(self, *, background: bool = True) -> None:
         """Connect; with ``background``, restore Redis if it changed and start the consumer,
         the Redis watch and the season job."""
-        await asyncio.gather(self.pg.open(), self.log.open(), self.store.open())
+        await asyncio.gather(self.pg.open(), self.runlog.open(), self.redis.open())
         await self.moderation.bans.refresh()  # before the first run is routed
         if not background:
             return
         # A restarted Redis is rebuilt whole; otherwise any period whose key has gone (e.g.
         # deleted by hand) while PostgreSQL still holds its entries.
-        if await self.store.is_verified():
+        if await self.redis.positions.is_verified():
             await self.rebuilder.rebuild(when="missing")
         else:
             # rebuilt in the background by the Redis watch (woken at once), so the periods
             # already in place are served while the rest load (reads of the others are
             # 503); /readyz says "redis" recovering until it is done and the tail applied
             self.recovery.begin("redis", "restarted: restoring")
-            self._wake_redis_watch.set()
+            self.health.wake_redis_watch.set()
         # ready once the log's tail (whatever was logged but not applied yet) is applied
         self.recovery.begin("startup", "applying the log's tail")
-        self.recovery.back("startup", await self.log.last_sequence())
+        self.recovery.back("startup", await self.runlog.last_sequence())
         self._stopping.clear()
         self.consumer = self.log_consumer()
         await self.consumer.start()
-        self._consumer_started = True
-        self._tasks.append(asyncio.create_task(self._watch_redis(), name="redis-watch"))
-        self._tasks.append(asyncio.create_task(self._watch_health(), name="health-watch"))
+        self.health.consumer_started = True
+        self._tasks.append(asyncio.create_task(self.health.watch_redis(), name="redis-watch"))
+        self._tasks.append(asyncio.create_task(self.health.watch_health(), name="health-watch"))
         bans = self.moderation.bans.run_forever(self.settings.ban_refresh_s, self._stopping)
         self._tasks.append(asyncio.create_task(bans, name="ban-refresh"))
         if self.reader.histograms is not None:  # one refresher per instance (approx ranks)
@@ -254,10 +271,12 @@ class Runtime:
             max_ack_pending=s.consumer_max_ack_pending,
         )
         return LogConsumer(
-            self.log,
+            self.runlog,
             Applier(
                 self.boards,
-                self.store,
+                self.redis.writes,
+                self.redis.marks,
+                self.redis.reads,
                 self.pg,
                 self.moderation,
                 mark_wait_s=s.consumer_mark_wait_s,
@@ -265,6 +284,7 @@ class Runtime:
                 heal=self.heal_periods,
             ),
             self.pg,
+            self.redis.positions,
             durable,
             batch=s.consumer_batch,
             lag_refresh_s=s.lag_refresh_s,
@@ -277,7 +297,7 @@ class Runtime:
         which only happens after Redis lost claims, and Redis may hold it. Rare; at most
         MAX_HEALS pending, past that a warning says to run `rankd rebuild`."""
         if len(self._heals) >= MAX_HEALS:
-            log.warning("run-id conflicts: too many heals pending; run `rankd rebuild`")
+            logger.warning("run-id conflicts: too many heals pending; run `rankd rebuild`")
             return
 
         async def later() -> None:
@@ -286,92 +306,17 @@ class Runtime:
                 try:
                     await self.rebuilder.rebuild(board=board, window=window, period=period)
                 except Exception as exc:
-                    log.warning("heal of %s %s %s: %r", board, window, period, exc)
+                    logger.warning("heal of %s %s %s: %r", board, window, period, exc)
 
         task = asyncio.create_task(later(), name="run-id-conflict-heal")
         self._heals.add(task)
         task.add_done_callback(self._heals.discard)
 
-    async def _watch_redis(self) -> None:
-        """Rebuild from PostgreSQL whenever Redis comes back as a different process (checked
-        every interval, and at once when the health watch sees Redis answer again); warn
-        when its memory nears its limit."""
-        interval = self.settings.redis_watch_interval_s
-        memory_checked = 0.0
-        while True:
-            await wait_or_stop(self._wake_redis_watch, interval)
-            self._wake_redis_watch.clear()
-            if self._stopping.is_set():
-                return
-            try:
-                if time.monotonic() - memory_checked >= self.settings.redis_memory_check_s:
-                    memory_checked = time.monotonic()
-                    await self.check_redis_memory()
-                if await self.store.is_verified():
-                    continue
-                self._rebuilding = True
-                self.recovery.begin("redis", "restarted: restoring")
-                # the log's tail if Redis kept its data, else a rebuild (services/restart.py)
-                await self.restorer.restore(lambda stage: self.recovery.begin("redis", stage))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("redis watch: %r", exc)
-            finally:
-                self._rebuilding = False
-
-    async def _watch_health(self) -> None:
-        """Notice a dependency lost and back, and when reads are complete again."""
-        while not await wait_or_stop(self._stopping, HEALTH_INTERVAL_S):
-            try:
-                await self._check_health()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a dependency failing mid-check: next round
-                log.debug("health watch: %r", exc)
-
-    async def _check_health(self) -> None:
-        checks = await self._probe(timeout_s=1.0)
-        for name, state in checks.items():
-            if state != "ok":
-                self.recovery.begin(name, state)
-        if checks["redis"] == "ok":
-            await self._notice_redis_restart()
-        if not self.recovery.pending or checks["nats"] != "ok":
-            return
-        for name in list(self.recovery.pending):
-            if not self.recovery.waiting(name) or checks.get(name, "ok") != "ok":
-                continue
-            if name == "redis" and (self._rebuilding or not await self.store.is_verified()):
-                continue  # the rebuild sets its target when done
-            if name == "postgres":
-                await self.pg.pool.check()  # drop the pooled connections that died with it
-            self.recovery.back(name, await self.log.last_sequence())
-        if any(p.target is not None for p in self.recovery.pending.values()):
-            lag = await self.log.lag(DURABLE)
-            self.recovery.applied(lag.ack_floor, not lag.pending and not lag.ack_pending)
-
-    async def check_redis_memory(self) -> float:
-        """Redis's used share of its maxmemory (0: no limit), logged past the warning ratio."""
-        used, limit = await self.store.memory()
-        ratio = used / limit if limit else 0.0
-        metrics.REDIS_MEMORY_USED.set(ratio)
-        if ratio >= self.settings.redis_memory_warn_ratio:
-            log.warning(
-                "Redis uses %.0f%% of its maxmemory (%d of %d bytes): past 100%% it refuses"
-                " writes and submits fail; raise RANKD_REDIS_MAX_MEMORY or let closed periods"
-                " expire",
-                ratio * 100,
-                used,
-                limit,
-            )
-        return ratio
-
     async def close(self) -> None:
         """Stop the background work, then the connections; bounded, so a task stuck in a
         driver call cannot hold up a shutdown."""
         self._stopping.set()
-        self._wake_redis_watch.set()
+        self.health.wake_redis_watch.set()
         stuck = await stop_tasks([*self._tasks, *self._heals], CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
@@ -380,68 +325,27 @@ class Runtime:
         if self.consumer is not None:
             stuck += await self.consumer.stop(CLOSE_TIMEOUT_S)
         if stuck:
-            log.warning(
+            logger.warning(
                 "shutdown: %s did not stop within %.0f s", ", ".join(stuck), CLOSE_TIMEOUT_S
             )
         await asyncio.wait(
             [
                 asyncio.ensure_future(c)
-                for c in (self.log.close(), self.pg.close(), self.store.close())
+                for c in (self.runlog.close(), self.pg.close(), self.redis.close())
             ],
             timeout=CLOSE_TIMEOUT_S,
         )
 
     async def readiness(self) -> dict[str, str]:
-        """Each dependency's state: "ok" or why not (with what the supervisor of the
-        embedded servers is doing about it, if anything)."""
-        checks = await self._probe(timeout_s=2.0)
-        path = self.settings.embedded_status_file
-        if path is not None and any(state != "ok" for state in checks.values()):
-            for name, status in read_status(path).items():
-                said = describe(status)
-                if said is not None and checks.get(name, "ok") != "ok":
-                    checks[name] = f"down: {said}"[:300]
-        return checks
-
-    async def _notice_redis_restart(self) -> None:
-        """A Redis that is not the process the boards were verified on (it restarted, maybe
-        faster than a ping could see it down) is recovering from now on, and the Redis
-        watch is woken to rebuild it at once rather than at its next interval."""
-        stage = self.recovery.stage("redis")
-        if stage and not stage.startswith("down"):
-            return  # being rebuilt, or rebuilt and waiting for the log's tail
-        if self._consumer_started and not await self.store.is_verified():
-            self.recovery.begin("redis", "restarted: restoring")
-            self._wake_redis_watch.set()
-        elif stage:
-            self._wake_redis_watch.set()  # seen down, back: the watch decides
+        """Each dependency's state: "ok" or why not (see health.py)."""
+        return await self.health.readiness()
 
     async def recovering(self) -> dict[str, str]:
-        """What is recovering and how far; reads may miss acknowledged runs until empty.
-        Asks Redis whether it is still the verified process (a restart may be too quick
-        for the health watch to have seen it down)."""
-        if self._consumer_started and "redis" not in self.recovery.pending:
-            with contextlib.suppress(Exception):  # Redis down: /readyz says so already
-                await asyncio.wait_for(self._notice_redis_restart(), 1.0)
-        return self.recovery.describe()
+        """What is recovering and how far (see health.py)."""
+        return await self.health.recovering()
 
-    async def _probe(self, timeout_s: float) -> dict[str, str]:
-        # Each probe is started inside its check, so a probe cancelled before it ran (at
-        # shutdown) leaves no coroutine that was never awaited.
-        async def check(name: str, probe: Callable[[], Awaitable[Any]]) -> tuple[str, str]:
-            try:
-                await asyncio.wait_for(probe(), timeout=timeout_s)
-                return name, "ok"
-            except Exception as exc:
-                cause = exc.__cause__ or exc
-                return name, f"down: {type(cause).__name__}: {cause}"[:200]
-
-        results = await asyncio.gather(
-            check("redis", self.store.ping),
-            check("postgres", self.pg.ping),
-            check("nats", self.log.ping),
-        )
-        return dict(results)
+    async def check_redis_memory(self) -> float:
+        return await self.health.check_redis_memory()
 
     def consumer_lag(self) -> dict[str, Any] | None:
         return None if self.consumer is None else self.consumer.lag.as_dict()

@@ -42,7 +42,7 @@ class Settings(BaseSettings):
     # Connection pools. A request waits this long for a pooled connection before 503.
     redis_max_connections: int = Field(64, ge=1)
     # concurrent requests' Redis calls share pipelines, at most this many on the wire at
-    # once (stores/redis_batch.py); 0: every request sends its own
+    # once (stores/redis/batch.py); 0: every request sends its own
     redis_batch_in_flight: int = Field(4, ge=0, le=64)
     # On a Redis Cluster, send plain read commands to replicas too. Script calls (a submit's
     # answer, a player's own view, top lists) always go to the primary.
@@ -197,8 +197,8 @@ class Settings(BaseSettings):
     def _redis_url(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        # redis://, rediss://, redis+cluster://, redis+sentinel:// (stores/redis_connection.py)
-        from rankd.stores.redis_connection import parse_redis_url
+        # redis://, rediss://, redis+cluster://, redis+sentinel:// (stores/redis/connection.py)
+        from rankd.stores.redis.connection import parse_redis_url
 
         try:
             parse_redis_url(value.strip())

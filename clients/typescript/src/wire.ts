@@ -1,12 +1,9 @@
 // Generated from the service's /openapi.json by scripts/gen-wire.mjs (npm run gen).
 // Do not edit: test/client.test.ts checks it against a running rankd serve.
 
-export interface AroundOut {
-  board_id: string;
-  window: string;
-  period: string;
-  total: number;
-  entries: Entry[];
+export interface Ban {
+  player_id: string;
+  banned: boolean;
 }
 
 export interface BanInfo {
@@ -14,50 +11,26 @@ export interface BanInfo {
   banned_at: string;
 }
 
-export interface BanOut {
-  player_id: string;
-  banned: boolean;
-}
-
-export interface BansOut {
+export interface Bans {
   bans: BanInfo[];
   next: string | null;
 }
 
-export interface BatchIn {
-  runs: RunIn[];
+export interface Batch {
+  runs: Run[];
 }
 
-export interface BatchOut {
-  results: BatchResult[];
-}
-
-export interface BatchResult {
+export interface BatchItem {
   run_id: string | null;
   standings?: Standing[] | null;
   error?: ErrorBody | null;
 }
 
-export interface BoardDeletedOut {
-  board_id: string;
-  deleted: true;
+export interface BatchResults {
+  results: BatchItem[];
 }
 
-export interface BoardIn {
-  windows?: Array<"all-time" | "daily" | "weekly" | "monthly"> | null;
-  order?: "desc" | "asc" | null;
-  policy?: "best" | "sum" | null;
-  max_score?: number | null;
-  max_run_score?: number | null;
-  shards?: number | null;
-  hold_top?: number | null;
-  grace_seconds?: number | null;
-  retention_days?: Record<string, number> | null;
-  segments?: string[] | null;
-  score_format?: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3" | null;
-}
-
-export interface BoardOut {
+export interface Board {
   board_id: string;
   windows: string[];
   order: string;
@@ -74,8 +47,27 @@ export interface BoardOut {
   tie_resolution_ms: Record<string, number>;
 }
 
-export interface BoardsOut {
-  boards: BoardOut[];
+export interface BoardDeleted {
+  board_id: string;
+  deleted: true;
+}
+
+export interface BoardSettings {
+  windows?: Array<"all-time" | "daily" | "weekly" | "monthly"> | null;
+  order?: "desc" | "asc" | null;
+  policy?: "best" | "sum" | null;
+  max_score?: number | null;
+  max_run_score?: number | null;
+  shards?: number | null;
+  hold_top?: number | null;
+  grace_seconds?: number | null;
+  retention_days?: Record<string, number> | null;
+  segments?: string[] | null;
+  score_format?: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3" | null;
+}
+
+export interface Boards {
+  boards: Board[];
 }
 
 export interface ConsumerLag {
@@ -99,7 +91,7 @@ export interface ErrorBody {
   message: string;
 }
 
-export interface ErrorOut {
+export interface ErrorResponse {
   error: ErrorBody;
 }
 
@@ -112,24 +104,18 @@ export interface FriendEntry {
   position: number;
 }
 
-export interface FriendsOut {
+export interface Friends {
   board_id: string;
   window: string;
   period: string;
   entries: FriendEntry[];
 }
 
-export interface HealthOut {
+export interface Health {
   status: "ok";
 }
 
-export interface HoldDecisionOut {
-  board_id: string;
-  run_id: string;
-  decision: "approved" | "rejected";
-}
-
-export interface HoldOut {
+export interface Hold {
   run_id: string;
   player_id: string;
   score: number;
@@ -138,30 +124,44 @@ export interface HoldOut {
   ended_at: string;
 }
 
-export interface HoldsOut {
+export interface HoldDecision {
   board_id: string;
-  holds: HoldOut[];
+  run_id: string;
+  decision: "approved" | "rejected";
 }
 
-export interface PeriodOut {
+export interface Holds {
+  board_id: string;
+  holds: Hold[];
+}
+
+export interface Page {
+  board_id: string;
+  window: string;
+  period: string;
+  total: number;
+  entries: Entry[];
+}
+
+export interface PeriodInfo {
   period: string;
   status: "open" | "closed" | "archived";
   starts_at: string;
   ends_at: string;
 }
 
-export interface PeriodsOut {
+export interface Periods {
   board_id: string;
   window: string;
-  periods: PeriodOut[];
+  periods: PeriodInfo[];
 }
 
-export interface PlayerErasedOut {
+export interface PlayerErased {
   player_id: string;
   erased: true;
 }
 
-export interface PlayerOut {
+export interface PlayerRank {
   rank: number;
   player_id: string;
   score: number;
@@ -176,19 +176,19 @@ export interface PlayerOut {
   error_bound?: number | null;
 }
 
-export interface ProfileIn {
-  name?: string | null;
-  segments?: Record<string, string> | null;
-}
-
-export interface ProfileOut {
+export interface Profile {
   player_id: string;
   name: string | null;
   segments: Record<string, string>;
   banned?: boolean | null;
 }
 
-export interface RankOfOut {
+export interface ProfileUpdate {
+  name?: string | null;
+  segments?: Record<string, string> | null;
+}
+
+export interface RankOf {
   board_id: string;
   window: string;
   period: string;
@@ -197,7 +197,7 @@ export interface RankOfOut {
   total: number;
 }
 
-export interface ReadyOut {
+export interface Ready {
   status: "ready" | "degraded" | "unavailable";
   checks: Record<string, string>;
   consumer: ConsumerLag | null;
@@ -206,7 +206,7 @@ export interface ReadyOut {
   error?: ErrorBody | null;
 }
 
-export interface RunIn {
+export interface Run {
   run_id: string;
   player_id: string;
   score: number;
@@ -224,7 +224,7 @@ export interface SegmentValues {
   values: SegmentValue[];
 }
 
-export interface SegmentsOut {
+export interface Segments {
   board_id: string;
   window: string;
   period: string;
@@ -243,47 +243,39 @@ export interface Standing {
   is_best: boolean;
 }
 
-export interface SubmitOut {
+export interface SubmitResult {
   run_id: string;
   player_id: string;
   score: number;
   standings: Standing[];
 }
 
-export interface TopOut {
-  board_id: string;
-  window: string;
-  period: string;
-  total: number;
-  entries: Entry[];
-}
-
 /** Each operation (by operationId): its method, path, JSON body and 2xx answer. */
 export interface Operations {
-  approve: { method: "POST"; path: "/v1/boards/{board_id}/holds/{run_id}/approve"; request: never; response: HoldDecisionOut };
-  around: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/around"; request: never; response: AroundOut };
-  ban: { method: "POST"; path: "/v1/players/{player_id}/ban"; request: never; response: BanOut };
-  bans: { method: "GET"; path: "/v1/bans"; request: never; response: BansOut };
-  delete_board: { method: "DELETE"; path: "/v1/boards/{board_id}"; request: never; response: BoardDeletedOut };
-  erase_player: { method: "DELETE"; path: "/v1/players/{player_id}"; request: never; response: PlayerErasedOut };
+  approve: { method: "POST"; path: "/v1/boards/{board_id}/holds/{run_id}/approve"; request: never; response: HoldDecision };
+  around: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/around"; request: never; response: Page };
+  ban: { method: "POST"; path: "/v1/players/{player_id}/ban"; request: never; response: Ban };
+  bans: { method: "GET"; path: "/v1/bans"; request: never; response: Bans };
+  delete_board: { method: "DELETE"; path: "/v1/boards/{board_id}"; request: never; response: BoardDeleted };
+  erase_player: { method: "DELETE"; path: "/v1/players/{player_id}"; request: never; response: PlayerErased };
   events: { method: "GET"; path: "/v1/boards/{board_id}/events"; request: never; response: string };
-  friends: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/friends"; request: never; response: FriendsOut };
-  get_board: { method: "GET"; path: "/v1/boards/{board_id}"; request: never; response: BoardOut };
-  get_profile: { method: "GET"; path: "/v1/players/{player_id}"; request: never; response: ProfileOut };
-  healthz: { method: "GET"; path: "/healthz"; request: never; response: HealthOut };
-  holds: { method: "GET"; path: "/v1/boards/{board_id}/holds"; request: never; response: HoldsOut };
-  list_boards: { method: "GET"; path: "/v1/boards"; request: never; response: BoardsOut };
+  friends: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/friends"; request: never; response: Friends };
+  get_board: { method: "GET"; path: "/v1/boards/{board_id}"; request: never; response: Board };
+  get_profile: { method: "GET"; path: "/v1/players/{player_id}"; request: never; response: Profile };
+  healthz: { method: "GET"; path: "/healthz"; request: never; response: Health };
+  holds: { method: "GET"; path: "/v1/boards/{board_id}/holds"; request: never; response: Holds };
+  list_boards: { method: "GET"; path: "/v1/boards"; request: never; response: Boards };
   metrics_text: { method: "GET"; path: "/metrics"; request: never; response: string };
-  periods: { method: "GET"; path: "/v1/boards/{board_id}/periods"; request: never; response: PeriodsOut };
-  player: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}"; request: never; response: PlayerOut };
-  put_board: { method: "PUT"; path: "/v1/boards/{board_id}"; request: BoardIn; response: BoardOut };
-  put_profile: { method: "PUT"; path: "/v1/players/{player_id}"; request: ProfileIn; response: ProfileOut };
-  rank_of: { method: "GET"; path: "/v1/boards/{board_id}/rank-of"; request: never; response: RankOfOut };
-  readyz: { method: "GET"; path: "/readyz"; request: never; response: ReadyOut };
-  reject: { method: "POST"; path: "/v1/boards/{board_id}/holds/{run_id}/reject"; request: never; response: HoldDecisionOut };
-  segments: { method: "GET"; path: "/v1/boards/{board_id}/segments"; request: never; response: SegmentsOut };
-  submit_batch: { method: "POST"; path: "/v1/boards/{board_id}/runs:batch"; request: BatchIn; response: BatchOut };
-  submit_run: { method: "POST"; path: "/v1/boards/{board_id}/runs"; request: RunIn; response: SubmitOut };
-  top: { method: "GET"; path: "/v1/boards/{board_id}/top"; request: never; response: TopOut };
-  unban: { method: "DELETE"; path: "/v1/players/{player_id}/ban"; request: never; response: BanOut };
+  periods: { method: "GET"; path: "/v1/boards/{board_id}/periods"; request: never; response: Periods };
+  player: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}"; request: never; response: PlayerRank };
+  put_board: { method: "PUT"; path: "/v1/boards/{board_id}"; request: BoardSettings; response: Board };
+  put_profile: { method: "PUT"; path: "/v1/players/{player_id}"; request: ProfileUpdate; response: Profile };
+  rank_of: { method: "GET"; path: "/v1/boards/{board_id}/rank-of"; request: never; response: RankOf };
+  readyz: { method: "GET"; path: "/readyz"; request: never; response: Ready };
+  reject: { method: "POST"; path: "/v1/boards/{board_id}/holds/{run_id}/reject"; request: never; response: HoldDecision };
+  segments: { method: "GET"; path: "/v1/boards/{board_id}/segments"; request: never; response: Segments };
+  submit_batch: { method: "POST"; path: "/v1/boards/{board_id}/runs:batch"; request: Batch; response: BatchResults };
+  submit_run: { method: "POST"; path: "/v1/boards/{board_id}/runs"; request: Run; response: SubmitResult };
+  top: { method: "GET"; path: "/v1/boards/{board_id}/top"; request: never; response: Page };
+  unban: { method: "DELETE"; path: "/v1/players/{player_id}/ban"; request: never; response: Ban };
 }

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from rankd import errors
 from rankd.api.http import JSONBody
 
-log = logging.getLogger("rankd.api")
+logger = logging.getLogger("rankd.api")
 
 
 # Every error class's HTTP status (CONTRACT.md names them per endpoint).
@@ -38,18 +38,13 @@ STATUS: dict[type[errors.RankdError], int] = {
 }
 
 
-# Codes answered without a class in rankd.errors of their own (yet): 429 comes from the
-# rate limiter on every route, hold_not_found with review holds. api/openapi.py documents
-# each route's codes with the statuses given here.
-OTHER_CODES: dict[str, int] = {"rate_limited": 429, "hold_not_found": 404}
-
-
 def status_of_code(code: str) -> int:
-    """The HTTP status a contract error code is sent with."""
+    """The HTTP status a contract error code is sent with (api/openapi.py documents each
+    route's codes with it); KeyError for a code no error class has."""
     for cls, status in STATUS.items():
         if cls.code == code:
             return status
-    return OTHER_CODES[code]
+    raise KeyError(code)
 
 
 def status_of(exc: errors.RankdError) -> int:
@@ -91,10 +86,10 @@ def rankd_error_response(exc: errors.RankdError) -> Response:
     """The answer to one of the project's errors (also for api/fastpath.py's routes)."""
     status = status_of(exc)
     if isinstance(exc, errors.ClientGone):
-        log.debug("client gone: %s", exc.message)
+        logger.debug("client gone: %s", exc.message)
     elif status >= 500:
         # a store that cannot answer: the client retries; the cause is for the operator
-        log.warning("%s: %s (%r)", exc.code, exc.message, exc.__cause__)
+        logger.warning("%s: %s (%r)", exc.code, exc.message, exc.__cause__)
     return response_for(exc)
 
 
@@ -114,7 +109,7 @@ async def _http_error(_: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(_: Request, exc: Exception) -> Response:
-    log.exception("unhandled error", exc_info=exc)
+    logger.exception("unhandled error", exc_info=exc)
     return error_response(500, "internal", "an unexpected error occurred; it has been logged")
 
 

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel
 
-from rankd.api import schemas as models
+from rankd import results
+from rankd.api import schemas as shapes
 from rankd.api.errors import status_of_code
 from rankd.api.rate_limit import limited
 
@@ -29,7 +29,7 @@ Role = Literal["public", "viewer", "server", "admin"]
 """``viewer``: a public read that also takes ``viewer=<player_id>`` with a server key."""
 
 BEARER = "bearer"
-ERROR_REF = "#/components/schemas/ErrorOut"
+ERROR_REF = "#/components/schemas/ErrorResponse"
 
 
 @dataclass(frozen=True)
@@ -195,25 +195,18 @@ def _document_operation(
         op["description"] = f"{note}\n\n{op.get('description', '')}".strip()
 
 
-def _models() -> dict[str, type[BaseModel]]:
-    return {
-        name: value
-        for name, value in vars(models).items()
-        if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel
-    }
-
-
 def _add_components(schemas: dict[str, Any]) -> None:
-    """The error body (no route names it as its model) and each model's own examples:
-    FastAPI drops every null from the document, nulls inside examples too."""
-    ref = "#/components/schemas/{model}"
-    error = models.ErrorOut.model_json_schema(ref_template=ref)
+    """The error body (no route names it as its model), each shape's own examples (FastAPI
+    drops every null from the document, nulls inside examples too), and null for the keys
+    that may be left out (rankd.results)."""
+    error = shapes.shape_schema(results.ErrorResponse, ref_template="#/components/schemas/{model}")
     schemas.update(error.pop("$defs", {}))
-    schemas["ErrorOut"] = error
-    for name, model in _models().items():
-        extra = model.model_config.get("json_schema_extra")
-        if name in schemas and isinstance(extra, dict) and "examples" in extra:
-            schemas[name]["examples"] = extra["examples"]
+    schemas[results.ErrorResponse.__name__] = error
+    for schema in schemas.values():
+        shapes.nullable_optionals(schema)
+    for shape, examples in shapes.EXAMPLES.items():
+        if shape.__name__ in schemas:
+            schemas[shape.__name__]["examples"] = examples
 
 
 def build(app: FastAPI) -> dict[str, Any]:

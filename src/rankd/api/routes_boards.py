@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
+from rankd import results
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.boards import BoardConfig
@@ -30,8 +31,8 @@ def board_out(config: BoardConfig) -> dict[str, Any]:
 
 @router.put(
     "/v1/boards/{board_id}",
-    response_model=schemas.BoardOut,
-    openapi_extra=schemas.body_schema(schemas.BoardIn, schemas.BOARD_IN_EXAMPLE),
+    response_model=results.Board,
+    openapi_extra=schemas.body_schema(results.BoardSettings, schemas.BOARD_IN_EXAMPLE),
     summary="Create or update a board (admin); omitted fields keep their value",
 )
 async def put_board(board_id: str, request: Request) -> Response:
@@ -42,7 +43,7 @@ async def put_board(board_id: str, request: Request) -> Response:
     return reply(board_out(config), 201 if created else 200)
 
 
-@router.get("/v1/boards", response_model=schemas.BoardsOut, summary="List boards")
+@router.get("/v1/boards", response_model=results.Boards, summary="List boards")
 async def list_boards(request: Request) -> Response:
     boards = await runtime(request).boards.list()
     return reply({"boards": [board_out(b) for b in boards]})
@@ -50,7 +51,7 @@ async def list_boards(request: Request) -> Response:
 
 @router.get(
     "/v1/boards/{board_id}",
-    response_model=schemas.BoardOut,
+    response_model=results.Board,
     summary="One board's config",
 )
 async def get_board(board_id: str, request: Request) -> Response:
@@ -61,7 +62,7 @@ async def get_board(board_id: str, request: Request) -> Response:
 
 @router.delete(
     "/v1/boards/{board_id}",
-    response_model=schemas.BoardDeletedOut,
+    response_model=results.BoardDeleted,
     summary="Delete a board with its standings, archive and holds (admin)",
     description="Every read of the board answers 404 `board_not_found` at once (other "
     "instances within `RANKD_CONFIG_CACHE_TTL_S`), its runs are refused, and no rebuild or "

@@ -24,7 +24,7 @@ from rankd.services.live import Stream, top_events
 from rankd.services.reads import resolve_scope
 
 router = APIRouter(tags=["live"])
-log = logging.getLogger("rankd.live")
+logger = logging.getLogger("rankd.live")
 
 _DESCRIPTION = """A Server-Sent Events stream of the top list: a `top` event (data: the same
 JSON as `GET /top`) on connect and whenever the list changes, at most 10 per second, the
@@ -52,7 +52,7 @@ class LiveResponse(EventSourceResponse):
             await super().__call__(scope, receive, send)
         except SendTimeoutError:
             metrics.LIVE_DROPPED.inc()
-            log.info("dropped a live stream whose client stopped reading")
+            logger.info("dropped a live stream whose client stopped reading")
         finally:
             self.release()
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rankd.api import schemas
+from rankd import results
 from rankd.api.http import reply, runtime
 from rankd.errors import InvalidRequest
 from rankd.formats import check_player_id, check_run_id, format_time
@@ -30,7 +30,7 @@ async def _ban(request: Request, player_id: str, banned: bool) -> Response:
 
 @router.post(
     "/v1/players/{player_id}/ban",
-    response_model=schemas.BanOut,
+    response_model=results.Ban,
     summary="Shadow-ban a player on every board (admin)",
 )
 async def ban(player_id: str, request: Request) -> Response:
@@ -39,7 +39,7 @@ async def ban(player_id: str, request: Request) -> Response:
 
 @router.delete(
     "/v1/players/{player_id}/ban",
-    response_model=schemas.BanOut,
+    response_model=results.Ban,
     summary="Lift a player's ban, with every run they made while banned (admin)",
 )
 async def unban(player_id: str, request: Request) -> Response:
@@ -60,7 +60,7 @@ def _cursor(after: str | None) -> int | None:
 
 @router.get(
     "/v1/bans",
-    response_model=schemas.BansOut,
+    response_model=results.Bans,
     summary="Players banned now, newest ban first, a page at a time (admin)",
     description="Pages: pass the answer's `next` as `after` for the next page; `next` is "
     "null on the last one. A player unbanned meanwhile leaves the list; one banned "
@@ -88,7 +88,7 @@ async def bans(
 
 @router.get(
     "/v1/boards/{board_id}/holds",
-    response_model=schemas.HoldsOut,
+    response_model=results.Holds,
     summary="Runs held for review, oldest first (admin)",
 )
 async def holds(
@@ -132,7 +132,7 @@ async def _decide(request: Request, board_id: str, run_id: str, approve: bool) -
 
 @router.post(
     "/v1/boards/{board_id}/holds/{run_id}/approve",
-    response_model=schemas.HoldDecisionOut,
+    response_model=results.HoldDecision,
     summary="Publish a held run (admin)",
 )
 async def approve(board_id: str, run_id: str, request: Request) -> Response:
@@ -141,7 +141,7 @@ async def approve(board_id: str, run_id: str, request: Request) -> Response:
 
 @router.post(
     "/v1/boards/{board_id}/holds/{run_id}/reject",
-    response_model=schemas.HoldDecisionOut,
+    response_model=results.HoldDecision,
     summary="Discard a held run (admin)",
 )
 async def reject(board_id: str, run_id: str, request: Request) -> Response:

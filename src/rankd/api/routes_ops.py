@@ -10,23 +10,23 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
-from rankd.api import schemas
+from rankd import results
 from rankd.api.errors import not_ready
 from rankd.api.http import reply, runtime
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", response_model=schemas.HealthOut, summary="The process is up")
+@router.get("/healthz", response_model=results.Health, summary="The process is up")
 async def healthz() -> Response:
     return reply({"status": "ok"})
 
 
 @router.get(
     "/readyz",
-    response_model=schemas.ReadyOut,
+    response_model=results.Ready,
     responses={
-        503: {"model": schemas.ReadyOut, "description": "status unavailable: a dependency is down"}
+        503: {"model": results.Ready, "description": "status unavailable: a dependency is down"}
     },
     summary="200 once it can serve (status ready or degraded), else 503 naming what is down "
     "or recovering",

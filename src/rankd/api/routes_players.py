@@ -8,15 +8,15 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
+from rankd import results
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest
 from rankd.formats import check_player_id, check_segments
-from rankd.results import PlayerErased
+from rankd.results import MAX_NAME, PlayerErased
 from rankd.stores.moderation import is_banned
 
 router = APIRouter(tags=["players"])
-MAX_NAME = 64
 PROFILE_FIELDS = frozenset({"name", "segments"})
 
 
@@ -36,8 +36,8 @@ def _name(body: dict[str, Any]) -> str | None:
 
 @router.put(
     "/v1/players/{player_id}",
-    response_model=schemas.ProfileOut,
-    openapi_extra=schemas.body_schema(schemas.ProfileIn, schemas.PROFILE_IN_EXAMPLE),
+    response_model=results.Profile,
+    openapi_extra=schemas.body_schema(results.ProfileUpdate, schemas.PROFILE_IN_EXAMPLE),
     summary="Set a player's display name and/or segments (server)",
 )
 async def put_profile(player_id: str, request: Request) -> Response:
@@ -62,7 +62,7 @@ async def put_profile(player_id: str, request: Request) -> Response:
 
 @router.get(
     "/v1/players/{player_id}",
-    response_model=schemas.ProfileOut,
+    response_model=results.Profile,
     summary="A player's profile (server); a player never seen has no name and no segments",
     description="With an admin key the profile also says whether the player is banned "
     "(`banned`); a server key's answer never does.",
@@ -79,7 +79,7 @@ async def get_profile(player_id: str, request: Request) -> Response:
 
 @router.delete(
     "/v1/players/{player_id}",
-    response_model=schemas.PlayerErasedOut,
+    response_model=results.PlayerErased,
     summary="Erase a player everywhere, for a privacy request (admin)",
     description="From the answer on, no read, archive, rebuild or replay shows the player "
     "or their runs; their name and profile are gone and the ranks behind them close up. "

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rankd.api import schemas
+from rankd import results
 from rankd.api.http import reply, runtime
 from rankd.errors import InvalidRequest
 from rankd.formats import check_player_id
@@ -78,7 +78,7 @@ async def open_read(
 
 @router.get(
     "/v1/boards/{board_id}/top",
-    response_model=schemas.TopOut,
+    response_model=results.Page,
     summary="The top list: n entries from offset, best first",
 )
 async def top(
@@ -94,7 +94,7 @@ async def top(
 
 @router.get(
     "/v1/boards/{board_id}/players/{player_id}",
-    response_model=schemas.PlayerOut,
+    response_model=results.PlayerRank,
     summary="A player's entry, with total and percentile",
 )
 async def player(
@@ -112,7 +112,7 @@ async def player(
 
 @router.get(
     "/v1/boards/{board_id}/players/{player_id}/around",
-    response_model=schemas.AroundOut,
+    response_model=results.Page,
     summary="The player and up to range entries either side",
 )
 async def around(
@@ -128,7 +128,7 @@ async def around(
 
 @router.get(
     "/v1/boards/{board_id}/players/{player_id}/friends",
-    response_model=schemas.FriendsOut,
+    response_model=results.Friends,
     summary="The player and the listed friends that have entries, best first",
 )
 async def friends(
@@ -149,7 +149,7 @@ async def friends(
 
 @router.get(
     "/v1/boards/{board_id}/rank-of",
-    response_model=schemas.RankOfOut,
+    response_model=results.RankOf,
     summary="The rank a run with this score would take now",
 )
 async def rank_of(
@@ -164,7 +164,7 @@ async def rank_of(
 
 @router.get(
     "/v1/boards/{board_id}/periods",
-    response_model=schemas.PeriodsOut,
+    response_model=results.Periods,
     summary="Periods with data, newest first: open, closed or archived",
 )
 async def periods(
@@ -176,7 +176,7 @@ async def periods(
 
 @router.get(
     "/v1/boards/{board_id}/segments",
-    response_model=schemas.SegmentsOut,
+    response_model=results.Segments,
     summary="The segment values with public entries in a period, most entries first",
     description="At most 100 values per dimension; a value shows once the log consumer has "
     "applied its first run (within moments of the submit).",

@@ -9,10 +9,11 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rankd import metrics
+from rankd import metrics, results
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest, RankdError
+from rankd.results import MAX_BATCH
 from rankd.runs import Run
 from rankd.runtime import Runtime
 from rankd.services.rate_limits import key_identity
@@ -36,13 +37,10 @@ async def _count_runs(rt: Runtime, request: Request, runs: int) -> None:
     await rt.limiter.check("runs", "r" + key_identity(key)[1:], runs)
 
 
-MAX_BATCH = 1000
-
-
 @router.post(
     "/v1/boards/{board_id}/runs",
-    response_model=schemas.SubmitOut,
-    openapi_extra=schemas.body_schema(schemas.RunIn, schemas.RUN_IN_EXAMPLE),
+    response_model=results.SubmitResult,
+    openapi_extra=schemas.body_schema(results.Run, schemas.RUN_IN_EXAMPLE),
     summary="Submit one finished run (server)",
 )
 async def submit_run(board_id: str, request: Request) -> Response:
@@ -69,8 +67,8 @@ async def submit_run(board_id: str, request: Request) -> Response:
 
 @router.post(
     "/v1/boards/{board_id}/runs:batch",
-    response_model=schemas.BatchOut,
-    openapi_extra=schemas.body_schema(schemas.BatchIn, schemas.BATCH_IN_EXAMPLE),
+    response_model=results.BatchResults,
+    openapi_extra=schemas.body_schema(results.Batch, schemas.BATCH_IN_EXAMPLE),
     summary="Submit up to 1000 runs (server); one bad run does not fail the others",
 )
 async def submit_batch(board_id: str, request: Request) -> Response:

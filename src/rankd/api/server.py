@@ -15,6 +15,8 @@ answers its health checks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import ipaddress
 import logging
 from collections import Counter
@@ -24,10 +26,12 @@ import orjson
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.supervisors import Multiprocess
 
 from rankd import metrics
+from rankd.settings import Settings
 
-log = logging.getLogger("rankd.server")
+logger = logging.getLogger("rankd.server")
 
 
 class ServerConfig(uvicorn.Config):
@@ -133,7 +137,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         address = address_of(self.client)
         held = config.per_address[address]
         if config.max_connections_per_address and held >= config.max_connections_per_address:
-            log.warning("refusing a connection from %s: it holds %d", address, held)
+            logger.warning("refusing a connection from %s: it holds %d", address, held)
             metrics.CONNECTIONS_REFUSED.labels("address").inc()
             limit = config.max_connections_per_address
             transport.write(
@@ -148,7 +152,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             return
         open_now = len(self.connections)
         if open_now > config.max_connections + config.probe_connections:
-            log.warning("refusing a connection: %d open", open_now)
+            logger.warning("refusing a connection: %d open", open_now)
             metrics.CONNECTIONS_REFUSED.labels("process").inc()
             transport.write(
                 _error(b"503 Service Unavailable", "unavailable", "too many connections; retry")
@@ -207,9 +211,41 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._deadline = None
         if self.transport.is_closing():
             return
-        log.debug("closing a connection that sent its request too slowly")
+        logger.debug("closing a connection that sent its request too slowly")
         if self.cycle is None or not self.cycle.response_started:
             self.transport.write(
                 _error(b"408 Request Timeout", "request_timeout", "the request came too slowly")
             )
         self.transport.close()
+
+
+def run(settings: Settings, *, host: str, port: int, workers: int) -> bool:
+    """Serve the API on ``host``:``port`` with ``workers`` processes until Ctrl-C or SIGTERM;
+    False if it never started (e.g. the port is taken; uvicorn has logged why)."""
+    from rankd.api.app import create_app
+
+    config = ServerConfig(
+        # each worker process builds its own app from these settings (pickled to it)
+        functools.partial(create_app, settings, tune_gc=True),
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        loop="uvloop",
+        log_level=settings.log_level,
+        access_log=False,
+        timeout_keep_alive=settings.http_keep_alive_s,
+        header_timeout_s=settings.http_header_timeout_s,
+        body_timeout_s=settings.http_body_timeout_s,
+        max_connections=settings.http_max_connections,
+        max_connections_per_address=settings.http_max_connections_per_address,
+        probe_connections=settings.http_probe_connections,
+    )
+    if workers > 1:
+        with contextlib.suppress(KeyboardInterrupt):
+            Multiprocess(config, sockets=[config.bind_socket()]).run()
+        return True
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once done
+        server.run()
+    return bool(server.started)

@@ -18,9 +18,8 @@ from urllib.parse import quote
 import httpx
 
 from rankd.client.errors import RankdAPIError, RateLimited, Unavailable, error_for
+from rankd.client.types import MAX_BATCH as MAX_BATCH
 from rankd.client.types import Run
-
-MAX_BATCH = 1000  # runs per runs:batch call (CONTRACT.md)
 
 
 @dataclass(frozen=True)

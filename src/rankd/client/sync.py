@@ -25,7 +25,7 @@ from rankd.client.types import (
     HoldDecision,
     Periods,
     PlayerErased,
-    PlayerStanding,
+    PlayerRank,
     Profile,
     RankOf,
     Ready,
@@ -150,9 +150,9 @@ class RankdClient:
         segment: str | None = None,
         viewer: str | None = None,
         accuracy: Literal["exact", "approx"] | None = None,
-    ) -> PlayerStanding:
+    ) -> PlayerRank:
         where = calls.where_params(window, period, segment, viewer, accuracy=accuracy)
-        return cast(PlayerStanding, self._send(calls.player(board_id, player_id, where)))
+        return cast(PlayerRank, self._send(calls.player(board_id, player_id, where)))
 
     def around(
         self,

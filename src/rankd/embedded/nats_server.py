@@ -153,3 +153,37 @@ class NatsServer(ServerProcess):
             and _same_path(store, self.store_dir / "jetstream")
             and (js_config.get("sync_always") is True or self.sync_interval != "always")
         )
+
+
+class NatsNode(NatsServer):
+    """One server of a three-node JetStream cluster."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        index: int,
+        port: int,
+        monitor_port: int,
+        route_ports: list[int],
+    ) -> None:
+        super().__init__(data_dir, port, monitor_port=monitor_port)
+        self.directory = self.data_dir / "nats" / f"n{index}"
+        self.index = index
+        self.route_ports = route_ports
+
+    def _prepare(self) -> None:
+        super()._prepare()
+        text = self.config_path.read_text()
+        routes = ", ".join(f'"nats-route://{HOST}:{p}"' for p in self.route_ports)
+        text = text.replace("server_name: rankd_embedded", f"server_name: rankd_n{self.index}")
+        text += (
+            "cluster {\n"
+            "  name: rankd\n"
+            f"  listen: {HOST}:{self.route_ports[self.index]}\n"
+            f"  routes: [{routes}]\n"
+            "}\n"
+        )
+        self.config_path.write_text(text)
+
+    def _repick_ports(self) -> None:
+        pass  # the peers know this port: it never changes

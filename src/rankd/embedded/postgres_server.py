@@ -17,27 +17,104 @@ import shutil
 import signal
 import stat
 import subprocess
+import threading
 from pathlib import Path
 
 from rankd.embedded.process import (
     HOST,
-    PG_SYSTEM_USER,
     EmbeddedServerError,
     ServerProcess,
-    _chown_tree,
-    _ensure_system_user,
-    _ensure_traversable,
-    _ensure_world_readable,
     _is_executable,
-    _is_root,
     _package_dir,
-    _process_cmdline,
     _same_path,
-    _user_lock,
     logger,
 )
+from rankd.embedded.process_tree import process_cmdline
 
+PG_SYSTEM_USER = "rankd-pg"
 _prepared_installs: set[Path] = set()
+
+# --- running as root: PostgreSQL refuses it, so an unprivileged user runs the cluster ------
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+_user_lock = threading.Lock()
+
+
+def _ensure_system_user(name: str) -> tuple[int, int]:
+    """(uid, gid) of system user ``name``; created with useradd if missing (needs root)."""
+    import pwd
+
+    with _user_lock:
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+            cmd = [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name]
+            try:
+                res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            except OSError as exc:
+                raise EmbeddedServerError(
+                    f"running as root: PostgreSQL needs a non-root user, but creating "
+                    f"{name!r} failed ({exc}); create it manually"
+                ) from exc
+            try:  # another process may have created it concurrently
+                entry = pwd.getpwnam(name)
+            except KeyError:
+                raise EmbeddedServerError(
+                    f"running as root: PostgreSQL needs a non-root user, but "
+                    f"{' '.join(cmd)!r} failed (exit {res.returncode}): {res.stderr.strip()}"
+                ) from None
+        return entry.pw_uid, entry.pw_gid
+
+
+def _ensure_traversable(path: Path) -> None:
+    """Give 'others' search (x) permission on directory ``path`` and all its parents."""
+    for p in [path, *path.parents]:
+        try:
+            mode = p.stat().st_mode
+            if not mode & stat.S_IXOTH:
+                p.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
+        except OSError as exc:
+            raise EmbeddedServerError(
+                f"cannot make {p} traversable for {PG_SYSTEM_USER}: {exc}"
+            ) from exc
+
+
+def _ensure_world_readable(root: Path) -> None:
+    """o+r on files (o+x where the owner has x) and o+rx on directories below ``root``."""
+
+    def fix(p: Path, want: int) -> None:
+        st = p.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            return
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & want != want:
+            p.chmod(mode | want)
+
+    rx = stat.S_IROTH | stat.S_IXOTH
+    fix(root, rx)
+    for dirpath, dirnames, filenames in os.walk(root):
+        base = Path(dirpath)
+        for d in dirnames:
+            fix(base / d, rx)
+        for f in filenames:
+            fp = base / f
+            owner_x = fp.lstat().st_mode & stat.S_IXUSR
+            fix(fp, rx if owner_x else stat.S_IROTH)
+
+
+def _chown_tree(path: Path, uid: int, gid: int) -> None:
+    os.chown(path, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in [*dirnames, *filenames]:
+            os.chown(Path(dirpath) / name, uid, gid, follow_symlinks=False)
+
+
+# --- the server ----------------------------------------------------------------------------
 
 
 def find_postgres_bin_dir() -> Path:
@@ -126,7 +203,7 @@ class PostgresServer(ServerProcess):
         pid = self._read_pidfile()
         if pid is None or pid == os.getpid():
             return
-        cmdline = _process_cmdline(pid)
+        cmdline = process_cmdline(pid)
         if cmdline is None:
             return  # dead: postgres itself replaces a stale postmaster.pid
         if self.binary_name in cmdline and not cmdline.startswith("postgres:"):

@@ -1,4 +1,4 @@
-"""What the three embedded servers have in common: one child process each, and its cleanup.
+"""What the embedded servers have in common: one child process each, and its cleanup.
 
 A server is a real child process (``subprocess.Popen``) in its own session, so a Ctrl-C in
 the parent's terminal does not reach it. :class:`ServerProcess` starts it, waits until it
@@ -9,12 +9,12 @@ that no server outlives its owner or is started twice on one data dir:
 * a pidfile and an owner file (``<owner pid> <server pid>``) per data dir: a second start on
   the same dir is refused, and a server left behind by a SIGKILLed ``rankd serve`` is stopped
   cleanly (so it flushes its data) by the next start;
-* killing walks the whole process tree, because PostgreSQL backends call setsid() and leave
-  the process group;
+* killing walks the whole process tree (:mod:`.process_tree`), because PostgreSQL backends
+  call setsid() and leave the process group;
 * every running server is registered, and an atexit hook stops whatever is still running.
 
-PostgreSQL refuses to run as root, hence the helpers that create an unprivileged system user
-and open up the directories it must reach (used by :mod:`.postgres_server`).
+Each server's own module (:mod:`.redis_server`, :mod:`.postgres_server`,
+:mod:`.nats_server`) subclasses :class:`ServerProcess`.
 """
 
 from __future__ import annotations
@@ -24,25 +24,21 @@ import contextlib
 import importlib.util
 import logging
 import os
-import shutil
 import signal
 import socket
-import stat
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ClassVar
+
+from rankd.embedded.process_tree import POLL_INTERVAL, kill_tree, process_cmdline
 
 logger = logging.getLogger("rankd.embedded")
 
 HOST = "127.0.0.1"
-PG_SYSTEM_USER = "rankd-pg"
 STOP_TIMEOUT = 15.0
 
-_POLL_INTERVAL = 0.05
 _PORT_RETRIES = 3  # attempts with fresh ports if an auto-picked port was taken meanwhile
 
 
@@ -93,187 +89,6 @@ def _same_path(a: str | Path, b: str | Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return os.path.normpath(a) == os.path.normpath(b)
-
-
-def _process_cmdline(pid: int) -> str | None:
-    """Command line of a live, non-zombie process, or None if there is no such process."""
-    proc = Path(f"/proc/{pid}")
-    if Path("/proc/self").exists():
-        try:
-            state = _proc_stat(proc)[0]
-            raw = (proc / "cmdline").read_bytes()
-        except (OSError, IndexError):
-            return None
-        if state in ("Z", "X"):
-            return None
-        return raw.replace(b"\0", b" ").decode("utf-8", "replace")
-    try:
-        out = subprocess.run(
-            ["ps", "-o", "command=", "-p", str(pid)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
-        return None
-    return out.stdout.strip() or None
-
-
-def _proc_stat(proc: Path) -> list[str]:
-    """Fields of /proc/<pid>/stat after the ``(comm)`` field: [state, ppid, pgrp, ...]."""
-    raw = (proc / "stat").read_text()
-    return raw[raw.rfind(")") + 2 :].split()
-
-
-def _proc_table() -> dict[int, tuple[str, int, int]] | None:
-    """pid -> (state, ppid, pgrp) for all processes, or None without a Linux-style /proc."""
-    proc = Path("/proc")
-    if not (proc / "self").exists():
-        return None
-    table: dict[int, tuple[str, int, int]] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = _proc_stat(entry)
-            table[int(entry.name)] = (fields[0], int(fields[1]), int(fields[2]))
-        except (OSError, IndexError, ValueError):
-            continue
-    return table
-
-
-def _live_tree(pid: int, *, descendants: bool) -> set[int]:
-    """Live (non-zombie) members of process group ``pid`` (+ descendants of ``pid``).
-
-    Descendants matter because PostgreSQL children call setsid(), leaving the group.
-    """
-    table = _proc_table()
-    if table is None:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return set()
-        except PermissionError:
-            pass
-        return {pid}
-    found = {p for p, (_, _, pgrp) in table.items() if pgrp == pid}
-    if descendants:
-        children: dict[int, list[int]] = {}
-        for p, (_, ppid, _) in table.items():
-            children.setdefault(ppid, []).append(p)
-        todo = [pid]
-        while todo:
-            for child in children.get(todo.pop(), []):
-                if child not in found:
-                    found.add(child)
-                    todo.append(child)
-    return {p for p in found if p in table and table[p][0] not in ("Z", "X")}
-
-
-def _kill_tree(pid: int, *, descendants: bool, timeout: float = 5.0) -> None:
-    """SIGKILL process group ``pid`` (and, if ``pid`` is still ours to signal, all its
-    descendants), then wait up to ``timeout`` s until they are gone.
-
-    ``descendants=True`` is only safe while ``pid`` has not been reaped (no pid reuse).
-    """
-    if descendants:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGSTOP)  # freeze it so it cannot fork while we collect
-    victims: set[int] = set()
-    deadline = time.monotonic() + timeout
-    while True:
-        victims |= _live_tree(pid, descendants=descendants)
-        table = _proc_table()
-        if table is not None:
-            victims = {v for v in victims if v in table and table[v][0] not in ("Z", "X")}
-        if not victims:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        for victim in victims:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(victim, signal.SIGKILL)
-        if table is None or time.monotonic() > deadline:
-            return
-        time.sleep(_POLL_INTERVAL)
-        descendants = False  # after SIGKILL the tree is no longer reliable; keep `victims`
-
-
-def _is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-_user_lock = threading.Lock()
-
-
-def _ensure_system_user(name: str) -> tuple[int, int]:
-    """(uid, gid) of system user ``name``; created with useradd if missing (needs root)."""
-    import pwd
-
-    with _user_lock:
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            useradd = shutil.which("useradd") or "/usr/sbin/useradd"
-            cmd = [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name]
-            try:
-                res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            except OSError as exc:
-                raise EmbeddedServerError(
-                    f"running as root: PostgreSQL needs a non-root user, but creating "
-                    f"{name!r} failed ({exc}); create it manually"
-                ) from exc
-            try:  # another process may have created it concurrently
-                entry = pwd.getpwnam(name)
-            except KeyError:
-                raise EmbeddedServerError(
-                    f"running as root: PostgreSQL needs a non-root user, but "
-                    f"{' '.join(cmd)!r} failed (exit {res.returncode}): {res.stderr.strip()}"
-                ) from None
-        return entry.pw_uid, entry.pw_gid
-
-
-def _ensure_traversable(path: Path) -> None:
-    """Give 'others' search (x) permission on directory ``path`` and all its parents."""
-    for p in [path, *path.parents]:
-        try:
-            mode = p.stat().st_mode
-            if not mode & stat.S_IXOTH:
-                p.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
-        except OSError as exc:
-            raise EmbeddedServerError(
-                f"cannot make {p} traversable for {PG_SYSTEM_USER}: {exc}"
-            ) from exc
-
-
-def _ensure_world_readable(root: Path) -> None:
-    """o+r on files (o+x where the owner has x) and o+rx on directories below ``root``."""
-
-    def fix(p: Path, want: int) -> None:
-        st = p.lstat()
-        if stat.S_ISLNK(st.st_mode):
-            return
-        mode = stat.S_IMODE(st.st_mode)
-        if mode & want != want:
-            p.chmod(mode | want)
-
-    rx = stat.S_IROTH | stat.S_IXOTH
-    fix(root, rx)
-    for dirpath, dirnames, filenames in os.walk(root):
-        base = Path(dirpath)
-        for d in dirnames:
-            fix(base / d, rx)
-        for f in filenames:
-            fp = base / f
-            owner_x = fp.lstat().st_mode & stat.S_IXUSR
-            fix(fp, rx if owner_x else stat.S_IROTH)
-
-
-def _chown_tree(path: Path, uid: int, gid: int) -> None:
-    os.chown(path, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(path):
-        for name in [*dirnames, *filenames]:
-            os.chown(Path(dirpath) / name, uid, gid, follow_symlinks=False)
 
 
 # --------------------------------------------------------------------------- atexit registry
@@ -481,7 +296,7 @@ class ServerProcess:
             owner, server = (int(x) for x in self._owner_file.read_text().split())
         except (OSError, ValueError):
             return False
-        if server != pid or owner == os.getpid() or _process_cmdline(owner) is not None:
+        if server != pid or owner == os.getpid() or process_cmdline(owner) is not None:
             return False
         logger.warning(
             "%s: stopping pid %s left behind by a dead owner (%s)", self.name, pid, owner
@@ -489,9 +304,9 @@ class ServerProcess:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, self.stop_signal)
         deadline = time.monotonic() + STOP_TIMEOUT
-        while _process_cmdline(pid) is not None and time.monotonic() < deadline:
-            time.sleep(_POLL_INTERVAL)
-        _kill_tree(pid, descendants=True)
+        while process_cmdline(pid) is not None and time.monotonic() < deadline:
+            time.sleep(POLL_INTERVAL)
+        kill_tree(pid, descendants=True)
         return True
 
     def _check_not_running_elsewhere(self) -> None:
@@ -499,7 +314,7 @@ class ServerProcess:
         pid = self._read_pidfile()
         if pid is None or pid == os.getpid():
             return
-        cmdline = _process_cmdline(pid)
+        cmdline = process_cmdline(pid)
         if cmdline is not None and self.binary_name in cmdline and not self._reclaim_orphan(pid):
             raise EmbeddedServerError(
                 f"{self.name} is already running for {self.directory} (pid {pid}: {cmdline!r}); "
@@ -554,7 +369,7 @@ class ServerProcess:
                     f"{self.name} not ready after {self.start_timeout:.0f}s\n"
                     f"--- {self.log_path} ---\n{self._new_log()}"
                 )
-            time.sleep(_POLL_INTERVAL)
+            time.sleep(POLL_INTERVAL)
 
     def _new_log(self, max_lines: int = 30) -> str:
         """Last lines the server logged since the latest launch."""
@@ -566,39 +381,8 @@ class ServerProcess:
         if proc is None:
             return
         if proc.poll() is None:
-            _kill_tree(proc.pid, descendants=True)
+            kill_tree(proc.pid, descendants=True)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(10)
         # leftovers of a leader that died on its own (e.g. killed from outside)
-        _kill_tree(proc.pid, descendants=False)
-
-
-def start_all(servers: Sequence[ServerProcess]) -> None:
-    """Start ``servers`` in parallel and wait for every one; raise the first failure (with
-    the others as notes). The caller stops what did start."""
-    if not servers:
-        return
-    with ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="embedded") as pool:
-        futures = [pool.submit(s.start) for s in servers]
-        errors = [e for e in (f.exception() for f in futures) if e is not None]
-    if errors:
-        first = errors[0]
-        for other in errors[1:]:
-            first.add_note(f"also failed: {other!r}")
-        raise first
-
-
-def stop_all(servers: Iterable[ServerProcess]) -> None:
-    """Stop every server, tolerant of dead ones; raise the first failure after trying all.
-
-    Sequential on purpose (each takes ~0.1 s): no thread pool, so it also works from an
-    atexit handler, where concurrent.futures refuses new work.
-    """
-    errors: list[Exception] = []
-    for server in servers:
-        try:
-            server.stop()
-        except Exception as exc:  # keep stopping the others
-            errors.append(exc)
-    if errors:
-        raise errors[0]
+        kill_tree(proc.pid, descendants=False)

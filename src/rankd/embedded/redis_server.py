@@ -9,6 +9,7 @@ the source of truth.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -123,3 +124,64 @@ class RedisServer(ServerProcess):
             if line.startswith("process_id:"):
                 return self._proc is not None and int(line.split(":", 1)[1]) == self._proc.pid
         return False
+
+
+# --- nodes of a topology (topology.py): a Redis Cluster, or a primary, replica and Sentinels
+
+MASTER_NAME = "rankd"  # the name the Sentinels know the primary by
+SENTINEL_DOWN_AFTER_MS = 1000  # short: a killed primary is replaced in seconds
+SENTINEL_FAILOVER_TIMEOUT_MS = 5000
+
+
+class RedisNode(RedisServer):
+    """One redis-server of a topology, in its own directory under ``<data-dir>/redis``."""
+
+    def __init__(self, data_dir: Path, port: int, node: str, extra: list[str]) -> None:
+        super().__init__(data_dir, port)
+        self.directory = self.data_dir / "redis" / node
+        self.node = node
+        self.extra = extra
+
+    def _command(self) -> list[str]:
+        return [*super()._command(), *self.extra]
+
+
+class SentinelNode(RedisServer):
+    """``redis-server --sentinel`` with a config file of its own (Sentinel rewrites it with
+    what it learns, e.g. the primary after a failover)."""
+
+    def __init__(self, data_dir: Path, port: int, node: str, primary_port: int) -> None:
+        super().__init__(data_dir, port)
+        self.directory = self.data_dir / "redis" / node
+        self.primary_port = primary_port
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "sentinel.conf"
+
+    def _prepare(self) -> None:
+        if self.config_path.exists():
+            return  # Sentinel's own state: the current primary, its peers
+        self.config_path.write_text(
+            f"port {self.port}\n"
+            f"bind {HOST}\n"
+            f"dir {self.directory}\n"
+            f"logfile {self.log_path}\n"
+            f"sentinel monitor {MASTER_NAME} {HOST} {self.primary_port} 2\n"
+            f"sentinel down-after-milliseconds {MASTER_NAME} {SENTINEL_DOWN_AFTER_MS}\n"
+            f"sentinel failover-timeout {MASTER_NAME} {SENTINEL_FAILOVER_TIMEOUT_MS}\n"
+            f"sentinel parallel-syncs {MASTER_NAME} 1\n"
+        )
+
+    def _command(self) -> list[str]:
+        return [str(self.binary), str(self.config_path), "--sentinel"]
+
+
+def current_primary_port(config: Path) -> int | None:
+    """The primary a Sentinel's config names (after a failover, the promoted replica)."""
+    with contextlib.suppress(OSError):
+        for line in config.read_text().splitlines():
+            parts = line.split()
+            if parts[:3] == ["sentinel", "monitor", MASTER_NAME] and len(parts) >= 5:
+                return int(parts[4])
+    return None

@@ -11,6 +11,10 @@ and the Sentinels' config name their peers by port, so a restart of the whole tr
 come back on the same ones. That file also records the topology, and a data dir made by one
 topology is refused by another (its Redis data would not be where the other looks).
 
+The nodes themselves are in the per-server modules (redis_server.py: RedisNode and
+SentinelNode; nats_server.py: NatsNode); this module picks and records their ports, starts
+them together and forms the cluster or waits for the Sentinels.
+
 Failover timeouts are short (cluster-node-timeout 2 s, Sentinel down-after 1 s): a killed
 primary is replaced in seconds rather than the 15-30 s defaults.
 """
@@ -25,18 +29,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rankd.embedded.nats_server import NatsServer
+from rankd.embedded.lifecycle import start_all, stop_all
+from rankd.embedded.nats_server import NatsNode
 from rankd.embedded.postgres_server import PostgresServer
-from rankd.embedded.process import HOST, EmbeddedServerError, ServerProcess, start_all, stop_all
-from rankd.embedded.redis_server import RedisServer
+from rankd.embedded.process import HOST, EmbeddedServerError, ServerProcess
+from rankd.embedded.redis_server import (
+    MASTER_NAME,
+    RedisNode,
+    RedisServer,
+    SentinelNode,
+    current_primary_port,
+)
 
 Topology = Literal["single", "cluster", "sentinel"]
 TOPOLOGIES: tuple[Topology, ...] = ("single", "cluster", "sentinel")
 MARKER = "topology.json"
-MASTER_NAME = "rankd"
 CLUSTER_NODE_TIMEOUT_MS = 2000
-SENTINEL_DOWN_AFTER_MS = 1000
-SENTINEL_FAILOVER_TIMEOUT_MS = 5000
 FORM_TIMEOUT_S = 30.0
 SLOTS = 16384
 
@@ -111,97 +119,6 @@ def _pick_ports(count: int, taken: set[int], *, bus: bool = False) -> list[int]:
         picked.append(port)
         taken.update((port, port + 10000) if bus else (port,))
     return picked
-
-
-# ------------------------------------------------------------------------------- servers
-
-
-class RedisNode(RedisServer):
-    """One redis-server of a topology, in its own directory under ``<data-dir>/redis``."""
-
-    def __init__(self, data_dir: Path, port: int, node: str, extra: list[str]) -> None:
-        super().__init__(data_dir, port)
-        self.directory = self.data_dir / "redis" / node
-        self.node = node
-        self.extra = extra
-
-    def _command(self) -> list[str]:
-        return [*super()._command(), *self.extra]
-
-
-class SentinelNode(RedisServer):
-    """``redis-server --sentinel`` with a config file of its own (Sentinel rewrites it with
-    what it learns, e.g. the primary after a failover)."""
-
-    def __init__(self, data_dir: Path, port: int, node: str, primary_port: int) -> None:
-        super().__init__(data_dir, port)
-        self.directory = self.data_dir / "redis" / node
-        self.primary_port = primary_port
-
-    @property
-    def config_path(self) -> Path:
-        return self.directory / "sentinel.conf"
-
-    def _prepare(self) -> None:
-        if self.config_path.exists():
-            return  # Sentinel's own state: the current primary, its peers
-        self.config_path.write_text(
-            f"port {self.port}\n"
-            f"bind {HOST}\n"
-            f"dir {self.directory}\n"
-            f"logfile {self.log_path}\n"
-            f"sentinel monitor {MASTER_NAME} {HOST} {self.primary_port} 2\n"
-            f"sentinel down-after-milliseconds {MASTER_NAME} {SENTINEL_DOWN_AFTER_MS}\n"
-            f"sentinel failover-timeout {MASTER_NAME} {SENTINEL_FAILOVER_TIMEOUT_MS}\n"
-            f"sentinel parallel-syncs {MASTER_NAME} 1\n"
-        )
-
-    def _command(self) -> list[str]:
-        return [str(self.binary), str(self.config_path), "--sentinel"]
-
-
-def current_primary_port(config: Path) -> int | None:
-    """The primary a Sentinel's config names (after a failover, the promoted replica)."""
-    with contextlib.suppress(OSError):
-        for line in config.read_text().splitlines():
-            parts = line.split()
-            if parts[:3] == ["sentinel", "monitor", MASTER_NAME] and len(parts) >= 5:
-                return int(parts[4])
-    return None
-
-
-class NatsNode(NatsServer):
-    """One server of a three-node JetStream cluster."""
-
-    def __init__(
-        self,
-        data_dir: Path,
-        index: int,
-        port: int,
-        monitor_port: int,
-        route_ports: list[int],
-    ) -> None:
-        super().__init__(data_dir, port, monitor_port=monitor_port)
-        self.directory = self.data_dir / "nats" / f"n{index}"
-        self.index = index
-        self.route_ports = route_ports
-
-    def _prepare(self) -> None:
-        super()._prepare()
-        text = self.config_path.read_text()
-        routes = ", ".join(f'"nats-route://{HOST}:{p}"' for p in self.route_ports)
-        text = text.replace("server_name: rankd_embedded", f"server_name: rankd_n{self.index}")
-        text += (
-            "cluster {\n"
-            "  name: rankd\n"
-            f"  listen: {HOST}:{self.route_ports[self.index]}\n"
-            f"  routes: [{routes}]\n"
-            "}\n"
-        )
-        self.config_path.write_text(text)
-
-    def _repick_ports(self) -> None:
-        pass  # the peers know this port: it never changes
 
 
 # ------------------------------------------------------------------------------ the tree

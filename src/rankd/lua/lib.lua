@@ -1,4 +1,4 @@
--- lib: helpers every script is loaded with (stores/redis_scripts.py puts this file first).
+-- lib: helpers every script is loaded with (stores/redis/scripts.py puts this file first).
 --
 -- The member layout (codec.py defines it; this file and stores/standings.py follow): a
 -- member is stamp(ms) .. player id, the stamp a fixed-width, reversed base-64 rendering of
@@ -44,7 +44,7 @@
 --
 -- at_key(key, player): the exact-times hash holding a player's achieved time beside the
 -- sorted set ``key``: <key>:at:<h>, h = the id's bytes as a big-endian number modulo
--- 65521 (stores/redis_keys.py time_bucket computes the same). Same hash tag as ``key``.
+-- 65521 (stores/redis/keys.py time_bucket computes the same). Same hash tag as ``key``.
 -- mark(key, member, now): note in a period's :applied key that the submit path applied run
 -- ``member`` ("<player>|<run_id>") here, at ``now`` (ms); an empty member marks nothing.
 -- Written in the script that applies the run, so a mark never exists without its write
@@ -56,11 +56,10 @@
 -- same): c itself below 256, else 256 buckets per power of two, each 1/256 of its value.
 -- hist_move(key, old, new): an entry of ``key`` went from composite ``old`` to ``new`` (nil:
 -- none); counts the change in the histogram's '#' field too.
--- hist_expire(public, at_s): EXPIREAT the public key's histogram, if it has one.
 -- refuse_while_restoring(public): fail the script (an error reply, which the service takes
 -- for Redis being unavailable: a 503, and the log consumer retries its batch later) while
 -- the period's <public>:restoring flag is set: a staged rebuild has written PostgreSQL's
--- exact times into the live hashes and not yet swapped its copy in (stores/redis_store.py
+-- exact times into the live hashes and not yet swapped its copy in (stores/redis/loads.py
 -- load_period). A write then would leave a time pointing at a member the swapped-in key
 -- does not hold, and the next write a second member for the player. Called first, before
 -- any write, by every script that writes entries.
@@ -92,11 +91,6 @@ local function hist_move(key, old, new)
   redis.call('HINCRBY', h, '#', 1)
 end
 
--- the histogram expires with the board it counts
-local function hist_expire(public, at_s)
-  local h = hist_key(public)
-  if h then redis.call('EXPIREAT', h, at_s) end
-end
 
 local function refuse_while_restoring(public)
   if redis.call('EXISTS', public .. ':restoring') == 1 then

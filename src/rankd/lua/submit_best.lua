@@ -9,10 +9,9 @@
 -- KEYS[4] = the period's :applied key (marks of runs the submit path applied; see lib.lua)
 -- ARGV[1] = composite of this run (integer below 2^53, as a decimal string)
 -- ARGV[2] = member (player id)
--- ARGV[3] = unix seconds at which the written key expires, or "0" for never
--- ARGV[4] = the run's exact end time (ms)
--- ARGV[5] = the mark "<player>|<run_id>", or "" for none (the log consumer, replays)
--- ARGV[6], ARGV[7] = now (ms), and when marks older than that are forgotten (ms)
+-- ARGV[3] = the run's exact end time (ms)
+-- ARGV[4] = the mark "<player>|<run_id>", or "" for none (the log consumer, replays)
+-- ARGV[5], ARGV[6] = now (ms), and when marks older than that are forgotten (ms)
 --
 -- Returns {changed, rank, stored, mine, achieved}:
 --   changed  1 if this call created or improved the entry, else 0
@@ -31,20 +30,15 @@
 refuse_while_restoring(KEYS[2])
 
 if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], ARGV[2], nil) end
-local composite, ms = tonumber(ARGV[1]), tonumber(ARGV[4])
-local member, stored, stored_at, at = locate(KEYS[1], KEYS[2], ARGV[2])
+local composite, ms = tonumber(ARGV[1]), tonumber(ARGV[3])
+local member, stored, stored_at = locate(KEYS[1], KEYS[2], ARGV[2])
 local changed = 0
 if (not stored) or better(composite, ms, stored, stored_at) then
   member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms)
   stored, stored_at, changed = composite, ms, 1
 end
-if ARGV[3] ~= '0' then
-  redis.call('EXPIREAT', KEYS[1], ARGV[3])
-  redis.call('EXPIREAT', at, ARGV[3])
-  hist_expire(KEYS[2], ARGV[3])
-end
-mark(KEYS[4], ARGV[5], ARGV[6])
-forget(KEYS[4], ARGV[5], ARGV[7])
+mark(KEYS[4], ARGV[4], ARGV[5])
+forget(KEYS[4], ARGV[4], ARGV[6])
 local rank = rank_in(KEYS[1], KEYS[2], member, stored)
 local mine = (stored == composite and offset(stored_at) == offset(ms)) and 1 or 0
 return {changed, rank, stored, mine, stored_at}

@@ -4,9 +4,8 @@
 -- KEYS[2] = the public board the ranks are read from (equal to KEYS[1] for most players)
 -- KEYS[3] = the side the entries must leave, if there (see submit_best.lua)
 -- KEYS[4] = the period's :applied key (see submit_best.lua)
--- ARGV[1] = unix seconds at which the written key expires, or "0" for never
--- ARGV[2], ARGV[3] = now (ms), and when marks older than that are forgotten (ms)
--- ARGV[4], ARGV[5], ARGV[6], ARGV[7], ... = composite, member, exact end time (ms), mark
+-- ARGV[1], ARGV[2] = now (ms), and when marks older than that are forgotten (ms)
+-- ARGV[3], ARGV[4], ARGV[5], ARGV[6], ... = composite, member, exact end time (ms), mark
 --           ("" for none) quadruples, applied in order
 --
 -- Returns a flat list of {changed, rank, stored, mine, achieved} per quadruple, as
@@ -19,20 +18,17 @@ refuse_while_restoring(KEYS[2])
 
 local out = {}
 local marked = ''
-for i = 4, #ARGV, 4 do
+for i = 3, #ARGV, 4 do
   local player = ARGV[i + 1]
   if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], player, nil) end
   local composite, ms = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
-  local member, stored, stored_at, at = locate(KEYS[1], KEYS[2], player)
+  local member, stored, stored_at = locate(KEYS[1], KEYS[2], player)
   local changed = 0
   if (not stored) or better(composite, ms, stored, stored_at) then
     member = put(KEYS[1], KEYS[2], player, composite, ms)
     stored, stored_at, changed = composite, ms, 1
   end
-  if ARGV[1] ~= '0' then
-    redis.call('EXPIREAT', at, ARGV[1])
-  end
-  mark(KEYS[4], ARGV[i + 3], ARGV[2])
+  mark(KEYS[4], ARGV[i + 3], ARGV[1])
   if ARGV[i + 3] ~= '' then marked = ARGV[i + 3] end
   out[#out + 1] = changed
   out[#out + 1] = rank_in(KEYS[1], KEYS[2], member, stored)
@@ -40,9 +36,5 @@ for i = 4, #ARGV, 4 do
   out[#out + 1] = (stored == composite and offset(stored_at) == offset(ms)) and 1 or 0
   out[#out + 1] = stored_at
 end
-if ARGV[1] ~= '0' then
-  redis.call('EXPIREAT', KEYS[1], ARGV[1])
-  hist_expire(KEYS[2], ARGV[1])
-end
-forget(KEYS[4], marked, ARGV[3])
+forget(KEYS[4], marked, ARGV[2])
 return out

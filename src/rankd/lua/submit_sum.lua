@@ -19,12 +19,11 @@
 -- ARGV[8] = the run's ended_at in ms (score of its id in KEYS[4])
 -- ARGV[9] = forget counted ids that ended before this ms ("0": keep them while the key lives);
 --           the service refuses runs this old, so forgetting them cannot double count
--- ARGV[10] = unix seconds at which the written keys expire, or "0" for never
--- ARGV[11] = "0", or for a late run (older than the horizon, that PostgreSQL has counted):
+-- ARGV[10] = "0", or for a late run (older than the horizon, that PostgreSQL has counted):
 --            when it was first counted (ms), its id's score in KEYS[4]; it is then counted
 --            unless its id is there already, whatever ARGV[9] says
--- ARGV[12] = the mark "<player>|<run_id>", or "" for none (the log consumer, replays)
--- ARGV[13], ARGV[14] = now (ms), and when marks older than that are forgotten (ms)
+-- ARGV[11] = the mark "<player>|<run_id>", or "" for none (the log consumer, replays)
+-- ARGV[12], ARGV[13] = now (ms), and when marks older than that are forgotten (ms)
 --
 -- Returns {changed, rank, stored, counted, achieved}: counted is 1 if the run is counted in
 -- the total, by this call or an earlier one (a resend of a counted run answers 1, changed
@@ -47,16 +46,16 @@ local changed = 0
 if ARGV[9] ~= '0' then
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[9])
 end
-local late = ARGV[11] ~= '0'
+local late = ARGV[10] ~= '0'
 local fresh = late or tonumber(ARGV[8]) >= tonumber(ARGV[9])
 local added = 0
 if fresh then
   local seen_at = ARGV[8]
-  if late then seen_at = ARGV[11] end
+  if late then seen_at = ARGV[10] end
   added = redis.call('ZADD', KEYS[4], 'NX', seen_at, ARGV[2] .. '|' .. ARGV[1])
   counted = 1
 end
-local member, old, latest, at = locate(KEYS[1], KEYS[2], ARGV[2])
+local member, old, latest = locate(KEYS[1], KEYS[2], ARGV[2])
 if added == 1 then
   local mult = tonumber(ARGV[5])
   local max_score = tonumber(ARGV[6])
@@ -81,16 +80,8 @@ if added == 1 then
     old, latest = composite, ms
   end
 end
-if ARGV[10] ~= '0' then
-  redis.call('EXPIREAT', KEYS[4], ARGV[10])
-  redis.call('EXPIREAT', at, ARGV[10])
-  hist_expire(KEYS[2], ARGV[10])
-  if redis.call('EXISTS', KEYS[1]) == 1 then
-    redis.call('EXPIREAT', KEYS[1], ARGV[10])
-  end
-end
-mark(KEYS[5], ARGV[12], ARGV[13])
-forget(KEYS[5], ARGV[12], ARGV[14])
+mark(KEYS[5], ARGV[11], ARGV[12])
+forget(KEYS[5], ARGV[11], ARGV[13])
 if not old then
   return {0, 0, 0, 0, 0}
 end

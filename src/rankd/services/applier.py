@@ -33,11 +33,13 @@ from rankd.services.registry import BoardRegistry
 from rankd.services.write_pipeline import WritePipeline
 from rankd.stores import deletions, fingerprints, standings
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.marks import Marks
+from rankd.stores.redis.reads import Reads
+from rankd.stores.redis.writes import Writes
 from rankd.stores.runlog import LogMessage
 from rankd.stores.standings import BestRow, StandingsBatch, SumRun
 
-log = logging.getLogger("rankd.applier")
+logger = logging.getLogger("rankd.applier")
 
 
 @dataclass
@@ -64,9 +66,9 @@ def is_transient(exc: BaseException) -> bool:
     ValueError/ArithmeticError from a run that cannot be packed, and unexpected errors,
     which are kept parked rather than redelivered until the log gives up on them.
 
-    The stores sort their drivers' errors into these (stores/postgres.py, redis_store.py):
-    ``Unavailable`` for the transient kinds, ``InvalidRequest`` for what PostgreSQL refuses
-    to store, so the applier needs no driver.
+    The stores sort their drivers' errors into these (stores/postgres.py,
+    stores/redis/connection.py): ``Unavailable`` for the transient kinds,
+    ``InvalidRequest`` for what PostgreSQL refuses to store, so the applier needs no driver.
     """
     return isinstance(exc, Unavailable | OSError)  # TimeoutError and ConnectionError included
 
@@ -99,7 +101,9 @@ class Applier:
     def __init__(
         self,
         boards: BoardRegistry,
-        store: RedisStore,
+        writes: Writes,
+        marks: Marks,
+        reads: Reads,
         pg: PostgresStore,
         moderation: Moderation,
         *,
@@ -112,10 +116,12 @@ class Applier:
         marks of runs received that recently (their submitter may not have applied them
         yet). None (replays): apply everything to Redis."""
         self.boards = boards
-        self.store = store
+        self.writes = writes
+        self.marks = marks
+        self.reads = reads
         self.pg = pg
         self.moderation = moderation
-        self.pipeline = WritePipeline(store, pg, moderation)
+        self.pipeline = WritePipeline(writes, marks, reads, pg, moderation)
         self.mark_wait_ms = None if mark_wait_s is None else int(mark_wait_s * 1000)
         # how long a run id's first content is binding (services/run_ids.py)
         self.run_memory_ms = int(run_memory_s * 1000)
@@ -242,7 +248,7 @@ class Applier:
                 raise
             failure = exc
         if len(messages) > 1:
-            log.warning(
+            logger.warning(
                 "a batch of %d log messages failed (%s: %s); applying it in halves",
                 len(messages),
                 type(failure).__name__,
@@ -271,7 +277,7 @@ class Applier:
         async with self.pg.connection() as conn:
             await standings.park(conn, message.seq, message.subject, reason, message.data)
         metrics.MESSAGES_PARKED.inc()
-        log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
+        logger.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
         return Outcome(parked=[message.seq])
 
     async def _first_content(
@@ -290,7 +296,7 @@ class Applier:
             return board_plans
         skipped = [r.run_id for r, c in zip(runs, conflicts, strict=True) if c]
         metrics.CONFLICTS_SKIPPED.inc(len(skipped))
-        log.warning(
+        logger.warning(
             "board %s: %d logged run(s) reuse a run_id with other content and apply nowhere"
             " (first: %s)",
             board_id,
@@ -328,7 +334,7 @@ class Applier:
                 outcome.parked.append(message.seq)
         for message, reason in unusable:
             metrics.MESSAGES_PARKED.inc()
-            log.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
+            logger.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
         metrics.RUNS_APPLIED.inc(sum(len(p) for p in plans.values()))
         if conflicted and self.heal is not None:
             self.heal(sorted(conflicted))

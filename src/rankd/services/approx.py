@@ -37,10 +37,10 @@ from redis.exceptions import RedisError
 from rankd.errors import Unavailable
 from rankd.histogram import bucket
 from rankd.periods import PeriodRef
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis import keys
+from rankd.stores.redis.connection import RedisConn
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 IDLE_S = 60.0  # a period not read with approx for this long is no longer refreshed
 _ARRAY_BYTES = 24  # per populated bucket: its id, its count, the entries above it
@@ -109,16 +109,16 @@ class Histograms:
     """Every shard's histogram of the periods read with ``accuracy=approx``."""
 
     def __init__(
-        self, store: RedisStore, *, refresh_s: float = 2.0, max_bytes: int = 64 << 20
+        self, conn: RedisConn, *, refresh_s: float = 2.0, max_bytes: int = 64 << 20
     ) -> None:
-        self.store = store
+        self.conn = conn
         self.refresh_s = refresh_s
         self.max_bytes = max_bytes
         self._held: OrderedDict[tuple[PeriodRef, int], PeriodHistograms] = OrderedDict()
         self._bytes = 0
 
     async def _fetch(self, ref: PeriodRef, shards: int) -> list[ShardHistogram]:
-        pipe = self.store.redis.pipeline(transaction=False)
+        pipe = self.conn.client.pipeline(transaction=False)
         for pk in keys.shard_keys(*ref, shards):
             pipe.hgetall(pk.hist)
         try:
@@ -191,4 +191,4 @@ class Histograms:
                 try:
                     await self.refresh(*key)
                 except Exception:
-                    log.warning("histogram refresh of %s failed", key[0], exc_info=True)
+                    logger.warning("histogram refresh of %s failed", key[0], exc_info=True)

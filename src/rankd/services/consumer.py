@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,9 +28,10 @@ from rankd.services.applier import Applier, Outcome
 from rankd.services.log_loop import apply_log
 from rankd.stores import standings
 from rankd.stores.postgres import PostgresStore
+from rankd.stores.redis.positions import Positions
 from rankd.stores.runlog import Durable, LogMessage, LogSubscription, RunLog
 
-log = logging.getLogger("rankd.consumer")
+logger = logging.getLogger("rankd.consumer")
 
 DURABLE = "rankd-applier"
 
@@ -73,7 +75,7 @@ class Lag:
         return found
 
 
-async def applied_through(log: RunLog) -> int | None:
+async def applied_through(runlog: RunLog) -> int | None:
     """When (receipt time, ms) the oldest logged run not yet applied by the shared consumer
     was received; None when every logged run has been applied.
 
@@ -83,7 +85,7 @@ async def applied_through(log: RunLog) -> int | None:
     waiting until everything before them is acked. Raises LogUnavailable when the log
     cannot tell (the job then freezes nothing).
     """
-    lag = await log.lag(DURABLE)
+    lag = await runlog.lag(DURABLE)
     if not lag.pending and not lag.ack_pending:
         return None
     if lag.oldest_unacked is None:
@@ -92,20 +94,53 @@ async def applied_through(log: RunLog) -> int | None:
     return min((r.received_at_ms for r in runs), default=0)
 
 
+class Quiet:
+    """Exceptions a background loop carries on past, logged: each kind once (a warning) until
+    the work succeeds again, so stale lag gauges are noticed without a flood of lines."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.seen: set[str] = set()
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            kind = type(exc).__name__
+            if kind not in self.seen:
+                self.seen.add(kind)
+                logger.warning(
+                    "%s failed (again quietly until it works): %s: %s", self.what, kind, exc
+                )
+            else:
+                logger.debug("%s failed: %s: %s", self.what, kind, exc)
+        else:
+            self.seen.clear()
+
+
 class LogConsumer:
     def __init__(
         self,
-        log: RunLog,
+        runlog: RunLog,
         applier: Applier,
         pg: PostgresStore,
+        positions: Positions,
         durable: Durable,
         *,
         batch: int = 100,
         lag_refresh_s: float = 2.0,
     ) -> None:
-        self.log = log
+        self.runlog = runlog
         self.applier = applier
         self.pg = pg
+        self.positions = positions
+        # what the background loops swallow, logged once per kind (see Quiet)
+        self._quiet = {
+            "close": Quiet("log consumer: closing its subscription"),
+            "parked": Quiet("log consumer: counting parked runs"),
+            "lag": Quiet("log consumer: refreshing the lag gauges and log position"),
+        }
         self.durable = durable
         self.batch = batch
         self.lag_refresh_s = lag_refresh_s
@@ -139,7 +174,7 @@ class LogConsumer:
             while not self._stopping.is_set():
                 try:
                     if sub is None:
-                        sub = await self.log.subscribe(self.durable)
+                        sub = await self.runlog.subscribe(self.durable)
                     await apply_log(
                         sub,
                         self.applier,
@@ -151,7 +186,7 @@ class LogConsumer:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.warning(
+                    logger.warning(
                         "log consumer: %s: %s; retrying in %.1fs", type(exc).__name__, exc, retry_s
                     )
                     await asyncio.sleep(retry_s)
@@ -159,11 +194,11 @@ class LogConsumer:
                     retry_s = min(retry_s * 2, 2.0)
         finally:
             if sub is not None:
-                with contextlib.suppress(Exception):
+                with self._quiet["close"]():
                     await sub.close()
 
     async def refresh_lag(self) -> Lag:
-        state = await self.log.lag(self.durable.name)
+        state = await self.runlog.lag(self.durable.name)
         lag = Lag(
             pending=state.pending,
             ack_pending=state.ack_pending,
@@ -177,7 +212,7 @@ class LogConsumer:
                 if runs:
                     lag.oldest_unacked_s = max(0.0, time.time() - runs[0].received_at_ms / 1000)
         # PostgreSQL down: keep the last count (/readyz names PostgreSQL down anyway)
-        with contextlib.suppress(Exception):
+        with self._quiet["parked"]():
             async with self.pg.pool.connection(timeout=2) as conn:
                 lag.parked, lag.parked_since = await standings.parked_summary(conn)
         self.lag = lag
@@ -192,13 +227,13 @@ class LogConsumer:
         to it was applied to Redis before it was acked, so a restarted Redis that kept
         this record needs only the log after it (services/restart.py)."""
         if ack_floor > 0:
-            replies = await self.applier.store.record_position(ack_floor, int(time.time() * 1000))
+            replies = await self.positions.record_position(ack_floor, int(time.time() * 1000))
             if -1 in replies:
-                log.debug("log position %d not recorded: Redis is not verified", ack_floor)
+                logger.debug("log position %d not recorded: Redis is not verified", ack_floor)
 
     async def _watch_lag(self) -> None:
         while not self._stopping.is_set():
-            with contextlib.suppress(Exception):
+            with self._quiet["lag"]():
                 lag = await self.refresh_lag()
                 await self.record_position(lag.ack_floor)
             await asyncio.sleep(self.lag_refresh_s)

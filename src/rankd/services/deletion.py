@@ -52,10 +52,10 @@ from rankd.services.registry import BoardRegistry
 from rankd.services.seasons import SEASON_LOCK
 from rankd.stores import deletions as db
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import LogMessage, RunLog
 
-log = logging.getLogger("rankd.deletion")
+logger = logging.getLogger("rankd.deletion")
 
 # The log scrubber's lease (a PostgreSQL advisory lock key; any constant unique to it).
 SCRUB_LOCK = 0x72616E6B79
@@ -72,9 +72,9 @@ def _now_ms() -> int:
 class Deletions:
     def __init__(
         self,
-        store: RedisStore,
+        redis: RedisStores,
         pg: PostgresStore,
-        log: RunLog,
+        runlog: RunLog,
         boards: BoardRegistry,
         moderation: Moderation,
         names: NameCache,
@@ -85,9 +85,9 @@ class Deletions:
     ) -> None:
         """``settle_s``: how long until every instance has surely dropped a deleted
         board's cached config or learnt of an erased player's ban being lifted."""
-        self.store = store
+        self.redis = redis
         self.pg = pg
-        self.log = log
+        self.runlog = runlog
         self.boards = boards
         self.moderation = moderation
         # this process's readers drop their top lists after a deletion or an erasure
@@ -125,7 +125,7 @@ class Deletions:
         """Delete a board everywhere (BoardNotFound if there is none); its Redis keys are
         removed in the background, reads answer 404 at once."""
         await self.boards.get(board_id, recent_unknown_ok=False)
-        await self.store.set_deleting(board_id, DELETING_FLAG_S)
+        await self.redis.board_keys.set_deleting(board_id, DELETING_FLAG_S)
         try:
             async with self._exclusive() as conn:
                 generation = await db.lock_board(conn, board_id)
@@ -134,7 +134,7 @@ class Deletions:
                 await db.delete_board(conn, board_id, generation, _now_ms())
         except BaseException:
             with contextlib.suppress(Unavailable):
-                await self.store.set_deleting(board_id, 0)
+                await self.redis.board_keys.set_deleting(board_id, 0)
             raise
         self.boards.forget(board_id)
         await self._in_background(self._sweep_board(board_id), f"delete-board-{board_id}")
@@ -142,13 +142,13 @@ class Deletions:
 
     async def _sweep_board(self, board_id: str) -> None:
         try:
-            removed = await self.store.drop_board_keys(board_id)
+            removed = await self.redis.board_keys.drop_board_keys(board_id)
             await asyncio.sleep(self.settle_s)
-            removed += await self.store.drop_board_keys(board_id)
-            await self.store.set_deleting(board_id, 0)
-            log.info("board %s deleted: %d Redis keys removed", board_id, removed)
+            removed += await self.redis.board_keys.drop_board_keys(board_id)
+            await self.redis.board_keys.set_deleting(board_id, 0)
+            logger.info("board %s deleted: %d Redis keys removed", board_id, removed)
         except Exception as exc:  # the flag expires; a rebuild never restores the board
-            log.warning("removing board %s's keys: %s: %s", board_id, type(exc).__name__, exc)
+            logger.warning("removing board %s's keys: %s: %s", board_id, type(exc).__name__, exc)
 
     # players
 
@@ -166,11 +166,11 @@ class Deletions:
         configs = await self.boards.list()
         live = await self.moderation.live_refs(player_id, configs)
         async with self._exclusive() as conn:
-            log_seq = await self.log.last_sequence()
+            log_seq = await self.runlog.last_sequence()
             refs = await db.erase_player(conn, player_id, log_seq, _now_ms())
         refs |= live
-        await self.store.drop_entries(sorted(refs), [player_id])
-        await self.store.forget_player(player_id)
+        await self.redis.moves.drop_entries(sorted(refs), [player_id])
+        await self.redis.profiles.forget_player(player_id)
         self.names.forget(player_id)
         await self.moderation.bans.refresh()
         await self._in_background(self._sweep_player(player_id, refs), f"erase-{player_id}")
@@ -190,9 +190,9 @@ class Deletions:
                     (player_id,),
                 )
                 again = {PeriodRef(*r) for r in await cur.fetchall()}
-            await self.store.drop_entries(sorted(refs - again), [player_id])
+            await self.redis.moves.drop_entries(sorted(refs - again), [player_id])
         except Exception as exc:
-            log.warning("second sweep of erased %s: %s: %s", player_id, type(exc).__name__, exc)
+            logger.warning("second sweep of erased %s: %s: %s", player_id, type(exc).__name__, exc)
 
     # the log's copies
 
@@ -203,7 +203,7 @@ class Deletions:
             try:
                 await self.scrub_once()
             except Exception as exc:  # the log or PostgreSQL down: the next round retries
-                log.warning("log scrub: %s: %s", type(exc).__name__, exc)
+                logger.warning("log scrub: %s: %s", type(exc).__name__, exc)
             waiters = [
                 asyncio.create_task(self._scrub_now.wait()),
                 asyncio.create_task(wait_or_stop(stop, self.scrub_interval_s)),
@@ -226,13 +226,15 @@ class Deletions:
                 return 0
             erased = await self._scrub(pending)
             await db.mark_scrubbed(conn, pending, _now_ms())
-            log.info("log scrubbed for %d erasure(s): %d message(s) erased", len(pending), erased)
+            logger.info(
+                "log scrubbed for %d erasure(s): %d message(s) erased", len(pending), erased
+            )
             return erased
 
     async def _scrub(self, pending: dict[str, int]) -> int:
-        until = min(max(pending.values()), await self.log.last_sequence())
+        until = min(max(pending.values()), await self.runlog.last_sequence())
         erased = 0
-        sub = await self.log.read_from(1)
+        sub = await self.runlog.read_from(1)
         try:
             while True:
                 messages = await sub.fetch(SCRUB_BATCH, 2.0)
@@ -274,13 +276,13 @@ class Deletions:
             if kept:
                 # the other runs stay in the log, in a message of their own, before the
                 # original goes (publishing again is harmless: applying is idempotent)
-                await self.log.publish(
+                await self.runlog.publish(
                     board_id,
                     encode_message(board_id, kept, generation),
                     f"scrub/{message.seq}",
                 )
-        await self.store.forget_run_ids(
+        await self.redis.admission.forget_run_ids(
             [(board_id, r.received_at_ms // self.run_id_bucket_ms, r.run_id) for r in erased]
         )
-        await self.log.erase(message.seq)
+        await self.runlog.erase(message.seq)
         return True

@@ -20,13 +20,15 @@ from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target, recently_counted
 from rankd.stores import standings
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.reads import Reads
+from rankd.stores.redis.writes import Writes
 from rankd.stores.standings import SumRun
 
 
 async def settle(
     pg: PostgresStore,
-    store: RedisStore,
+    writes: Writes,
+    reads: Reads,
     board: BoardConfig,
     targets: Sequence[Target],
     now_ms: int,
@@ -70,7 +72,7 @@ async def settle(
         if new or recently_counted(board, counted_ms, now_ms):
             send.append((i, replace(target, counted_ms=counted_ms or now_ms)))
     if send:
-        sent = await store.apply(board, [[t] for _, t in send], ranked=True)
+        sent = await writes.apply(board, [[t] for _, t in send], ranked=True)
         for (i, _), [reply] in zip(send, sent, strict=True):
             if reply is not None:
                 improved, rank, stored, counted, achieved = reply
@@ -82,7 +84,7 @@ async def settle(
             # counted long ago: Redis holds the total already; report the entry as it is
             target = targets[i]
             ref = PeriodRef(board.board_id, target.window, target.period.id, target.segment)
-            held, _ = await store.entry(ref, target.run.player_id)
+            held, _ = await reads.entry(ref, target.run.player_id)
             if held is not None:
                 composite, rank0, achieved_ms = held
                 replies[i] = (0, rank0 + 1, composite, 1, achieved_ms)

@@ -1,7 +1,7 @@
 """Live updates: change notices from Redis, fanned out to the connected event streams.
 
 The submit path ends its Redis pipeline with one notice naming the standings it touched
-(stores/redis_store.py, ``change_notice``). One listener per process receives the notices
+(stores/redis/notices.py, ``change_notice``). One listener per process receives the notices
 and marks the streams watching those standings dirty (through the one Feed they share, so a
 notice costs the same however many streams watch). A stream holds nothing but that flag
 (a queue of size one: notices never pile up behind a slow stream), re-reads its top list
@@ -34,9 +34,9 @@ import orjson
 from rankd import metrics
 from rankd.errors import RateLimited, TooManyStreams, Unavailable
 from rankd.results import Top
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.notices import Notices
 
-log = logging.getLogger("rankd.live")
+logger = logging.getLogger("rankd.live")
 
 # The contract's "at most 10 per second per stream".
 MIN_INTERVAL_S = 0.1
@@ -125,7 +125,7 @@ class LiveHub:
 
     def __init__(
         self,
-        store: RedisStore,
+        store: Notices,
         max_streams: int,
         retry_s: float = 1.0,
         *,
@@ -221,7 +221,7 @@ class LiveHub:
                     async for board_id, touched in notices:
                         self.notify(board_id, touched)
             except Unavailable as exc:
-                log.warning("live notices: %r; again in %.1f s", exc.__cause__, self.retry_s)
+                logger.warning("live notices: %r; again in %.1f s", exc.__cause__, self.retry_s)
             await asyncio.sleep(self.retry_s)
 
 

@@ -51,10 +51,11 @@ from rankd.services.registry import BoardRegistry
 from rankd.stores import moderation as db
 from rankd.stores import standings
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.moves import Moves
+from rankd.stores.redis.profiles import Profiles
 from rankd.stores.standings import BestRow, StandingsBatch
 
-log = logging.getLogger("rankd.moderation")
+logger = logging.getLogger("rankd.moderation")
 
 MAX_SWEEP_TASKS = 64  # pending second sweeps per process; beyond it a ban sweeps at once
 # how long a ban's first and second sweeps wait for the consumer to apply earlier runs
@@ -100,13 +101,14 @@ class BanList:
             try:
                 await self.refresh()
             except Exception as exc:  # PostgreSQL down: keep the last copy, try again
-                log.warning("ban refresh: %s: %s", type(exc).__name__, exc)
+                logger.warning("ban refresh: %s: %s", type(exc).__name__, exc)
 
 
 class Moderation:
     def __init__(
         self,
-        store: RedisStore,
+        moves: Moves,
+        profiles: Profiles,
         pg: PostgresStore,
         boards: BoardRegistry,
         *,
@@ -114,7 +116,8 @@ class Moderation:
         applied_through: Callable[[], Awaitable[int | None]] | None = None,
         invalidations: Invalidations | None = None,
     ) -> None:
-        self.store = store
+        self.moves = moves
+        self.profiles = profiles
         self.pg = pg
         self.boards = boards
         self.bans = BanList(pg)
@@ -161,7 +164,7 @@ class Moderation:
         held: dict[int, tuple[str, ...]],
     ) -> None:
         """Fill ``held`` (by run position) with the candidates' windows that are held."""
-        checks = await self.store.standing_checks(
+        checks = await self.moves.standing_checks(
             [
                 (PeriodRef(board.board_id, t.window, t.period.id), run.player_id, t.composite)
                 for _, run, t in candidates
@@ -251,7 +254,7 @@ class Moderation:
             if (player_id in self.bans.banned) == banned:  # not reversed meanwhile
                 await self.sweep(player_id, banned)
         except Exception as exc:
-            log.warning("second sweep for %s: %s: %s", player_id, type(exc).__name__, exc)
+            logger.warning("second sweep for %s: %s: %s", player_id, type(exc).__name__, exc)
 
     async def caught_up(self, at_ms: int, timeout_s: float) -> bool:
         """Wait (at most ``timeout_s``) until the consumer has applied every run received
@@ -281,7 +284,7 @@ class Moderation:
             config = configs.get(board_id)
             if config is None:
                 continue
-            moved += await self.store.move_entries(
+            moved += await self.moves.move_entries(
                 config, [(ref, source, dest, [player_id]) for ref in sorted(board_refs)]
             )
         return moved
@@ -290,7 +293,7 @@ class Moderation:
         """Every board's live periods (open, or within their grace) where the player may
         have an entry the durable copy does not list yet: globally and in the segments of
         their profile."""
-        [profile] = await self.store.profile_segments([player_id])
+        [profile] = await self.profiles.profile_segments([player_id])
         now = _now_ms()
         refs: set[PeriodRef] = set()
         for board in boards:
@@ -334,7 +337,7 @@ class Moderation:
                 for h in holds
             }
         side = "shadow" if holds[0].player_id in self.bans.banned else "public"
-        await self.store.settle_holds(
+        await self.moves.settle_holds(
             board,
             [
                 (

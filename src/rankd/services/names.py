@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rankd.errors import Unavailable
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.profiles import Profiles
 from rankd.ttlcache import TTLCache
 
 # Estimated bytes of one cached name: the key and value strings and the entry's tuple.
@@ -19,7 +19,7 @@ _ENTRY_OVERHEAD = 200
 
 
 class NameCache:
-    def __init__(self, store: RedisStore, ttl_s: float, max_bytes: int = 32 << 20) -> None:
+    def __init__(self, store: Profiles, ttl_s: float, max_bytes: int = 32 << 20) -> None:
         self.store = store
         self._cache: TTLCache[str, str | None] = TTLCache(
             ttl_s, max_bytes, lambda pid, name: _ENTRY_OVERHEAD + len(pid) + len(name or "")

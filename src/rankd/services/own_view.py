@@ -5,27 +5,34 @@ them. A game server may ask for a player's own view (``viewer``), in which that 
 appears at the rank they would take if published: one plus the public entries above them
 (ties as Redis orders equal scores). Everyone else keeps their order; those at or below the
 viewer move down one, except that a viewer's own public entry (when a held run is better)
-is no longer shown twice. Pure composition: the reads fetch the rows, this places them.
+is no longer shown twice. Composition only: a standings source (services/standings/) gives
+the public rows and the viewer's hidden entry, this places them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from rankd.services.standings import Row, Standings
 
 NOWHERE = 1 << 62  # "no public entry": an index past any board
-
-# (player_id, composite, exact achieved ms or 0, 0-based public index)
-Row = tuple[str, int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
 class OwnView:
-    viewer: str
-    composite: int
-    achieved_ms: int
-    index: int  # the viewer's 0-based index in the view
+    own: Row  # the viewer's hidden entry, at the rank it would take
     public_index: int  # the viewer's own public entry's 0-based index, or NOWHERE
     public_total: int
+
+    @property
+    def viewer(self) -> str:
+        return self.own.player_id
+
+    @property
+    def index(self) -> int:
+        """The viewer's 0-based index in the view."""
+        return self.own.rank - 1
 
     @property
     def total(self) -> int:
@@ -35,6 +42,10 @@ class OwnView:
         """Where a public entry (not the viewer's) stands in the view."""
         return public_index + 1 if self.index <= public_index < self.public_index else public_index
 
+    def shown(self, row: Row) -> Row:
+        """A public row (not the viewer's) with its rank in the view."""
+        return replace(row, rank=self.view_index(row.rank - 1) + 1)
+
     def public_span(self, first: int, count: int) -> tuple[int, int]:
         """The public slice (offset, count) holding every entry of view indexes
         ``first .. first + count - 1``: one more each side, for the shift and the
@@ -42,14 +53,32 @@ class OwnView:
         start = max(0, first - 1)
         return start, first + count + 1 - start
 
-    def place(self, rows: list[Row], first: int, count: int) -> list[tuple[str, int, int, int]]:
-        """The view's entries at indexes ``first .. first + count - 1`` as (player_id,
-        composite, achieved ms, 1-based rank), from public rows covering ``public_span``."""
-        placed = [
-            (pid, composite, at, self.view_index(p) + 1)
-            for pid, composite, at, p in rows
-            if pid != self.viewer
-        ]
-        placed.append((self.viewer, self.composite, self.achieved_ms, self.index + 1))
-        placed.sort(key=lambda row: row[3])
-        return [row for row in placed if first < row[3] <= first + count]
+    def place(self, rows: list[Row], first: int, count: int) -> list[Row]:
+        """The view's rows at indexes ``first .. first + count - 1``, from public rows
+        covering ``public_span``."""
+        placed = [self.shown(row) for row in rows if row.player_id != self.viewer]
+        placed.append(self.own)
+        placed.sort(key=lambda row: row.rank)
+        return [row for row in placed if first < row.rank <= first + count]
+
+    def among(self, rows: list[Row], player_ids: Sequence[str]) -> list[Row]:
+        """A group's rows (``player_ids``' public ones) in the view, best first."""
+        shown = [self.shown(row) for row in rows if row.player_id != self.viewer]
+        if self.viewer in player_ids:
+            shown.append(self.own)
+        shown.sort(key=lambda row: row.rank)
+        return shown
+
+    async def rows(self, source: Standings, first: int, count: int) -> tuple[list[Row], int]:
+        """The view's rows at indexes ``first .. first + count - 1`` from ``source``'s
+        public ones, and the view's total."""
+        start, span = self.public_span(first, count)
+        rows, _ = await source.top(start, span)
+        return self.place(rows, first, count), self.total
+
+    async def entry(self, source: Standings, player_id: str) -> Row | None:
+        """A player's row in the view (None: not ranked)."""
+        if player_id == self.viewer:
+            return self.own
+        row, _ = await source.entry(player_id)
+        return None if row is None else self.shown(row)

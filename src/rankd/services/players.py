@@ -16,7 +16,7 @@ from rankd.errors import Unavailable
 from rankd.runs import Run
 from rankd.services.names import NameCache
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.profiles import Profiles
 
 
 class Profile(TypedDict):
@@ -30,7 +30,7 @@ class Players:
     def __init__(
         self,
         pg: PostgresStore,
-        store: RedisStore,
+        store: Profiles,
         names: NameCache,
         restoring_profiles: Callable[[], bool] | None = None,
     ) -> None:

@@ -41,7 +41,7 @@ from typing import Literal
 
 from rankd import metrics
 from rankd.errors import RateLimited, Unavailable
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.limits import RateLimits
 from rankd.ttlcache import TTLCache
 
 Kind = Literal["key", "address", "runs"]
@@ -82,7 +82,7 @@ def address_identity(address: str) -> str:
 class RateLimiter:
     def __init__(
         self,
-        store: RedisStore,
+        store: RateLimits,
         per_key: Rate,
         per_address: Rate,
         fail_open_s: float = 1.0,

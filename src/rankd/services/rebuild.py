@@ -30,14 +30,14 @@ from rankd.errors import BoardNotFound
 from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
 from rankd.services.registry import BoardRegistry
-from rankd.stores import archive, standings
+from rankd.stores import archive_job, rebuild_pages
 from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis_keys import shard_of
-from rankd.stores.redis_loader import SmallPeriod
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.keys import shard_of
+from rankd.stores.redis.loader import SmallPeriod
+from rankd.stores.redis.stores import RedisStores
 
-log = logging.getLogger("rankd.rebuild")
+logger = logging.getLogger("rankd.rebuild")
 
 # A period of at most SMALL_PERIOD entries is loaded in a batch with others: up to
 # BATCH_PERIODS periods or BATCH_MEMBERS entries (about 1-2 MB of commands) a round trip.
@@ -61,8 +61,8 @@ class RebuildReport:
 
 
 class Rebuilder:
-    def __init__(self, store: RedisStore, pg: PostgresStore, boards: BoardRegistry) -> None:
-        self.store = store
+    def __init__(self, redis: RedisStores, pg: PostgresStore, boards: BoardRegistry) -> None:
+        self.redis = redis
         self.pg = pg
         self.boards = boards
         # the periods this process is restoring right now (reads of them answer 503 until
@@ -89,11 +89,11 @@ class Rebuilder:
         """Load ``todo`` in its order. Small periods go in batches, a query and a round trip
         per batch (a period costs its members, not a round trip of its own), the next
         batch read from PostgreSQL while Redis loads this one; the rest one at a time."""
-        sizes = await standings.period_sizes(conn, None, None, None) if whole else {}
+        sizes = await rebuild_pages.period_sizes(conn, None, None, None) if whole else {}
         if not whole and len(todo) > 1:
             board_id, window = todo[0][0][0], todo[0][0][1]
             one_window = all(t[0][0] == board_id and t[0][1] == window for t in todo)
-            sizes = await standings.period_sizes(
+            sizes = await rebuild_pages.period_sizes(
                 conn, board_id, window if one_window else None, None
             )
         loading: asyncio.Task[int] | None = None
@@ -112,7 +112,7 @@ class Rebuilder:
             nonlocal loading, batch, batch_members
             if not batch:
                 return
-            found = await standings.small_periods(conn, batch)  # while Redis loads the last
+            found = await rebuild_pages.small_periods(conn, batch)  # while Redis loads the last
             await landed()
             loading = asyncio.create_task(self._load_small(found))
             batch, batch_members = [], 0
@@ -132,11 +132,11 @@ class Rebuilder:
                 staged: list[int | None] = [None]
                 if n:  # a sharded period: every shard's entries in one pass, then each shard
                     staged = list(
-                        await self.store.stage_shards(
+                        await self.redis.loads.stage_shards(
                             ref,
                             n,
-                            standings.sharded_pages(conn, ref, n),
-                            standings.sharded_time_groups(conn, ref, n),
+                            rebuild_pages.sharded_pages(conn, ref, n),
+                            rebuild_pages.sharded_time_groups(conn, ref, n),
                             progress,
                         )
                     )
@@ -146,14 +146,13 @@ class Rebuilder:
                     def mine(player: str, shard: tuple[int, int] = shard) -> bool:
                         return shard_of(player, shard[1]) == (shard[0] if shard[1] else -1)
 
-                    report.members += await self.store.load_period(
+                    report.members += await self.redis.loads.load_period(
                         ref,
                         _entry_pages(conn, ref, shard),
                         None
                         if since is None
                         else _counted_run_pages(conn, ref, since, sum_horizon_ms(config), shard),
                         _time_groups(conn, ref, shard),
-                        None,  # no TTL: the season job removes the keys (services/seasons.py)
                         start_ms,
                         progress,
                         shadowed=[p for p in banned.get(ref, ()) if mine(p)],
@@ -172,7 +171,7 @@ class Rebuilder:
         report.periods = len(todo)
 
     async def _load_small(self, found: list[SmallPeriod]) -> int:
-        members = await self.store.load_small_periods(found)
+        members = await self.redis.loads.load_small_periods(found)
         for small in found:
             self.restoring.discard(small.ref)
             metrics.REBUILDS.inc()
@@ -196,30 +195,32 @@ class Rebuilder:
         """
         started = time.perf_counter()
         report = RebuildReport()
-        if when == "redis_changed" and await self.store.is_verified():
+        if when == "redis_changed" and await self.redis.positions.is_verified():
             return None  # the common case, decided without taking the lock
         async with self.pg.apply_lock(exclusive=True) as conn:
-            run_id = await self.store.server_run_id()
-            if when == "redis_changed" and await self.store.is_verified():
+            run_id = await self.redis.positions.server_run_id()
+            if when == "redis_changed" and await self.redis.positions.is_verified():
                 return None  # another instance rebuilt while we waited for the lock
             now_ms = int(time.time() * 1000)
             whole = board is None and window is None and period is None
             if whole and when != "missing":
                 # a restarted Redis may have lost its last run-id claims: each board's next
                 # submit restores its registry from PostgreSQL and the log first
-                await self.store.disarm_run_ids([b.board_id for b in await self.boards.list()])
-            if whole and (when != "missing" or not await self.store.has_names()):
+                await self.redis.admission.disarm_run_ids(
+                    [b.board_id for b in await self.boards.list()]
+                )
+            if whole and (when != "missing" or not await self.redis.profiles.has_names()):
                 # first: submits resolve profile segments from this copy before logging
                 self.restoring_profiles = True
                 try:
-                    await self.store.restore_names(standings.name_chunks(conn))
-                    await self.store.restore_profile_segments(
-                        standings.profile_segment_chunks(conn)
+                    await self.redis.profiles.restore_names(rebuild_pages.name_chunks(conn))
+                    await self.redis.profiles.restore_profile_segments(
+                        rebuild_pages.profile_segment_chunks(conn)
                     )
                 finally:
                     self.restoring_profiles = False
-            selected = await standings.periods(conn, board, window, period)
-            archived = await archive.archived_refs(conn, board, window, period)
+            selected = await rebuild_pages.periods(conn, board, window, period)
+            archived = await archive_job.archived_refs(conn, board, window, period)
             # banned players to :shadow, held runs to :pending, as PostgreSQL says
             banned = await moderation_db.banned_entries(conn, board)
             held = await moderation_db.held_entries(conn, board)
@@ -241,7 +242,7 @@ class Rebuilder:
                     continue
                 todo.append((ref, start_ms, config))
             if when == "missing":
-                missing = await self.store.missing_periods([ref for ref, _, _ in todo])
+                missing = await self.redis.loads.missing_periods([ref for ref, _, _ in todo])
                 todo = [t for t in todo if t[0] in missing]
             # the current periods first: each is served as soon as it is in place
             todo.sort(key=lambda t: (t[0][1] != ALL_TIME, -t[1]))
@@ -251,10 +252,10 @@ class Rebuilder:
             finally:
                 self.restoring = set()
             if whole and when != "missing":
-                await self.store.mark_verified(run_id)
-        self.store.forget_indexed()
+                await self.redis.positions.mark_verified(run_id)
+        self.redis.index.forget()
         report.seconds = time.perf_counter() - started
-        log.info(
+        logger.info(
             "rebuilt %d periods, %d members in %.2fs (%.0f members/s)",
             report.periods,
             report.members,
@@ -285,15 +286,17 @@ def _small(
 def _entry_pages(
     conn: Conn, ref: PeriodRef, shard: tuple[int, int]
 ) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
-    return lambda: standings.pages(conn, standings.ENTRY_PAGE_SQL, ref, (-1, ""), shard=shard)
+    return lambda: rebuild_pages.pages(
+        conn, rebuild_pages.ENTRY_PAGE_SQL, ref, (-1, ""), shard=shard
+    )
 
 
 def _counted_run_pages(
     conn: Conn, ref: PeriodRef, since: int, horizon: int, shard: tuple[int, int]
 ) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
-    return lambda: standings.pages(
+    return lambda: rebuild_pages.pages(
         conn,
-        standings.SUM_RUN_PAGE_SQL,
+        rebuild_pages.SUM_RUN_PAGE_SQL,
         ref,
         ("", ""),
         {"since": since, "horizon": horizon},
@@ -304,4 +307,4 @@ def _counted_run_pages(
 def _time_groups(
     conn: Conn, ref: PeriodRef, shard: tuple[int, int]
 ) -> Callable[[int], AsyncIterator[tuple[int, int, bytes]]]:
-    return lambda members: standings.time_groups(conn, ref, members, shard=shard)
+    return lambda members: rebuild_pages.time_groups(conn, ref, members, shard=shard)

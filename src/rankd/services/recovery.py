@@ -18,7 +18,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-log = logging.getLogger("rankd.recovery")
+logger = logging.getLogger("rankd.recovery")
 
 
 @dataclass
@@ -38,7 +38,7 @@ class Recovery:
         Beginning again (lost again meanwhile) forgets the target it had."""
         found = self.pending.get(name)
         if found is None:
-            log.warning("%s: recovering (%s)", name, stage)
+            logger.warning("%s: recovering (%s)", name, stage)
             self.pending[name] = Pending(stage)
         else:
             found.stage, found.target = stage, None
@@ -70,7 +70,7 @@ class Recovery:
             if found.target is not None and (idle or ack_floor >= found.target):
                 done.append(name)
                 del self.pending[name]
-                log.warning(
+                logger.warning(
                     "%s: recovered; reads reflect every acknowledged run (%.1fs after it began)",
                     name,
                     time.monotonic() - found.began,

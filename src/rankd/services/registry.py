@@ -11,7 +11,7 @@ from rankd.formats import check_board_id, clip, is_board_id
 from rankd.periods import WINDOWS
 from rankd.stores import deletions
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.stores import RedisStores
 from rankd.ttlcache import TTLCache
 
 # A request that must wait for a config waits this long at most for PostgreSQL.
@@ -30,7 +30,7 @@ class BoardRegistry:
     def __init__(
         self,
         pg: PostgresStore,
-        store: RedisStore,
+        redis: RedisStores,
         ttl_s: float,
         *,
         max_bytes: int = 4 << 20,
@@ -38,7 +38,7 @@ class BoardRegistry:
         unknown_max_bytes: int = 1 << 20,
     ) -> None:
         self.pg = pg
-        self.store = store
+        self.redis = redis
         self._cache: TTLCache[str, BoardConfig] = TTLCache(
             ttl_s, max_bytes, lambda *_: _CONFIG_BYTES
         )
@@ -95,7 +95,7 @@ class BoardRegistry:
     def _keep(self, config: BoardConfig) -> None:
         self._cache.put(config.board_id, config)
         # the Redis store reads a sharded board's keys by its shards
-        self.store.note_shards(config.board_id, config.shards)
+        self.redis.shards.note(config.board_id, config.shards)
 
     async def reload(self, board_id: str) -> BoardConfig:
         """The board's config from PostgreSQL now (not the cache); BoardNotFound if none."""
@@ -114,12 +114,12 @@ class BoardRegistry:
     async def list(self) -> list[BoardConfig]:
         configs = await self.pg.list_boards()
         for config in configs:
-            self.store.note_shards(config.board_id, config.shards)
+            self.redis.shards.note(config.board_id, config.shards)
         return configs
 
     async def has_runs(self, config: BoardConfig) -> bool:
         """Whether any window, current or dropped from the config, ever took a run."""
-        if await self.store.has_periods(config.board_id, WINDOWS):
+        if await self.redis.index.has_periods(config.board_id, WINDOWS):
             return True
         return await self.pg.board_has_periods(config.board_id)
 
@@ -129,13 +129,13 @@ class BoardRegistry:
         current = await self.pg.get_board(board_id)
         new = apply_changes(board_id, current, body)
         if current is None and await deletions.deleted_generation(self.pg, board_id) is not None:
-            if await self.store.is_deleting(board_id):
+            if await self.redis.board_keys.is_deleting(board_id):
                 raise Unavailable(
                     f"board {board_id!r} was just deleted and its standings are still being "
                     "removed; create it again in a few seconds"
                 )
             # whatever a failed background removal left behind goes before the new board
-            await self.store.drop_board_keys(board_id)
+            await self.redis.board_keys.drop_board_keys(board_id)
         if current is not None:
             changed = changed_immutable(current, new)
             if changed and await self.has_runs(current):

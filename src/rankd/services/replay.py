@@ -27,7 +27,7 @@ class ReplayReport:
 
 
 async def replay(
-    log: RunLog,
+    runlog: RunLog,
     applier: Applier,
     from_sequence: int = 1,
     progress: Callable[[int], None] | None = None,
@@ -35,7 +35,7 @@ async def replay(
     batch: int = 1000,
 ) -> ReplayReport:
     started = time.perf_counter()
-    report = ReplayReport(last_sequence=await log.last_sequence())
+    report = ReplayReport(last_sequence=await runlog.last_sequence())
     if from_sequence > report.last_sequence:
         return report
 
@@ -45,7 +45,7 @@ async def replay(
         if progress is not None:
             progress(len(messages))
 
-    sub = await log.read_from(from_sequence)
+    sub = await runlog.read_from(from_sequence)
     try:
         await apply_log(
             sub,

@@ -5,7 +5,7 @@ What is recorded. The shared log consumer acks a message only after applying it 
 (or finding the submit path's mark, which the same script call wrote beside the entry, on
 the same node), so its ack floor F means every logged run up to F is in Redis. Every few
 seconds each instance writes F into a small hash on every primary (log_position.lua,
-stores/redis_keys.py LOG_POSITION), in one script call that first reads the node's own run
+stores/redis/keys.py LOG_POSITION), in one script call that first reads the node's own run
 id from INFO and writes nothing unless that run id is one the boards were verified on.
 
 Why a recorded position can be trusted. One Redis node's AOF, and the replication stream a
@@ -48,12 +48,12 @@ from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.services.replay import replay
 from rankd.stores import moderation as moderation_db
-from rankd.stores import standings
+from rankd.stores import rebuild_pages
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import RunLog
 
-log = logging.getLogger("rankd.restart")
+logger = logging.getLogger("rankd.restart")
 
 # How far before a recorded position a PostgreSQL-only change (a ban, ...) still forces a
 # full rebuild: the Redis write follows the PostgreSQL commit by a round trip or two, and
@@ -92,16 +92,16 @@ class Restorer:
 
     def __init__(
         self,
-        store: RedisStore,
+        redis: RedisStores,
         pg: PostgresStore,
-        log: RunLog,
+        runlog: RunLog,
         rebuilder: Rebuilder,
         applier: Applier,
         boards: BoardRegistry,
     ) -> None:
-        self.store = store
+        self.redis = redis
         self.pg = pg
-        self.log = log
+        self.runlog = runlog
         self.rebuilder = rebuilder
         self.applier = applier
         self.boards = boards
@@ -111,12 +111,12 @@ class Restorer:
     async def tail_start(self) -> tuple[int | None, int, str]:
         """The first log sequence to replay and when the position was recorded (ms), or
         None and why the tail cannot do."""
-        positions = await self.store.read_positions()
+        positions = await self.redis.positions.read_positions()
         if not positions or any(p is None for p in positions):
             return None, 0, "no recorded log position (a new or wiped Redis, or no AOF)"
         seq = min(p[0] for p in positions if p is not None)
         at_ms = min(p[1] for p in positions if p is not None)
-        first = await self.log.first_sequence()
+        first = await self.runlog.first_sequence()
         if seq + 1 < first:
             return None, 0, f"the log no longer holds sequence {seq + 1} (it starts at {first})"
         async with self.pg.connection() as conn:
@@ -127,10 +127,10 @@ class Restorer:
 
     async def restore(self, stage: Stage) -> RestoreReport | None:
         """Restore Redis if it is not the verified process; None when it is."""
-        if await self.store.is_verified():
+        if await self.redis.positions.is_verified():
             return None
         started = time.perf_counter()
-        run_id = await self.store.server_run_id()
+        run_id = await self.redis.positions.server_run_id()
         start, at_ms, reason = await self.tail_start()
         if start is None:
             report = await self._rebuild(reason, stage)
@@ -138,7 +138,7 @@ class Restorer:
             report = await self._tail(start, at_ms, run_id, stage)
         report.seconds = time.perf_counter() - started
         self.last = report
-        log.warning("redis restored: %s", report.describe())
+        logger.warning("redis restored: %s", report.describe())
         return report
 
     async def _rebuild(self, reason: str, stage: Stage) -> RestoreReport:
@@ -154,19 +154,21 @@ class Restorer:
 
     async def _tail(self, start: int, at_ms: int, run_id: str, stage: Stage) -> RestoreReport:
         report = RestoreReport("tail", from_sequence=start)
-        last = await self.log.last_sequence()
+        last = await self.runlog.last_sequence()
         report.through = last
         stage(f"tail replay from sequence {start}: restoring names and profiles")
-        self.store.forget_indexed()  # the periods indexes' memo is of the node before
+        self.redis.index.forget()  # the periods indexes' memo is of the node before
         # not in the log: a restarted registry may lack its last claims (restored from
         # PostgreSQL and the log on each board's next submit), and the names and profiles
         # written since the position (PostgreSQL first, Redis after) are copied again
-        await self.store.disarm_run_ids([b.board_id for b in await self.boards.list()])
+        await self.redis.admission.disarm_run_ids([b.board_id for b in await self.boards.list()])
         self.rebuilder.restoring_profiles = True
         try:
             async with self.pg.connection() as conn:
-                changed = await standings.players_changed_since(conn, at_ms - self.change_margin_ms)
-            await self.store.patch_players(changed)
+                changed = await rebuild_pages.players_changed_since(
+                    conn, at_ms - self.change_margin_ms
+                )
+            await self.redis.profiles.patch_players(changed)
         finally:
             self.rebuilder.restoring_profiles = False
         report.players = len(changed)
@@ -176,9 +178,9 @@ class Restorer:
             stage(f"tail replay from sequence {start}: at {start + report.messages - 1} of {last}")
 
         stage(f"tail replay from sequence {start}: at {start - 1} of {last}")
-        done = await replay(self.log, self.applier, start, progress)
+        done = await replay(self.runlog, self.applier, start, progress)
         report.through = done.last_sequence
         # verified only if no restart fell within the replay (the watch starts over if so)
-        if await self.store.server_run_id() == run_id:
-            await self.store.mark_verified(run_id)
+        if await self.redis.positions.server_run_id() == run_id:
+            await self.redis.positions.mark_verified(run_id)
         return report

@@ -37,10 +37,10 @@ from rankd.formats import clip
 from rankd.runs import Run, decode_message
 from rankd.stores import fingerprints
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.admission import Admission
 from rankd.stores.runlog import RunLog
 
-log = logging.getLogger("rankd.run_ids")
+logger = logging.getLogger("rankd.run_ids")
 
 # Restoring reads the log from the consumer's ack floor: at most this many messages a fetch.
 _TAIL_FETCH = 1000
@@ -56,16 +56,16 @@ def conflict_message(run_id: str) -> str:
 class RunIds:
     def __init__(
         self,
-        store: RedisStore,
+        store: Admission,
         pg: PostgresStore,
-        log: RunLog,
+        runlog: RunLog,
         *,
         memory_s: float = 86_400.0,
         durable: str = "rankd-applier",
     ) -> None:
         self.store = store
         self.pg = pg
-        self.log = log
+        self.runlog = runlog
         self.memory_ms = int(memory_s * 1000)
         self.bucket_ms = max(1, self.memory_ms // 4)
         self.durable = durable
@@ -136,17 +136,17 @@ class RunIds:
                     continue
                 by_bucket.setdefault(bucket, (expire, {}))[1][run_id] = fingerprint
             await self.store.restore_run_ids(board_id, by_bucket)
-            log.info("restored the run-id registry of %s: %d runs", board_id, len(entries))
+            logger.info("restored the run-id registry of %s: %d runs", board_id, len(entries))
             return len(entries)
 
     async def _tail(self, board_id: str) -> list[Run]:
         """The board's runs in the log after the consumer's ack floor, in log order."""
-        lag = await self.log.lag(self.durable)
-        last = await self.log.last_sequence()
+        lag = await self.runlog.lag(self.durable)
+        last = await self.runlog.last_sequence()
         if last <= lag.ack_floor:
             return []
         runs: list[Run] = []
-        sub = await self.log.read_from(lag.ack_floor + 1)
+        sub = await self.runlog.read_from(lag.ack_floor + 1)
         try:
             seen = lag.ack_floor
             while seen < last:

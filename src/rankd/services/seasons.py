@@ -47,12 +47,13 @@ from rankd.periods import ALL_TIME, SPAN_MS, Period, PeriodRef, parse_period
 from rankd.plan import expires_at_ms
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
-from rankd.stores import archive, fingerprints
+from rankd.stores import archive_job, fingerprints
 from rankd.stores.archive import ArchiveState, FrozenEntry
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.reads import Reads
+from rankd.stores.redis.seasons import SeasonKeys
 
-log = logging.getLogger("rankd.seasons")
+logger = logging.getLogger("rankd.seasons")
 
 # The season job's lease (a PostgreSQL advisory lock key; any constant unique to it).
 SEASON_LOCK = 0x72616E6B73
@@ -138,7 +139,8 @@ class SeasonReport:
 class SeasonJob:
     def __init__(
         self,
-        store: RedisStore,
+        reads: Reads,
+        season_keys: SeasonKeys,
         pg: PostgresStore,
         boards: BoardRegistry,
         rebuilder: Rebuilder,
@@ -150,7 +152,8 @@ class SeasonJob:
         run_memory_s: float = 86_400.0,
     ) -> None:
         self.run_memory_ms = int(run_memory_s * 1000)
-        self.store = store
+        self.reads = reads
+        self.season_keys = season_keys
         self.pg = pg
         self.boards = boards
         self.rebuilder = rebuilder
@@ -167,10 +170,10 @@ class SeasonJob:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("season job: %s: %s", type(exc).__name__, exc)
+                logger.warning("season job: %s: %s", type(exc).__name__, exc)
                 continue
             if report.frozen or report.archived or report.thawed:
-                log.info(
+                logger.info(
                     "season job: froze %d periods (%d entries, %.0f entries/s),"
                     " %d left Redis, %d reopened",
                     report.frozen,
@@ -203,7 +206,7 @@ class SeasonJob:
             for board_id in configs:
                 await fingerprints.forget_before(conn, board_id, now - 2 * self.run_memory_ms)
             through = await self._applied_through()
-            for item in await archive.job_periods(conn, now, boards):
+            for item in await archive_job.job_periods(conn, now, boards):
                 board = configs.get(item.ref.board)
                 if board is None:
                     continue
@@ -214,7 +217,7 @@ class SeasonJob:
                         raise  # the lease went with its connection: stop here
                     # one period's failure (Redis down, say) must not hold up the others
                     report.failed += 1
-                    log.warning("season job: %s: %s: %s", item.ref, type(exc).__name__, exc)
+                    logger.warning("season job: %s: %s: %s", item.ref, type(exc).__name__, exc)
         report.seconds = time.perf_counter() - started
         metrics.SEASON_LAST_PASS.set(time.time())
         return report
@@ -224,14 +227,14 @@ class SeasonJob:
             return await self.applied_through()
         except Exception as exc:
             # unknown: freeze nothing this pass rather than miss a run
-            log.warning("season job: cannot read the log consumer's progress: %r", exc)
+            logger.warning("season job: cannot read the log consumer's progress: %r", exc)
             return 0
 
     async def _one(
         self,
         conn: Conn,
         board: BoardConfig,
-        item: archive.JobPeriod,
+        item: archive_job.JobPeriod,
         now: int,
         through: int | None,
         report: SeasonReport,
@@ -242,10 +245,10 @@ class SeasonJob:
         action = decide(board, period, state, now, self.settle_ms, through)
         if action == "wait":
             report.waiting += 1
-            log.info("season job: %s waits for the log consumer before freezing", ref)
+            logger.info("season job: %s waits for the log consumer before freezing", ref)
             return
         if action == "thaw":
-            await archive.thaw(conn, ref)
+            await archive_job.thaw(conn, ref)
             if state is not None and state.archived:
                 await self.rebuilder.rebuild(ref.board, ref.window, ref.period, fresh_config=board)
             report.thawed += 1
@@ -265,8 +268,8 @@ class SeasonJob:
         if action == "expire":
             # archived first, then unlinked: a read that still finds the key is right, and
             # one that finds it gone turns to the archive
-            await archive.mark_archived(conn, ref, now)
-            await self.store.unlink_period(ref)
+            await archive_job.mark_archived(conn, ref, now)
+            await self.season_keys.unlink_period(ref)
             report.archived += 1
             metrics.SEASON_PERIODS_ARCHIVED.inc()
 
@@ -280,25 +283,25 @@ class SeasonJob:
         progress: Progress | None,
     ) -> int | None:
         codec = codec_for(board, ref.window)
-        if await self.store.period_exists(ref):
+        if await self.reads.period_exists(ref):
             source = "redis"
             pages = self._redis_pages(ref, codec, period.start_ms)
         else:
             # Redis lost the key (and the rebuild left it out): the durable copy has it all
             source = "player_best"
             pages = self._player_best_pages(ref, codec, period.start_ms)
-        return await archive.freeze(conn, ref, period.start_ms, source, now, pages, progress)
+        return await archive_job.freeze(conn, ref, period.start_ms, source, now, pages, progress)
 
     async def _redis_pages(
         self, ref: PeriodRef, codec: Codec, start_ms: int
     ) -> AsyncIterator[list[FrozenEntry]]:
-        async for page in self.store.period_pages(ref, self.page_size):
+        async for page in self.season_keys.period_pages(ref, self.page_size):
             yield _entries(codec, start_ms, *page)
 
     async def _player_best_pages(
         self, ref: PeriodRef, codec: Codec, start_ms: int
     ) -> AsyncIterator[list[FrozenEntry]]:
-        async for page in archive.player_best_pages(self.pg, ref, self.page_size):
+        async for page in archive_job.player_best_pages(self.pg, ref, self.page_size):
             yield _entries(codec, start_ms, *page)
 
 

@@ -23,11 +23,11 @@ from rankd.errors import InvalidRequest
 from rankd.formats import clip
 from rankd.runs import Run
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.admission import Admission
 
 
 class SegmentValues:
-    def __init__(self, store: RedisStore, pg: PostgresStore, max_values: int = 10_000) -> None:
+    def __init__(self, store: Admission, pg: PostgresStore, max_values: int = 10_000) -> None:
         self.store = store
         self.pg = pg
         self.max_values = max_values

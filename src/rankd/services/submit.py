@@ -28,28 +28,31 @@ from rankd.services.run_ids import RunIds
 from rankd.services.segment_values import SegmentValues
 from rankd.services.write_pipeline import WritePipeline
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.reads import Reads
+from rankd.stores.redis.writes import Writes
 
 
 class Submitter:
     def __init__(
         self,
-        store: RedisStore,
+        writes: Writes,
+        reads: Reads,
         pg: PostgresStore,
-        log: GroupCommitter,
+        committer: GroupCommitter,
         players: Players,
         moderation: Moderation,
         run_ids: RunIds,
         segment_values: SegmentValues,
     ) -> None:
-        self.store = store
+        self.writes = writes
+        self.reads = reads
         self.pg = pg
-        self.log = log
+        self.committer = committer
         self.players = players
         self.moderation = moderation
         self.run_ids = run_ids
         self.segment_values = segment_values
-        self.pipeline = WritePipeline(store, pg, moderation)
+        self.pipeline = WritePipeline(writes, writes.marks, reads, pg, moderation)
 
     async def submit(
         self, board: BoardConfig, runs: Sequence[Run]
@@ -71,7 +74,7 @@ class Submitter:
         if accepted:
             # the log carries the decision
             accepted = await self.moderation.decide_holds(board, accepted)
-            await self.log.append(board.board_id, accepted, board.generation)
+            await self.committer.append(board.board_id, accepted, board.generation)
             try:
                 applied = await self.apply(board, accepted, record_holds=True)
             except Unavailable as exc:

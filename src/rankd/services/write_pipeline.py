@@ -7,7 +7,7 @@ consumer (and replays) alike.
 2. Follow the review decisions on held targets (``Moderation.follow_decisions``, which
    records the holds and returns new targets: approved ones public, rejected ones closed),
    inside a PostgreSQL transaction that keeps the hold rows locked until Redis has them.
-3. Send every sendable target's script in one pipeline (the Redis store). The log
+3. Send every sendable target's script in one pipeline (stores/redis/writes.py). The log
    consumer first skips the targets the submit path marked as applied (waiting briefly
    for the marks of runs received just now), so it never writes a run before its submitter.
 4. Settle late runs of a sum board's all-time window in PostgreSQL, then Redis
@@ -33,7 +33,9 @@ from rankd.runs import Run
 from rankd.services import late_sums
 from rankd.services.moderation import Moderation
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis_store import RedisStore
+from rankd.stores.redis.marks import Marks
+from rankd.stores.redis.reads import Reads
+from rankd.stores.redis.writes import Writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +48,17 @@ class Written:
 
 
 class WritePipeline:
-    def __init__(self, store: RedisStore, pg: PostgresStore, moderation: Moderation) -> None:
-        self.store = store
+    def __init__(
+        self,
+        writes: Writes,
+        marks: Marks,
+        reads: Reads,
+        pg: PostgresStore,
+        moderation: Moderation,
+    ) -> None:
+        self.writes = writes
+        self.marks = marks
+        self.reads = reads
         self.pg = pg
         self.moderation = moderation
 
@@ -113,7 +124,13 @@ class WritePipeline:
         ]
         if late:
             settled = await late_sums.settle(
-                self.pg, self.store, board, [plans[i][j] for i, j in late], now_ms, conn
+                self.pg,
+                self.writes,
+                self.reads,
+                board,
+                [plans[i][j] for i, j in late],
+                now_ms,
+                conn,
             )
             for (i, j), reply in zip(late, settled, strict=True):
                 replies[i][j] = reply
@@ -124,10 +141,10 @@ class WritePipeline:
     ) -> list[list[Reply | None]]:
         """Every sendable target's script but the ``marked`` ones, in one pipeline."""
         if not marked:
-            return await self.store.apply(board, plans, announce=announce)
+            return await self.writes.apply(board, plans, announce=announce)
         sent = [[t for t in p if id(t) not in marked] for p in plans]
         replies = iter(
-            [r for rs in await self.store.apply(board, sent, announce=announce) for r in rs]
+            [r for rs in await self.writes.apply(board, sent, announce=announce) for r in rs]
         )
         return [[None if id(t) in marked else next(replies) for t in p] for p in plans]
 
@@ -141,7 +158,7 @@ class WritePipeline:
         marked: set[int] = set()
         delay = 0.005
         while waiting:
-            found = await self.store.find_marks(board, waiting)
+            found = await self.marks.find_marks(board, waiting)
             marked.update(id(t) for t, m in zip(waiting, found, strict=True) if m)
             now_ms = int(time.time() * 1000)
             waiting = [

@@ -1,6 +1,6 @@
-"""The archive: frozen final standings of closed periods, in PostgreSQL.
+"""The archive's reads: frozen final standings of closed periods, in PostgreSQL.
 
-The season job (services/seasons.py) freezes a closed period here with ``COPY``: one row
+The season job (services/seasons.py, archive_job.py) freezes a closed period with ``COPY``: one row
 per entry with its rank, so every read of an archived period is an indexed lookup, by rank
 (the primary key) or by player (the index), never a scan or a ``count(*)``. A period's
 total is kept in its ``period_archives`` row. Reads answer exactly what the Redis reads
@@ -13,27 +13,17 @@ segment standings freeze the same way once a ``PeriodRef`` names its segment.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rankd.aio import read_ahead
-from rankd.periods import ALL_TIME, PeriodRef
-from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.standings import redis_order_sql
+from rankd.periods import PeriodRef
+from rankd.stores.postgres import PostgresStore
 
 # (rank, player_id, score, achieved_ms, name) of one archived entry
 ArchivedRow = tuple[int, str, int, int, str | None]
 # (player_id, composite, score, achieved_ms, name): one entry to freeze, in rank order
 FrozenEntry = tuple[str, int, int, int, str | None]
-Progress = Callable[[int], None]
-
-# Binary COPY: PostgreSQL parses it faster than text, and psycopg formats it in C.
-_COPY_TYPES = ["int8", "int4", "text", "int8", "int8", "int8", "text"]
-PAGE = 10_000  # entries per page read from player_best
-PAGES_AHEAD = 4  # pages read ahead of the COPY (Redis or PostgreSQL works meanwhile)
-# Longest period of any window (a month), for bounding the job's scan by period start.
-LONGEST_PERIOD_MS = 31 * 86_400_000
 
 
 def segment_of(ref: PeriodRef) -> str:
@@ -41,11 +31,12 @@ def segment_of(ref: PeriodRef) -> str:
     return ref.segment
 
 
-def _key(ref: PeriodRef) -> dict[str, str]:
+def key_params(ref: PeriodRef) -> dict[str, str]:
+    """The query parameters naming a period's archive (see KEY_WHERE)."""
     return {"b": ref.board, "w": ref.window, "p": ref.period, "s": segment_of(ref)}
 
 
-_WHERE = "board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
+KEY_WHERE = "board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
 _A_WHERE = "a.board_id = %(b)s AND a.win = %(w)s AND a.period = %(p)s AND a.segment = %(s)s"
 _ROW = "e.rank, e.player_id, e.score, e.achieved_ms, e.name"
 
@@ -105,7 +96,7 @@ class ArchiveStore:
             " JOIN archive_entries e ON e.archive_id = a.archive_id"
             " JOIN bans b ON b.player_id = e.player_id AND b.banned"
             f" WHERE {_A_WHERE} AND e.player_id IS DISTINCT FROM %(viewer)s ORDER BY e.rank",
-            {**_key(ref), "viewer": viewer},
+            {**key_params(ref), "viewer": viewer},
         )
         return Hidden(tuple(int(r[0]) for r in rows), tuple(int(r[1]) for r in rows))
 
@@ -154,9 +145,11 @@ class ArchiveStore:
         hidden = await self.hidden(ref, viewer)
         return hidden.shown(await self._group(ref, player_ids))
 
-    async def count_from(self, ref: PeriodRef, floor: int) -> tuple[int, int]:
+    async def count_from(
+        self, ref: PeriodRef, floor: int, viewer: str | None = None
+    ) -> tuple[int, int]:
         """(shown entries with a composite of at least ``floor``, shown total)."""
-        hidden = await self.hidden(ref)
+        hidden = await self.hidden(ref, viewer)
         above, total = await self._count_from(ref, floor)
         hidden_above = sum(1 for c in hidden.composites if c >= floor)
         return above - hidden_above, total - len(hidden.ranks)
@@ -169,8 +162,8 @@ class ArchiveStore:
     async def state(self, ref: PeriodRef) -> ArchiveState | None:
         """The period's archive state; None: it was never frozen."""
         rows = await self._query(
-            f"SELECT entries, archived_ms IS NOT NULL FROM period_archives WHERE {_WHERE}",
-            _key(ref),
+            f"SELECT entries, archived_ms IS NOT NULL FROM period_archives WHERE {KEY_WHERE}",
+            key_params(ref),
         )
         return None if not rows else ArchiveState(int(rows[0][0]), bool(rows[0][1]))
 
@@ -224,7 +217,7 @@ class ArchiveStore:
             " LEFT JOIN archive_entries e ON e.archive_id = a.archive_id"
             "  AND e.rank BETWEEN %(first)s AND %(last)s"
             f" WHERE {_A_WHERE} ORDER BY e.rank",
-            {**_key(ref), "first": offset + 1, "last": offset + count},
+            {**key_params(ref), "first": offset + 1, "last": offset + count},
         )
         if not rows:
             return [], 0
@@ -236,7 +229,7 @@ class ArchiveStore:
             " LEFT JOIN archive_entries e ON e.archive_id = a.archive_id"
             "  AND e.player_id = %(player)s"
             f" WHERE {_A_WHERE}",
-            {**_key(ref), "player": player_id},
+            {**key_params(ref), "player": player_id},
         )
         if not rows:
             return None, 0
@@ -253,7 +246,7 @@ class ArchiveStore:
             " JOIN archive_entries e ON e.archive_id = a.archive_id"
             "  AND e.rank BETWEEN me.rank - %(span)s AND me.rank + %(span)s"
             f" WHERE {_A_WHERE} ORDER BY e.rank",
-            {**_key(ref), "player": player_id, "span": span},
+            {**key_params(ref), "player": player_id, "span": span},
         )
         if not rows:
             return None
@@ -265,7 +258,7 @@ class ArchiveStore:
             " JOIN archive_entries e ON e.archive_id = a.archive_id"
             "  AND e.player_id = ANY(%(players)s)"
             f" WHERE {_A_WHERE} ORDER BY e.rank",
-            {**_key(ref), "players": list(player_ids)},
+            {**key_params(ref), "players": list(player_ids)},
         )
         return [_row(r) for r in rows]
 
@@ -288,176 +281,9 @@ class ArchiveStore:
             "  WHERE s.lo < s.hi"
             ")"
             " SELECT min(hi), max(hi) FROM search",
-            {**_key(ref), "floor": floor},
+            {**key_params(ref), "floor": floor},
         )
         if not rows or rows[0][0] is None:
             return 0, 0
         # hi only falls: the first row's (the total) is the largest, the last the count
         return int(rows[0][0]), int(rows[0][1])
-
-
-# --- the season job's side: listing, freezing, leaving Redis, thawing ---------------------
-
-
-@dataclass(frozen=True, slots=True)
-class JobPeriod:
-    """A period the season job looks at, with its archive state (None: not frozen)."""
-
-    ref: PeriodRef
-    start_ms: int
-    state: ArchiveState | None
-
-
-async def job_periods(
-    conn: Conn, now_ms: int, boards: Collection[str] | None = None
-) -> list[JobPeriod]:
-    """Periods the job may have to act on: every period not yet archived, and archived ones
-    recent enough that a raised ``grace_seconds`` could have reopened them."""
-    cur = await conn.execute(
-        "SELECT ps.board_id, ps.win, ps.period, ps.start_ms, a.entries,"
-        "       a.archived_ms IS NOT NULL, ps.segment"
-        " FROM periods_seen ps"
-        " JOIN boards b ON b.board_id = ps.board_id"
-        " LEFT JOIN period_archives a ON a.board_id = ps.board_id AND a.win = ps.win"
-        "  AND a.period = ps.period AND a.segment = ps.segment"
-        " WHERE ps.win <> %(all_time)s"
-        "   AND (%(boards)s::text[] IS NULL OR ps.board_id = ANY(%(boards)s))"
-        "   AND (a.archived_ms IS NULL OR ps.start_ms + %(longest)s"
-        "        + (b.config->>'grace_seconds')::bigint * 1000 > %(now)s)"
-        " ORDER BY ps.start_ms, ps.board_id, ps.win",
-        {
-            "all_time": ALL_TIME,
-            "boards": None if boards is None else list(boards),
-            "longest": LONGEST_PERIOD_MS,
-            "now": now_ms,
-        },
-    )
-    return [
-        JobPeriod(
-            PeriodRef(r[0], r[1], r[2], r[6]),
-            int(r[3]),
-            None if r[4] is None else ArchiveState(int(r[4]), bool(r[5])),
-        )
-        for r in await cur.fetchall()
-    ]
-
-
-async def archived_refs(
-    conn: Conn, board_id: str | None, window: str | None, period: str | None
-) -> set[PeriodRef]:
-    """The standings (each segment's apart) that have left Redis, narrowed like
-    stores/standings.periods: a rebuild must not bring these back."""
-    cur = await conn.execute(
-        "SELECT board_id, win, period, segment FROM period_archives"
-        " WHERE archived_ms IS NOT NULL"
-        "   AND (%(b)s::text IS NULL OR board_id = %(b)s)"
-        "   AND (%(w)s::text IS NULL OR win = %(w)s)"
-        "   AND (%(p)s::text IS NULL OR period = %(p)s)",
-        {"b": board_id, "w": window, "p": period},
-    )
-    return {PeriodRef(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()}
-
-
-def _read_ahead(pages: AsyncIterator[list[FrozenEntry]]) -> AsyncIterator[list[FrozenEntry]]:
-    """``pages``, read ahead so the source works while the COPY does; a failed read raises
-    at the end, so a partial archive is never committed."""
-    return read_ahead(pages, PAGES_AHEAD)
-
-
-async def freeze(
-    conn: Conn,
-    ref: PeriodRef,
-    start_ms: int,
-    source: str,
-    frozen_ms: int,
-    pages: AsyncIterator[list[FrozenEntry]],
-    progress: Progress | None = None,
-) -> int | None:
-    """Archive a period's complete standings (``pages``, best first) in one transaction;
-    returns the entries archived, or None if the period was frozen already.
-
-    The ``period_archives`` row is inserted first: a second freezer of the same period
-    waits on it and then finds it taken, so a period is archived exactly once.
-    """
-    key = _key(ref)
-    async with conn.transaction():
-        cur = await conn.execute(
-            "INSERT INTO period_archives"
-            " (board_id, win, period, segment, start_ms, entries, source, frozen_ms)"
-            " VALUES (%(b)s, %(w)s, %(p)s, %(s)s, %(start)s, 0, %(source)s, %(frozen)s)"
-            " ON CONFLICT DO NOTHING RETURNING archive_id",
-            {**key, "start": start_ms, "source": source, "frozen": frozen_ms},
-        )
-        row = await cur.fetchone()
-        if row is None:
-            return None
-        archive_id = int(row[0])
-        rank = 0
-        async with conn.cursor().copy(
-            "COPY archive_entries (archive_id, rank, player_id, composite, score, achieved_ms,"
-            " name) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(_COPY_TYPES)
-            async for page in _read_ahead(pages):
-                for player_id, composite, score, achieved_ms, name in page:
-                    rank += 1
-                    await copy.write_row(
-                        (archive_id, rank, player_id, composite, score, achieved_ms, name)
-                    )
-                if progress is not None:
-                    progress(len(page))
-        await conn.execute(
-            "UPDATE period_archives SET entries = %s WHERE archive_id = %s", (rank, archive_id)
-        )
-    return rank
-
-
-async def mark_archived(conn: Conn, ref: PeriodRef, now_ms: int) -> None:
-    """From now on the period is served from the archive (its keys may leave Redis)."""
-    await conn.execute(
-        f"UPDATE period_archives SET archived_ms = %(now)s WHERE {_WHERE}",
-        {**_key(ref), "now": now_ms},
-    )
-
-
-async def thaw(conn: Conn, ref: PeriodRef) -> None:
-    """Forget a period's archive: it is open again (its grace was raised)."""
-    async with conn.transaction():
-        cur = await conn.execute(
-            f"DELETE FROM period_archives WHERE {_WHERE} RETURNING archive_id", _key(ref)
-        )
-        for (archive_id,) in await cur.fetchall():
-            await conn.execute("DELETE FROM archive_entries WHERE archive_id = %s", (archive_id,))
-
-
-async def player_best_pages(
-    pg: PostgresStore, ref: PeriodRef, size: int = PAGE
-) -> AsyncIterator[tuple[list[str], list[int], list[str | None], list[int]]]:
-    """A period's durable copy in Redis's order (composite descending, then the member,
-    exact time and player id, descending byte by byte, as a reversed ZRANGE orders equal
-    scores; see codec.member), a page at a time,
-    as columns: player ids, composites, names and exact achieved times. For a period whose
-    Redis key is gone. Public entries only: banned players' entries stay out, as they stay
-    out of the public key a freeze from Redis reads."""
-    async with (
-        pg.connection() as conn,
-        conn.transaction(),
-        conn.cursor(name="rankd_freeze") as cur,
-    ):
-        await cur.execute(
-            "SELECT pb.player_id, pb.composite, pl.name, pb.achieved_ms FROM player_best pb"
-            " LEFT JOIN players pl ON pl.player_id = pb.player_id"
-            " WHERE pb.board_id = %(b)s AND pb.win = %(w)s AND pb.period = %(p)s"
-            "  AND pb.segment = %(s)s"
-            "  AND NOT EXISTS (SELECT 1 FROM bans WHERE bans.player_id = pb.player_id"
-            "   AND bans.banned)"
-            " ORDER BY " + redis_order_sql("pb.player_id", "pb.achieved_ms", "pb.composite"),
-            {"b": ref.board, "w": ref.window, "p": ref.period, "s": ref.segment},
-        )
-        while rows := await cur.fetchmany(size):
-            yield (
-                [r[0] for r in rows],
-                [r[1] for r in rows],
-                [r[2] for r in rows],
-                [int(r[3]) for r in rows],
-            )

@@ -1,6 +1,6 @@
 """The reads of a sharded board: one period's standings spread over ``shards`` sorted sets.
 
-A player lives on one shard (redis_keys.shard_of). Every read answers exactly what the same
+A player lives on one shard (redis/keys.py shard_of). Every read answers exactly what the same
 read of one unsharded key holding every entry answers, ties included: the whole board's
 order is (composite descending, member descending byte by byte), ZREVRANGE's order on one
 key, and a member (codec.member) is rebuilt from a row's player id and exact time.
@@ -14,41 +14,58 @@ key, and a member (codec.member) is rebuilt from a row's player id and exact tim
   from there on, merged: the board's nearest ones are among them;
 * a group (friends): found on their own shards, then ranked as above, all in one pipeline.
 
-The same operations as the unsharded reads in redis_store.py, so a standings interface can
-pick one or the other by the board's ``shards``.
+The same operations as the unsharded reads in redis/reads.py, so the standings interface
+(services/standings/live.py) picks one or the other by the board's ``shards``. Redis's errors
+leave here as ``Unavailable`` (503: retry), as they leave the store's.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from redis.asyncio import Redis
 
 from rankd import codec
 from rankd.errors import InvalidRequest
 from rankd.periods import PeriodRef
-from rankd.stores import redis_keys as keys
-from rankd.stores.redis_scripts import AHEAD, ENTRY, FRIENDS, OWN_ENTRY, TOP, Call
+from rankd.stores.redis import keys
+from rankd.stores.redis.common import Own, Rows
+from rankd.stores.redis.connection import reachable
+from rankd.stores.redis.scripts import AHEAD, ENTRY, FRIENDS, OWN_ENTRY, TOP, Call
 
 
 class Runner(Protocol):
-    """Runs script calls, then plain commands, in one round trip (RedisStore._pipeline)."""
+    """Runs script calls, then plain commands, in one round trip (RedisConn.pipeline)."""
 
     def __call__(
         self, calls: Sequence[Call], extra: Sequence[tuple[str, tuple[Any, ...]]] = ()
     ) -> Awaitable[list[Any]]: ...
 
 
-# (player_id, composite, exact achieved ms or 0) rows, best first
-Rows = list[tuple[str, int, int]]
-Own = tuple[str, int, int, int] | None
 _SIDES = ("public", "shadow", "pending")
 
 # How deep a top list is served on a sharded board: offset + n at most this. Every shard
 # returns offset + n rows for the merge, so the cost is linear in the depth.
 MERGE_DEPTH = 10_000
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _reachable(read: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """A read whose Redis errors (unreachable, timed out, or an error reply such as OOM or
+    READONLY in a failover) become Unavailable: retrying later can succeed."""
+
+    @functools.wraps(read)
+    async def translated(*args: P.args, **kwargs: P.kwargs) -> R:
+        with reachable():
+            return await read(*args, **kwargs)
+
+    return translated
 
 
 def _number(raw: Any) -> int:
@@ -111,12 +128,14 @@ class ShardedReads:
                 aheads[i] += int(n)
         return aheads, total
 
+    @_reachable
     async def total(self, ref: PeriodRef, shards: int) -> int:
         pipe = self.redis.pipeline(transaction=False)
         for pk in shard_refs(ref, shards):
             pipe.zcard(pk.public)
         return sum(int(n) for n in await pipe.execute())
 
+    @_reachable
     async def top(self, ref: PeriodRef, shards: int, offset: int, count: int) -> tuple[Rows, int]:
         depth = offset + count
         if depth > MERGE_DEPTH:
@@ -130,6 +149,7 @@ class ShardedReads:
         merged = merge([_rows(r[1]) for r in replies])
         return merged[offset:depth], total
 
+    @_reachable
     async def entry(
         self, ref: PeriodRef, shards: int, player_id: str
     ) -> tuple[tuple[int, int, int] | None, int]:
@@ -144,6 +164,7 @@ class ShardedReads:
         )
         return (composite, ahead, achieved), total
 
+    @_reachable
     async def around(
         self, ref: PeriodRef, shards: int, player_id: str, span: int
     ) -> tuple[int, int, Rows] | None:
@@ -166,6 +187,7 @@ class ShardedReads:
         first = max(0, mine - span)
         return rank0 - (mine - first), total, merged[first : mine + span + 1]
 
+    @_reachable
     async def group(
         self, ref: PeriodRef, shards: int, player_ids: Sequence[str]
     ) -> tuple[list[tuple[int, int, int] | None], list[str | None]]:
@@ -188,6 +210,7 @@ class ShardedReads:
         standings = [None if f is None else (f[0], next(aheads), f[1]) for f in found]
         return standings, [None if n is None else _text(n) for n in raw[-1]]
 
+    @_reachable
     async def own(self, ref: PeriodRef, shards: int, player_id: str) -> tuple[Own, int]:
         """A player's own view: their shard's answer (side, composite, the rank they would
         take there), plus the entries ahead of them on every other shard."""
@@ -205,6 +228,7 @@ class ShardedReads:
         total = int(reply[1]) + sum(int(r[0]) for r in replies)
         return (_SIDES[int(side)], _number(composite), rank, int(achieved)), total
 
+    @_reachable
     async def count_from(self, ref: PeriodRef, shards: int, floor: int) -> tuple[int, int]:
         """(entries with a composite of at least ``floor``, total)."""
         pipe = self.redis.pipeline(transaction=False)
@@ -214,6 +238,7 @@ class ShardedReads:
         counts = [int(n) for n in await pipe.execute()]
         return sum(counts[0::2]), sum(counts[1::2])
 
+    @_reachable
     async def exists(self, ref: PeriodRef, shards: int) -> bool:
         # one EXISTS per key: on Redis Cluster a multi-key EXISTS must stay in one slot
         pipe = self.redis.pipeline(transaction=False)

@@ -10,7 +10,7 @@ changes nothing.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,10 +18,18 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from rankd.boards import BoardConfig
-from rankd.codec import STAMP_EPOCH_MS, STAMP_MAX, STAMP_WIDTH, stamp_offset
+from rankd.codec import stamp_offset
 from rankd.periods import PeriodRef, parse_period
-from rankd.stores.redis_keys import time_bucket
-from rankd.stores.redis_loader import SmallPeriod
+
+# member_sql, shard_sql, ENTRY_PAGE_SQL and pages are named here too for the tests
+# (test_standings.py, test_sharded.py, test_ties.py); they live in order_sql.py and
+# rebuild_pages.py.
+from rankd.stores.order_sql import member_sql as member_sql
+from rankd.stores.order_sql import shard_sql as shard_sql
+from rankd.stores.order_sql import stamp_offset_sql
+from rankd.stores.rebuild_pages import ENTRY_PAGE_SQL as ENTRY_PAGE_SQL
+from rankd.stores.rebuild_pages import pages as pages
+from rankd.stores.redis.keys import time_bucket
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,14 +149,9 @@ async def _write_best(
         # order, lua/lib.lua better; the time clamped as the member's stamp clamps it)
         " WHERE EXCLUDED.composite > player_best.composite"
         "  OR (EXCLUDED.composite = player_best.composite"
-        f"   AND {_stamp_offset('EXCLUDED.achieved_ms')}"
-        f"    < {_stamp_offset('player_best.achieved_ms')})"
+        f"   AND {stamp_offset_sql('EXCLUDED.achieved_ms')}"
+        f"    < {stamp_offset_sql('player_best.achieved_ms')})"
     )
-
-
-def _stamp_offset(achieved_ms: str) -> str:
-    """SQL for codec.stamp_offset."""
-    return f"LEAST(GREATEST({achieved_ms} - {STAMP_EPOCH_MS}::bigint, 0), {STAMP_MAX}::bigint)"
 
 
 async def _write_sums(
@@ -325,325 +328,3 @@ async def segments_seen(
         (board_id, window, period, limit),
     )
     return [r[0] for r in await cur.fetchall()]
-
-
-async def periods(
-    conn: AsyncConnection[Any], board_id: str | None, window: str | None, period: str | None
-) -> list[tuple[PeriodRef, int]]:
-    """Board periods (each segment's standings apart) with entries, and their start (ms),
-    optionally narrowed."""
-    cur = await conn.execute(
-        "SELECT board_id, win, period, segment, start_ms FROM periods_seen"
-        " WHERE (%(b)s::text IS NULL OR board_id = %(b)s)"
-        "   AND (%(w)s::text IS NULL OR win = %(w)s)"
-        "   AND (%(p)s::text IS NULL OR period = %(p)s)"
-        " ORDER BY board_id, win, start_ms, segment",
-        {"b": board_id, "w": window, "p": period},
-    )
-    return [(PeriodRef(r[0], r[1], r[2], r[3]), r[4]) for r in await cur.fetchall()]
-
-
-def shard_sql(player: str) -> str:
-    """SQL for a player's shard on a board of ``%(n)s`` shards, as redis_keys.shard_of
-    computes it (the first 4 bytes of the id's MD5, big-endian, modulo the shards)."""
-    return f"(('x' || left(md5({player}), 8))::bit(32)::bigint %% %(n)s)"
-
-
-# Narrows a period's rows to one shard's: ``%(n)s`` = 0 for every row.
-SHARD_FILTER = f" AND (%(n)s = 0 OR {shard_sql('player_id')} = %(k)s)"
-
-
-def _resp_fragment(score: str, member: str) -> str:
-    """SQL for one member's ZADD arguments in RESP, with chr(1) standing in for CR LF
-    (the loader swaps them back for a whole page at once; see rebuild.py)."""
-    return (
-        f"'$' || octet_length({score}) || chr(1) || {score} || chr(1)"
-        f" || '$' || octet_length({member}) || chr(1) || {member} || chr(1)"
-    )
-
-
-def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where: str) -> str:
-    """One page of ZADD arguments after a keyset cursor, formatted by PostgreSQL.
-
-    Returns (members, arguments, cursor of the page's last row). PostgreSQL does the
-    per-member work in one aggregate, so the client handles a page, not a row, at a time.
-    The arguments follow the subquery's order, as PostgreSQL feeds an aggregate; that only
-    affects load speed. The cursor does not rely on it: the last row is the one numbered
-    ``size`` by the window in the subquery's own order.
-    """
-    first, second = order
-    return (
-        f"SELECT count(*), string_agg({_resp_fragment(score, member)}, ''),"
-        f" max({first}), max({second}) FILTER (WHERE rn = %(size)s)"
-        f" FROM (SELECT *, row_number() OVER (ORDER BY {first}, {second}) AS rn"
-        f"  FROM {table} WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
-        f"  AND segment = %(s)s{SHARD_FILTER}"
-        f"  AND ({first}, {second}) > (%(c1)s, %(c2)s) {where}"
-        f"  ORDER BY {first}, {second} LIMIT %(size)s) page"
-    )
-
-
-def member_sql(player: str, achieved_ms: str) -> str:
-    """SQL for an entry's sorted-set member, as codec.member builds it: the reversed,
-    clamped time in base 64 (chr(48)..chr(111)), STAMP_WIDTH characters, then the id."""
-    value = f"({STAMP_MAX}::bigint - {_stamp_offset(achieved_ms)})"
-    digits = " || ".join(
-        f"chr(48 + (({value} >> {6 * i}) & 63)::int)" for i in range(STAMP_WIDTH - 1, -1, -1)
-    )
-    return f"({digits} || {player})"
-
-
-def redis_order_sql(player: str, achieved_ms: str, composite: str) -> str:
-    """SQL ORDER BY terms for Redis's order of a period's entries, best first (equal
-    composites: members in descending byte order)."""
-    return f'{composite} DESC, {member_sql(player, achieved_ms)} COLLATE "C" DESC'
-
-
-def entry_member_sql(alias: str = "") -> str:
-    """SQL for an entry's sorted-set member as the submit scripts write it, for a row of
-    player_best (``alias``: its table alias with the dot). The one-period pages and the
-    batched small periods both load members from here, so they cannot differ."""
-    return member_sql(f"{alias}player_id", f"{alias}achieved_ms")
-
-
-# One period's entries in composite order (Redis loads sorted input fastest).
-ENTRY_PAGE_SQL = _page_sql(
-    "player_best",
-    "composite::text",
-    entry_member_sql(),
-    ("composite", "player_id"),
-    "",
-)
-# A sum period's counted run ids as Redis keeps them, "<player>|<run_id>" -> ended_ms, or
-# for a late run (counted more than a horizon after it ended) when it was counted; since a
-# time.
-_SEEN_AT = "(CASE WHEN ended_ms < counted_ms - %(horizon)s THEN counted_ms ELSE ended_ms END)"
-SUM_RUN_PAGE_SQL = _page_sql(
-    "sum_runs",
-    f"{_SEEN_AT}::text",
-    "player_id || '|' || run_id",
-    ("player_id", "run_id"),
-    f"AND {_SEEN_AT} >= %(since)s",
-)
-
-
-# A period's exact achieved times grouped by the Redis hash that holds them:
-# (bucket, members, HSET field/value arguments in RESP with chr(1) for CR LF).
-TIME_GROUPS_SQL = (
-    "SELECT time_bucket, count(*),"
-    f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
-    " FROM player_best"
-    " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
-    f"{SHARD_FILTER}"
-    " GROUP BY time_bucket"
-)
-
-
-async def time_groups(
-    conn: AsyncConnection[Any],
-    key: PeriodKey,
-    members: int,
-    size: int = 2_000,
-    shard: tuple[int, int] = (0, 0),
-) -> AsyncIterator[tuple[int, int, bytes]]:
-    """(bucket, members, arguments) of every exact-times hash of a period of ``members``
-    entries (of one shard's: ``shard`` = (k, shards); (0, 0): all). A large period streams
-    through a server-side cursor (needs a transaction); a small one costs one query."""
-    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "k": shard[0], "n": shard[1]}
-    if members <= 20_000:
-        cur = await conn.execute(TIME_GROUPS_SQL, params)
-        for bucket, count, arguments in await cur.fetchall():
-            yield int(bucket), int(count), arguments.encode()
-        return
-    async with conn.cursor(name="rankd_time_groups") as named:
-        await named.execute(TIME_GROUPS_SQL, params)
-        while rows := await named.fetchmany(size):
-            for bucket, count, arguments in rows:
-                yield int(bucket), int(count), arguments.encode()
-
-
-# One page of a sharded period, in composite order as ENTRY_PAGE_SQL reads it, its ZADD
-# arguments grouped per shard: (shard, members, arguments, cursor of the page's last row
-# on the group that holds it). One pass over the period feeds every shard.
-SHARDED_ENTRY_PAGE_SQL = (
-    f"SELECT k, count(*), string_agg({_resp_fragment('composite::text', entry_member_sql())},"
-    " ''), max(composite) FILTER (WHERE rn = %(size)s),"
-    " max(player_id) FILTER (WHERE rn = %(size)s)"
-    " FROM (SELECT *, row_number() OVER (ORDER BY composite, player_id) AS rn,"
-    f"  {shard_sql('player_id')} AS k"
-    "  FROM player_best WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
-    "  AND segment = %(s)s AND (composite, player_id) > (%(c1)s, %(c2)s)"
-    "  ORDER BY composite, player_id LIMIT %(size)s) page GROUP BY k"
-)
-# A sharded period's exact times per shard and hash bucket.
-SHARDED_TIME_GROUPS_SQL = (
-    f"SELECT {shard_sql('player_id')} AS k, time_bucket, count(*),"
-    f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
-    " FROM player_best"
-    " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
-    " GROUP BY 1, 2"
-)
-
-
-async def sharded_pages(
-    conn: AsyncConnection[Any], key: PeriodKey, shards: int, size: int = 20_000
-) -> AsyncIterator[list[tuple[int, int, bytes]]]:
-    """A sharded period's pages: [(shard, members, RESP arguments with chr(1) for CR LF)]."""
-    cursor: tuple[Any, Any] = (-1, "")
-    while True:
-        params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "n": shards}
-        cur = await conn.execute(
-            SHARDED_ENTRY_PAGE_SQL, {**params, "c1": cursor[0], "c2": cursor[1], "size": size}
-        )
-        rows = await cur.fetchall()
-        members = sum(int(r[1]) for r in rows)
-        if not members:
-            return
-        yield [(int(r[0]), int(r[1]), r[2].encode()) for r in rows]
-        if members < size:
-            return
-        cursor = next((r[3], r[4]) for r in rows if r[3] is not None)
-
-
-async def sharded_time_groups(
-    conn: AsyncConnection[Any], key: PeriodKey, shards: int, size: int = 2_000
-) -> AsyncIterator[tuple[int, int, int, bytes]]:
-    """(shard, bucket, members, arguments) of every exact-times hash of a sharded period,
-    through a server-side cursor (needs a transaction)."""
-    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "n": shards}
-    async with conn.cursor(name="rankd_sharded_time_groups") as named:
-        await named.execute(SHARDED_TIME_GROUPS_SQL, params)
-        while rows := await named.fetchmany(size):
-            for shard, bucket, count, arguments in rows:
-                yield int(shard), int(bucket), int(count), arguments.encode()
-
-
-async def period_sizes(
-    conn: AsyncConnection[Any], board_id: str | None, window: str | None, period: str | None
-) -> dict[PeriodRef, int]:
-    """Entries per period (each segment apart), optionally narrowed: one scan of the
-    rebuild index, so the rebuild can load many small periods per round trip."""
-    cur = await conn.execute(
-        "SELECT board_id, win, period, segment, count(*) FROM player_best"
-        " WHERE (%(b)s::text IS NULL OR board_id = %(b)s)"
-        "   AND (%(w)s::text IS NULL OR win = %(w)s)"
-        "   AND (%(p)s::text IS NULL OR period = %(p)s)"
-        " GROUP BY board_id, win, period, segment",
-        {"b": board_id, "w": window, "p": period},
-    )
-    return {PeriodRef(r[0], r[1], r[2], r[3]): int(r[4]) for r in await cur.fetchall()}
-
-
-# Many small periods in one query: the periods are passed as four arrays; each period's
-# entries come back as one ZADD argument list in composite order, its exact times grouped
-# per hash bucket (as ENTRY_PAGE_SQL and TIME_GROUPS_SQL do for one period).
-_BATCH_JOIN = (
-    " FROM player_best e JOIN unnest(%(b)s::text[], %(w)s::text[], %(p)s::text[],"
-    " %(s)s::text[]) AS t(b, w, p, s)"
-    " ON e.board_id = t.b AND e.win = t.w AND e.period = t.p AND e.segment = t.s"
-)
-BATCH_ENTRIES_SQL = (
-    "SELECT e.board_id, e.win, e.period, e.segment, count(*),"
-    f" string_agg({_resp_fragment('e.composite::text', entry_member_sql('e.'))}, ''"
-    "  ORDER BY e.composite, e.player_id)"
-    f"{_BATCH_JOIN} GROUP BY 1, 2, 3, 4"
-)
-BATCH_TIMES_SQL = (
-    "SELECT e.board_id, e.win, e.period, e.segment, e.time_bucket, count(*),"
-    f" string_agg({_resp_fragment('e.player_id', 'e.achieved_ms::text')}, '')"
-    f"{_BATCH_JOIN} GROUP BY 1, 2, 3, 4, 5"
-)
-
-
-async def small_periods(
-    conn: AsyncConnection[Any], periods: list[tuple[PeriodRef, int]]
-) -> list[SmallPeriod]:
-    """The entries and exact times of ``periods`` ((ref, start ms)) in two queries."""
-    found = {ref: SmallPeriod(ref, start_ms) for ref, start_ms in periods}
-    params = {
-        "b": [r[0] for r, _ in periods],
-        "w": [r[1] for r, _ in periods],
-        "p": [r[2] for r, _ in periods],
-        "s": [r[3] for r, _ in periods],
-    }
-    cur = await conn.execute(BATCH_ENTRIES_SQL, params)
-    for board, win, period, segment, count, arguments in await cur.fetchall():
-        small = found[PeriodRef(board, win, period, segment)]
-        small.members, small.entries = int(count), arguments.encode()
-    cur = await conn.execute(BATCH_TIMES_SQL, params)
-    for board, win, period, segment, bucket, count, arguments in await cur.fetchall():
-        found[PeriodRef(board, win, period, segment)].times.append(
-            (int(bucket), int(count), arguments.encode())
-        )
-    return list(found.values())
-
-
-async def pages(
-    conn: AsyncConnection[Any],
-    sql: str,
-    key: PeriodKey,
-    start: tuple[Any, Any],
-    extra: dict[str, Any] | None = None,
-    size: int = 20_000,
-    shard: tuple[int, int] = (0, 0),
-) -> AsyncIterator[tuple[int, bytes]]:
-    """(members, RESP arguments with chr(1) for CR LF) pages of a keyset-paged query, of
-    one shard's rows (``shard`` = (k, shards); (0, 0): all)."""
-    cursor = start
-    while True:
-        params = {
-            "b": key[0],
-            "w": key[1],
-            "p": key[2],
-            "s": key[3],
-            "c1": cursor[0],
-            "c2": cursor[1],
-            "k": shard[0],
-            "n": shard[1],
-        }
-        cur = await conn.execute(sql, {**params, **(extra or {}), "size": size})
-        row = await cur.fetchone()
-        if row is None or not row[0]:
-            return
-        yield int(row[0]), row[1].encode()
-        if row[0] < size:
-            return
-        cursor = (row[2], row[3])
-
-
-async def _player_chunks(
-    conn: AsyncConnection[Any], sql: str, size: int
-) -> AsyncIterator[dict[str, str]]:
-    """player_id -> value of ``sql``'s rows, a chunk at a time (a server-side cursor: needs
-    a transaction)."""
-    async with conn.cursor(name="rankd_players") as cur:
-        await cur.execute(sql.encode())
-        while rows := await cur.fetchmany(size):
-            yield dict(rows)
-
-
-def name_chunks(conn: AsyncConnection[Any], size: int = 10_000) -> AsyncIterator[dict[str, str]]:
-    """Every player's display name."""
-    return _player_chunks(conn, "SELECT player_id, name FROM players WHERE name IS NOT NULL", size)
-
-
-async def players_changed_since(
-    conn: AsyncConnection[Any], since_ms: int
-) -> list[tuple[str, str, str]]:
-    """(player_id, name, segments as JSON text) of players written at or after
-    ``since_ms`` (PostgreSQL's clock; ``updated_at`` is set on every write)."""
-    cur = await conn.execute(
-        "SELECT player_id, name, segments::text FROM players"
-        " WHERE updated_at >= to_timestamp(%s / 1000.0)",
-        (since_ms,),
-    )
-    return [(str(p), str(n), str(s)) for p, n, s in await cur.fetchall()]
-
-
-def profile_segment_chunks(
-    conn: AsyncConnection[Any], size: int = 10_000
-) -> AsyncIterator[dict[str, str]]:
-    """Every player's profile segments, as JSON text."""
-    return _player_chunks(
-        conn, "SELECT player_id, segments::text FROM players WHERE segments <> '{}'", size
-    )

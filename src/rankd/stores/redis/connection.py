@@ -9,6 +9,11 @@ The URL picks the mode (contract "Starting it"):
 - ``redis+sentinel://[user:pass@]host:port[,host:port...]/<master-name>[/db]``
   (``rediss+sentinel://``): the primary the Sentinels name, found again after a failover.
 
+``RedisConn`` is what every concern of the Redis store (this package's other modules) sends
+through: the client, its per-node clients, the batcher (batch.py) and the script calls
+(scripts.py, where a lost script cache is handled), with Redis's errors turned into
+``Unavailable`` (``reachable``).
+
 Everything above the store speaks to one client object whatever the mode: redis-py's
 cluster client routes each command and script call by its keys' slot, splits pipelines per
 node and follows MOVED after a failover; the Sentinel pool asks the Sentinels for the
@@ -17,7 +22,8 @@ primary on every new connection and drops its connections when one answers READO
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 from urllib.parse import unquote, urlsplit
@@ -26,6 +32,11 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.cluster import LoadBalancingStrategy
+from redis.exceptions import RedisError
+
+from rankd.errors import Unavailable
+from rankd.stores.redis.batch import Batcher
+from rankd.stores.redis.scripts import Call, Command, call_script, load_all, run_pipeline
 
 Mode = Literal["single", "cluster", "sentinel"]
 _SCHEMES: Mapping[str, tuple[Mode, bool]] = {
@@ -235,3 +246,88 @@ async def identity(client: Redis) -> str:
         return ",".join(sorted(str(i["run_id"]) for i in infos.values()))
     info = await client.info("server")
     return str(info["run_id"])
+
+
+@contextlib.contextmanager
+def reachable(what: str = "Redis is unavailable right now; retry shortly") -> Iterator[None]:
+    """Redis's errors become Unavailable: unreachable, timed out, or answering an error
+    such as OOM or READONLY (a failover); retrying later can succeed."""
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        raise Unavailable(what) from exc
+
+
+class RedisConn:
+    """One Redis (standalone, Cluster or Sentinel, as the URL says) and the ways to send to
+    it: a bad URL raises BadRedisUrl here, before anything connects."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_connections: int = 64,
+        pool_timeout_s: float = 10.0,
+        batch_in_flight: int = 4,
+        read_from_replicas: bool = False,
+    ) -> None:
+        self.target = parse_redis_url(url)
+        self.client = connect(
+            self.target,
+            max_connections=max_connections,
+            pool_timeout_s=pool_timeout_s,
+            read_from_replicas=read_from_replicas,
+        )
+        # what must run on one node's connection (bulk loads, MULTI/EXEC swaps)
+        self.nodes = NodeClients(self.client, tls=self.target.tls)
+        # the request paths' calls share pipelines (batch.py); 0: each its own
+        self.batch = (
+            Batcher(self.client, max_in_flight=batch_in_flight) if batch_in_flight else None
+        )
+
+    async def open(self) -> None:
+        with reachable():
+            await load_all(self.client)
+
+    async def close(self) -> None:
+        await self.nodes.close()
+        await self.client.aclose()
+
+    async def ping(self) -> None:
+        with reachable():
+            await self.client.ping()
+
+    async def pipeline(self, calls: Sequence[Call], extra: Sequence[Command] = ()) -> list[Any]:
+        """A request's calls in one round trip, shared with concurrent requests' when
+        batching is on."""
+        if self.batch is not None:
+            return await self.batch.run(calls, extra)
+        return await run_pipeline(self.client, calls, extra)
+
+    async def call(self, call: Call) -> Any:
+        """One script call, shared with concurrent requests' when batching is on."""
+        if self.batch is not None:
+            return await self.batch.call(call)
+        return await call_script(self.client, call)
+
+    async def script(self, call: Call) -> Any:
+        """One script call on its own (a bare EVALSHA: no pipeline, no batcher)."""
+        return await call_script(self.client, call)
+
+    async def run(self, calls: Sequence[Call], extra: Sequence[Command] = ()) -> list[Any]:
+        """Calls in one pipeline of their own (never batched with other requests')."""
+        return await run_pipeline(self.client, calls, extra)
+
+    async def memory(self) -> tuple[int, int]:
+        """(used_memory, maxmemory) in bytes; maxmemory 0: no limit."""
+        with reachable():
+            info = await self.client.info("memory")
+        if is_cluster(self.client):  # one reply per node: the fullest one's counts
+            nodes = [i for i in info.values() if isinstance(i, dict)]
+            fullest = max(
+                nodes,
+                key=lambda i: int(i.get("used_memory", 0)) / max(int(i.get("maxmemory", 0)), 1),
+                default={},
+            )
+            return int(fullest.get("used_memory", 0)), int(fullest.get("maxmemory", 0))
+        return int(info.get("used_memory", 0)), int(info.get("maxmemory", 0))

@@ -9,7 +9,7 @@ A sharded board (``shards`` > 1) splits each period's standings over ``shards`` 
 ``lb:{<board>:<window>:<period>#<k>}`` (segments likewise), each with its own side keys
 and hash tag, so Redis Cluster spreads them over its nodes; ``shard_of`` picks a player's.
 Every other key also carries a hash tag, and whatever one script or one MULTI touches shares
-it. Only the Redis store (stores/redis_store.py) uses these names.
+it. Only the Redis store (this package) uses these names.
 
 The season lives in the key name: a new period is a new key, nothing is ever reset.
 """

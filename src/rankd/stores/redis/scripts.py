@@ -3,14 +3,14 @@
 Scripts are sent with EVALSHA inside plain (non-transactional) pipelines, so a submit that
 touches every window of a board costs one round trip. When Redis has lost its script cache
 (restart, SCRIPT FLUSH, failover) the pipeline answers NOSCRIPT; we load the scripts and send
-the whole pipeline again. That is safe because every script is idempotent: a max, or a sum
-keyed by run id.
+the whole pipeline again (retry_noscript, the one place for every way a script is sent).
+That is safe because every script is idempotent: a max, or a sum keyed by run id.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -82,15 +82,53 @@ async def load_all(redis: Redis) -> None:
         await redis.script_load(script.source)
 
 
+async def retry_noscript(redis: Redis, send: Callable[[], Awaitable[list[Any]]]) -> list[Any]:
+    """``send()``'s results; when Redis has lost its scripts (NOSCRIPT, raised or among the
+    results) the scripts are loaded and ``send()`` runs once more, which the scripts'
+    idempotence makes safe. The one place a NOSCRIPT is handled."""
+    try:
+        results = await send()
+    except NoScriptError:
+        pass
+    else:
+        if not any(isinstance(r, NoScriptError) for r in results):
+            return results
+    await load_all(redis)
+    return await send()
+
+
 async def call_script(redis: Redis, call: Call) -> Any:
     """One script call on its own, without a pipeline (for a read, the pipeline's own cost
-    was a large share of the request); loads the scripts and retries once on NOSCRIPT."""
+    was a large share of the request)."""
     script, keys, args = call
-    try:
-        return await redis.evalsha(script.sha, len(keys), *keys, *args)
-    except NoScriptError:
-        await load_all(redis)
-        return await redis.evalsha(script.sha, len(keys), *keys, *args)
+
+    async def send() -> list[Any]:
+        return [await redis.evalsha(script.sha, len(keys), *keys, *args)]
+
+    [result] = await retry_noscript(redis, send)
+    return result
+
+
+Command = tuple[str, tuple[Any, ...]]
+
+
+async def send_requests(
+    redis: Redis, requests: Sequence[tuple[Sequence[Call], Sequence[Command]]]
+) -> list[Any]:
+    """Requests' script calls (each request's then its plain commands) in one round trip:
+    one result per call or command, in order; errors are left in place."""
+
+    async def send() -> list[Any]:
+        pipe = redis.pipeline(transaction=False)
+        for calls, extra in requests:
+            for script, keys, args in calls:
+                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            for command, command_args in extra:
+                pipe.execute_command(command, *command_args)
+        results: list[Any] = await pipe.execute(raise_on_error=False)
+        return results
+
+    return await retry_noscript(redis, send)
 
 
 async def run_pipeline(
@@ -101,18 +139,8 @@ async def run_pipeline(
     Returns one result per call, then one per extra command, in order. Errors other than
     NOSCRIPT are raised.
     """
-    for attempt in range(2):
-        pipe = redis.pipeline(transaction=False)
-        for script, keys, args in calls:
-            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-        for command, command_args in extra:
-            pipe.execute_command(command, *command_args)
-        results: list[Any] = await pipe.execute(raise_on_error=False)
-        if attempt == 0 and any(isinstance(r, NoScriptError) for r in results):
-            await load_all(redis)
-            continue
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
-        return results
-    raise AssertionError("unreachable")
+    results = await send_requests(redis, [(calls, extra)])
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return results

@@ -29,7 +29,7 @@ NodeFor = Callable[[str], Redis]  # the client of the node that owns a key
 @dataclass
 class SmallPeriod:
     """One period's whole content, read in a batch of many (stores/standings.py) and loaded
-    in one round trip with the others (RedisStore.load_small_periods)."""
+    in one round trip with the others (Loads.load_small_periods, loads.py)."""
 
     ref: PeriodRef
     start_ms: int
@@ -79,7 +79,6 @@ class Loader:
         cls,
         redis: Redis | NodeFor,
         groups: AsyncIterator[tuple[str, int, bytes]],
-        expires_ms: int | None,
     ) -> int:
         """HSET each (key, fields, arguments) group into its hash (kept, not emptied: the
         fields are the entries' exact times, and a newer one may land meanwhile).
@@ -92,11 +91,6 @@ class Loader:
                 head = _bulk(b"HSET") + _bulk(key.encode())
                 body = arguments.replace(b"\x01", b"\r\n")
                 loader.outgoing.append(b"*%d\r\n%b%b" % (2 + 2 * fields, head, body))
-                if expires_ms is not None:
-                    loader.outgoing.append(
-                        b"*3\r\n%b%b%b"
-                        % (_bulk(b"PEXPIREAT"), _bulk(key.encode()), _bulk(b"%d" % expires_ms))
-                    )
                 fields_loaded += fields
                 if len(loader.outgoing) >= 256:
                     await loader._send()

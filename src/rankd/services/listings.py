@@ -1,0 +1,105 @@
+"""What a board window lists besides its standings: its periods (GET /periods) and the
+segment values with public entries in a period (GET /segments).
+
+Both come from Redis while the periods are there, and from the archive's states and totals
+once they have left (stores/archive.py); PostgreSQL being down only narrows the periods
+listed to those Redis knows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from rankd.boards import BoardConfig
+from rankd.errors import Unavailable
+from rankd.formats import format_time
+from rankd.periods import ALL_TIME, PeriodRef, parse_period, period_at
+from rankd.results import Head, PeriodInfo, Periods, Segments, SegmentValue
+from rankd.services.standings.archived import ArchiveStates
+from rankd.stores import standings
+from rankd.stores.archive import ArchiveState, ArchiveStore
+from rankd.stores.redis.reads import Reads
+
+# GET /segments: the segments of a period looked at (the durable copy's list, by index),
+# and the values returned per dimension, most entries first
+MAX_SEGMENTS_SCANNED = 10_000
+MAX_SEGMENT_VALUES = 100
+
+
+class Listings:
+    def __init__(
+        self,
+        store: Reads,
+        archive: ArchiveStore | None,
+        states: ArchiveStates | None,
+        clock: Callable[[], int],
+    ) -> None:
+        self.store = store
+        self.archive = archive
+        self.states = states
+        self.clock = clock
+
+    async def periods(self, board: BoardConfig, window: str) -> Periods:
+        now_ms = self.clock()
+        ids = set(await self.store.public_periods(board.board_id, window))
+        ids.add(period_at(window, now_ms).id)
+        states: dict[str, ArchiveState] = {}
+        if self.states is not None and window != ALL_TIME:
+            # PostgreSQL down: list what Redis knows, open or closed
+            with contextlib.suppress(Unavailable):
+                states = await self.states.of_window(board.board_id, window)
+        ids.update(states)
+        periods = sorted((parse_period(window, pid) for pid in ids), key=lambda p: -p.start_ms)
+        grace_ms = board.grace_seconds * 1000
+        infos: list[PeriodInfo] = [
+            {
+                "period": p.id,
+                "status": p.status(now_ms, grace_ms),
+                "starts_at": format_time(p.start_ms),
+                "ends_at": format_time(p.end_ms),
+            }
+            for p in periods
+        ]
+        for info in infos:
+            state = states.get(info["period"])
+            if info["status"] == "closed" and state is not None and state.archived:
+                info["status"] = "archived"
+        return {"board_id": board.board_id, "window": window, "periods": infos}
+
+    async def segments(
+        self, board: BoardConfig, ref: PeriodRef, head: Head, archived: bool
+    ) -> Segments:
+        """The values of each of the board's segment dimensions that have public entries in
+        the period (banned and held players do not count), most entries first, at most
+        MAX_SEGMENT_VALUES per dimension. The list comes from the durable copy (a value
+        shows once the log consumer has applied its first run, within moments), the totals
+        from Redis, or from the archive for an ``archived`` period."""
+        totals: dict[str, int] = {}
+        if board.segments and self.archive is not None:
+            if archived:
+                totals = await self.archive.segment_totals(ref.board, ref.window, ref.period)
+            else:
+                async with self.archive.pg.connection() as conn:
+                    listed = await standings.segments_seen(
+                        conn, ref.board, ref.window, ref.period, MAX_SEGMENTS_SCANNED
+                    )
+                refs = [PeriodRef(ref.board, ref.window, ref.period, s) for s in listed]
+                totals = dict(zip(listed, await self.store.public_totals(refs), strict=True))
+        found: dict[str, list[SegmentValue]] = {d: [] for d in board.segments}
+        for segment, total in totals.items():
+            dimension, _, value = segment.partition(":")
+            if total > 0 and dimension in found:
+                found[dimension].append({"value": value, "total": total})
+        return {
+            **head,
+            "segments": [
+                {
+                    "dimension": d,
+                    "values": sorted(values, key=lambda v: (-v["total"], v["value"]))[
+                        :MAX_SEGMENT_VALUES
+                    ],
+                }
+                for d, values in found.items()
+            ],
+        }

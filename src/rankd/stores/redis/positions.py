@@ -1,0 +1,82 @@
+"""Which Redis process the boards were verified on, and how far the log has been applied
+on each node (services/restart.py)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from redis.asyncio.cluster import RedisCluster
+
+from rankd.errors import Unavailable
+from rankd.stores.redis import keys
+from rankd.stores.redis.connection import RedisConn, identity, is_cluster, reachable
+from rankd.stores.redis.scripts import LOG_POSITION
+
+
+class Positions:
+    """The verified marker and the log positions."""
+
+    def __init__(self, conn: RedisConn) -> None:
+        self.conn = conn
+
+    async def server_run_id(self) -> str:
+        """Redis's own run id, a new one after every restart; on a cluster every primary's
+        (a failover changes it too)."""
+        with reachable():
+            return await identity(self.conn.client)
+
+    async def is_verified(self) -> bool:
+        """Whether the boards were last verified on the Redis process running now."""
+        with reachable():
+            marker = await self.conn.client.get(keys.VERIFIED_MARKER)
+        return bool(marker == (await self.server_run_id()).encode())
+
+    async def mark_verified(self, run_id: str) -> None:
+        with reachable():
+            await self.conn.client.set(keys.VERIFIED_MARKER, run_id)
+
+    def position_keys(self) -> list[str]:
+        """One position key per primary, each in a slot that primary serves now: the
+        standalone (or Sentinel) primary's one key, or on a cluster the first tag
+        LOG_POSITION_TAG whose slot lies on each primary (found again on every call, so a
+        slot moved since is followed)."""
+        if not is_cluster(self.conn.client):
+            return [keys.LOG_POSITION]
+        cluster = cast(RedisCluster, self.conn.client)
+        wanted = {node.name for node in cluster.get_primaries()}
+        found: dict[str, str] = {}
+        n = 0
+        while len(found) < len(wanted) and n < 100_000:
+            key = keys.LOG_POSITION_TAG.format(n)
+            node = cluster.get_node_from_key(key)
+            if node is not None and node.name in wanted and node.name not in found:
+                found[node.name] = key
+            n += 1
+        if len(found) < len(wanted):
+            raise Unavailable("a Redis Cluster primary serves no slot")
+        return [found[name] for name in sorted(found)]
+
+    async def record_position(self, sequence: int, now_ms: int) -> list[int]:
+        """Record that the log is applied through ``sequence`` on every primary that is a
+        process the boards were verified on (log_position.lua); per key its reply: 1
+        written, 0 not past the recorded one, -1 refused (no verified marker, or the node
+        restarted or was promoted since)."""
+        with reachable():
+            marker = await self.conn.client.get(keys.VERIFIED_MARKER)
+            if marker is None:
+                return [-1]
+            verified = marker.decode() if isinstance(marker, bytes) else str(marker)
+            return [
+                int(await self.conn.script((LOG_POSITION, [key], [sequence, verified, now_ms])))
+                for key in self.position_keys()
+            ]
+
+    async def read_positions(self) -> list[tuple[int, int] | None]:
+        """Per primary, the (sequence, recorded at ms) its position key holds; None where
+        the key is missing (a wiped node, or one never recorded on)."""
+        out: list[tuple[int, int] | None] = []
+        with reachable():
+            for key in self.position_keys():
+                seq, at_ms = await self.conn.client.hmget(key, ["seq", "at_ms"])
+                out.append(None if seq is None else (int(seq), int(at_ms or 0)))
+        return out
