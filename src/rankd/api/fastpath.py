@@ -5,9 +5,10 @@ them FastAPI's routing, dependency solving and parameter validation cost more th
 work itself (a Redis round trip). ``route`` recognises those three requests when every
 parameter is plainly valid (integers of digits within their bounds, each parameter once),
 and the front middleware (api/app.py) then calls, through ``serve``, the very endpoint
-functions the FastAPI routes call, with the same arguments. Anything else, an unusual parameter included, goes on to FastAPI, which
-validates and answers it as before; so the answers, errors and /openapi.json (still built
-from the FastAPI routes) are the same whichever way a request goes.
+functions the FastAPI routes call, with the same arguments. Anything else, an unusual
+parameter included, goes on to FastAPI, which validates and answers it as before; so the
+answers, errors and /openapi.json (still built from the FastAPI routes) are the same
+whichever way a request goes.
 """
 
 from __future__ import annotations
