@@ -32,8 +32,9 @@ machine (2 cores; server, Redis and load generator on the same cores) with
 ``--quick``: 5 s runs (still median of 3; each floor once), submits and rank reads only, no
 sustain. ``--no-floors`` skips the floors.
 ``--ab REF``: instead, a same-run A/B of the code at git REF (A) against the working tree
-(B): ``--rounds`` rounds of A, B, B, A (a fresh ``rankd serve`` per slot, each load once),
-each side's median, B/A, and how far runs of one side differ (the noise to beat);
+(B; ``--b REF2``: the code at REF2): ``--rounds`` rounds of A, B, B, A (a fresh
+``rankd serve`` per slot, each load once), each side's median, B/A, and how far runs of
+one side differ (the noise to beat);
 ``--a-env``/``--b-env`` set a service setting on one side only.
 ``--profile``: instead of measuring, record each load under py-spy (``rankd serve
 --workers 1``) and write summaries to bench/results/profiles/ (see bench/pyspy_summary.py).
@@ -570,14 +571,18 @@ def ab(
     rounds: int,
     a_env: dict[str, str],
     b_env: dict[str, str],
+    b_ref: str | None = None,
 ) -> dict[str, Any]:
     """A (the code at ``ref``, with ``a_env``) against B (this tree, with ``b_env``), in ABBA
     order ``rounds`` times on the same servers: each slot a fresh service running each load
     once. Figures: each side's median, B/A, and the spread between runs of the same side
     (the noise a difference must beat)."""
     slots: list[dict[str, Any]] = []
-    with code_at(ref) as a_src, servers() as stack:
+    with code_at(ref) as a_src, contextlib.ExitStack() as trees, servers() as stack:
         envs = {"A": {**a_env, "PYTHONPATH": str(a_src)}, "B": b_env}
+        if b_ref:
+            b_src = trees.enter_context(code_at(b_ref))
+            envs["B"] = {**b_env, "PYTHONPATH": str(b_src)}
         filled = False
         for r in range(rounds):
             for side in "ABBA":
@@ -598,7 +603,8 @@ def ab(
                             flush=True,
                         )
     summary: dict[str, Any] = {}
-    print(f"\nA/B: A = {ref}, B = this tree; --workers {workers}; {rounds} ABBA rounds")
+    b_name = b_ref or "this tree"
+    print(f"\nA/B: A = {ref}, B = {b_name}; --workers {workers}; {rounds} ABBA rounds")
     for load in loads:
         rates = {
             s: [x["req_per_s"] for x in slots if x["load"] == load and x["side"] == s] for s in "AB"
@@ -633,6 +639,7 @@ def ab(
         )
     return {
         "ref": ref,
+        "b_ref": b_name,
         "workers": workers,
         "rounds": rounds,
         "a_env": a_env,
@@ -728,6 +735,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="instead: A/B the code at git REF (A) against this tree (B), ABBA order",
     )
     parser.add_argument("--rounds", type=int, default=2, help="with --ab: ABBA rounds")
+    parser.add_argument("--b", metavar="REF", help="with --ab: B is the code at git REF")
     parser.add_argument(
         "--a-env", action="append", default=[], metavar="KEY=VALUE", help="with --ab: A only"
     )
@@ -751,7 +759,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"bench.wrk A/B on {machine_line()}; load average {load_before}")
         a_env = {**extra_env, **dict(item.split("=", 1) for item in args.a_env)}
         b_env = {**extra_env, **dict(item.split("=", 1) for item in args.b_env)}
-        found = ab(args.ab, loads, args.workers[0], seconds, args.rounds, a_env, b_env)
+        found = ab(args.ab, loads, args.workers[0], seconds, args.rounds, a_env, b_env, args.b)
         write_result(
             "wrk_ab",
             {
