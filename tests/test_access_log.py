@@ -72,7 +72,7 @@ def test_rankd_access_log_false_reaches_the_middleware(monkeypatch: pytest.Monke
     assert settings.access_log is False
     app = create_app(settings)
     [middleware] = [m for m in app.user_middleware if m.cls is RequestMetrics]
-    assert middleware.kwargs["log_requests"] is False
+    assert middleware.kwargs == {"log_requests": False}
     assert Settings(access_log=True).access_log is True
 
 

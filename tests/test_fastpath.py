@@ -15,9 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from rankd.api import fastpath
 from rankd.api.app import create_app
-from rankd.api.fastpath import PLAYER, RUNS, TOP
+from rankd.api.fastpath import PLAYER, RUNS, TOP, _route
 from tests.conftest import ADMIN_H, SERVER_H, Urls, make_settings, new_board_id
 
 
@@ -38,7 +37,7 @@ def scope(method: str, path: str, query: bytes = b"") -> dict[str, Any]:
 
 def test_which_requests_take_the_fast_path() -> None:
     def route(method: str, path: str, query: bytes = b"") -> Any:
-        found = fastpath.route(scope(method, path, query))
+        found = _route(scope(method, path, query))
         return None if found is None else found[0]
 
     assert route("GET", "/v1/boards/arena/top") is TOP

@@ -17,7 +17,6 @@ from rankd import __version__, metrics
 from rankd.api import (
     docs_pages,
     errors,
-    fastpath,
     openapi,
     routes_boards,
     routes_live,
@@ -27,8 +26,9 @@ from rankd.api import (
     routes_reads,
     routes_runs,
 )
+from rankd.api.fastpath import HotRoutes
 from rankd.api.http import JSONBody
-from rankd.api.rate_limit import limited, refusal
+from rankd.api.rate_limit import RateLimit
 from rankd.runtime import Runtime
 from rankd.settings import Settings
 
@@ -38,25 +38,13 @@ _MODERATION = re.compile(r"/bans?(/|$)|/holds(/|$)")
 
 
 class RequestMetrics:
-    """The front of every request, as one plain ASGI middleware (each layer costs a call per
-    request and per message; the decorator form, BaseHTTPMiddleware, far more): latency
-    per route and status class, the access log (one line per request: method, path,
-    status, ms), then with ``rate_limit`` the rate limits before routing (api/rate_limit.py;
-    a refused request is timed and logged too), then with ``fast_routes`` the hot routes
-    without FastAPI's router (api/fastpath.py), and anything else on to FastAPI."""
+    """Latency per route and status class, and the access log (one line per request:
+    method, path, status, ms), as a plain ASGI middleware: the decorator form
+    (BaseHTTPMiddleware) runs each request through extra tasks and streams."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        log_requests: bool = True,
-        rate_limit: bool = False,
-        fast_routes: bool = False,
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, log_requests: bool = True) -> None:
         self.app = app
         self.log_requests = log_requests
-        self.rate_limit = rate_limit
-        self.fast_routes = fast_routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -64,25 +52,14 @@ class RequestMetrics:
             return
         started = time.perf_counter()
         status = 500
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
         try:
-            if self.rate_limit and limited(scope["path"]):
-                refused = await refusal(scope)
-                if refused is not None:
-                    status = refused.status_code
-                    await refused(scope, receive, send)
-                    return
-            found = fastpath.route(scope) if self.fast_routes else None
-            if found is not None:
-                # the status is known before the answer is sent: no wrapper around send
-                status = await fastpath.serve(found, scope, receive, send)
-                return
-
-            async def capture(message: Message) -> None:
-                nonlocal status
-                if message["type"] == "http.response.start":
-                    status = message["status"]
-                await send(message)
-
             await self.app(scope, receive, capture)
         finally:
             seconds = time.perf_counter() - started
@@ -159,12 +136,11 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     ):
         app.include_router(module.router)
 
-    app.add_middleware(
-        RequestMetrics,
-        log_requests=settings.access_log,
-        rate_limit=True,
-        fast_routes=settings.fast_routes,
-    )
+    if settings.fast_routes:
+        app.add_middleware(HotRoutes)  # inside the rate limit: see api/fastpath.py
+    # inside RequestMetrics: refused requests are timed (and logged) too
+    app.add_middleware(RateLimit)
+    app.add_middleware(RequestMetrics, log_requests=settings.access_log)
     app.add_middleware(StartupErrors)
     return app
 

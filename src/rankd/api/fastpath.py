@@ -2,13 +2,12 @@
 
 A top-10 read, a player's rank and a single-run submit are most of a game's traffic. For
 them FastAPI's routing, dependency solving and parameter validation cost more than the
-work itself (a Redis round trip). ``route`` recognises those three requests when every
-parameter is plainly valid (integers of digits within their bounds, each parameter once),
-and the front middleware (api/app.py) then calls, through ``serve``, the very endpoint
-functions the FastAPI routes call, with the same arguments. Anything else, an unusual
-parameter included, goes on to FastAPI, which validates and answers it as before; so the
-answers, errors and /openapi.json (still built from the FastAPI routes) are the same
-whichever way a request goes.
+work itself (a Redis round trip). This ASGI middleware recognises those three requests
+when every parameter is plainly valid (integers of digits within their bounds, each
+parameter once) and calls the very endpoint functions the FastAPI routes call, with the
+same arguments. Anything else, an unusual parameter included, goes on to FastAPI, which
+validates and answers it as before; so the answers, errors and /openapi.json (still built
+from the FastAPI routes) are the same whichever way a request goes.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rankd import errors
 from rankd.api import routes_reads, routes_runs
@@ -70,7 +69,7 @@ def _where(params: dict[str, str]) -> routes_reads.Where:
     )
 
 
-def route(scope: Scope) -> tuple[HotRoute, Handler] | None:
+def _route(scope: Scope) -> tuple[HotRoute, Handler] | None:
     """The hot route this request is, with a handler bound to its arguments."""
     method = scope["method"]
     parts = scope["path"].split("/")
@@ -107,15 +106,22 @@ def route(scope: Scope) -> tuple[HotRoute, Handler] | None:
     return None
 
 
-async def serve(found: tuple[HotRoute, Handler], scope: Scope, receive: Receive, send: Send) -> int:
-    """Answer a request ``route`` recognised; returns its status. Called by the front
-    middleware (api/app.py) inside the rate limit and the request metrics."""
-    route, handler = found
-    scope["route"] = route
-    request = Request(scope, receive)
-    try:
-        response = await handler(request)
-    except errors.RankdError as exc:
-        response = rankd_error_response(exc)
-    await response(scope, receive, send)
-    return int(response.status_code)
+class HotRoutes:
+    """See the module docstring. Sits inside the rate limiter and the request metrics."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = _route(scope) if scope["type"] == "http" else None
+        if found is None:
+            await self.app(scope, receive, send)
+            return
+        route, handler = found
+        scope["route"] = route
+        request = Request(scope, receive)
+        try:
+            response = await handler(request)
+        except errors.RankdError as exc:
+            response = rankd_error_response(exc)
+        await response(scope, receive, send)

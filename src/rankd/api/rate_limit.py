@@ -1,4 +1,4 @@
-"""Rate limits on every /v1 request, checked by the front middleware before routing.
+"""Rate limits on every /v1 request, as a plain ASGI middleware that runs before routing.
 
 A request is counted against its bearer key when it carries a valid one, else against its
 client address (``X-Forwarded-For`` only as far as ``RANKD_RATE_TRUSTED_PROXIES`` says
@@ -14,8 +14,7 @@ import ipaddress
 from functools import lru_cache
 from typing import cast
 
-from starlette.responses import Response
-from starlette.types import Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rankd.api.errors import error_response, response_for
 from rankd.errors import RateLimited
@@ -75,23 +74,32 @@ def client_address(scope: Scope, trusted_proxies: int) -> str:
     return _network(entries[-trusted_proxies]) or peer
 
 
-async def refusal(scope: Scope) -> Response | None:
-    """The answer refusing this /v1 request (429 over its rate, 400 for several
-    Authorization headers), or None when it may go on. Called by the front middleware
-    (api/app.py) before routing, for the paths ``limited`` names."""
-    rt = cast(Runtime, scope["app"].state.runtime)
-    authorization = [v for k, v in scope["headers"] if k == b"authorization"]
-    if len(authorization) > 1:
-        # the route and the limiter must judge the same key; with several, which one
-        # is meant is anyone's guess, so none is
-        return error_response(400, "invalid_request", "send one Authorization header, not several")
-    key = rt.auth.valid_key(authorization[0].decode("latin-1") if authorization else None)
-    try:
-        if key is not None:
-            await rt.limiter.check("key", _key_identity(key))
-        else:
-            address = client_address(scope, rt.settings.rate_trusted_proxies)
-            await rt.limiter.check("address", address_identity(address))
-    except RateLimited as exc:
-        return response_for(exc)
-    return None
+class RateLimit:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not limited(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        rt = cast(Runtime, scope["app"].state.runtime)
+        authorization = [v for k, v in scope["headers"] if k == b"authorization"]
+        if len(authorization) > 1:
+            # the route and the limiter must judge the same key; with several, which one
+            # is meant is anyone's guess, so none is
+            refusal = error_response(
+                400, "invalid_request", "send one Authorization header, not several"
+            )
+            await refusal(scope, receive, send)
+            return
+        key = rt.auth.valid_key(authorization[0].decode("latin-1") if authorization else None)
+        try:
+            if key is not None:
+                await rt.limiter.check("key", _key_identity(key))
+            else:
+                address = client_address(scope, rt.settings.rate_trusted_proxies)
+                await rt.limiter.check("address", address_identity(address))
+        except RateLimited as exc:
+            await response_for(exc)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
