@@ -19,7 +19,6 @@ machine (2 cores; server, Redis and load generator on the same cores) with
   the rate, then the consumer is let catch up before the next run;
 * ``--sustain 300``: then submits for 300 s more, with the worker count that submitted
   fastest, reporting the same lag each second: can the durable copy keep up at that rate?
-
 * the CPU budget of each run: microseconds of CPU per request spent by the service's
   processes, Redis, NATS, PostgreSQL and wrk, from /proc (bench/cpu.py), and the machine's
   total beside it (on a shared machine, other work shows there);
