@@ -36,8 +36,8 @@ from typing import Any
 import httpx
 
 from rankd.embedded import EmbeddedServers, free_port
-from rankd.stores.redis_keys import period_keys
-from rankd.stores.redis_scripts import OWN_ENTRY
+from rankd.stores.redis.keys import period_keys
+from rankd.stores.redis.scripts import OWN_ENTRY
 
 BODY = (
     b'{"board_id":"wrk","player_id":"p1","rank":1,"score":1,"entries":20000,"pad":"' + b"x" * 200
