@@ -19,15 +19,30 @@ machine (2 cores; server, Redis and load generator on the same cores) with
   the rate, then the consumer is let catch up before the next run;
 * ``--sustain 300``: then submits for 300 s more, with the worker count that submitted
   fastest, reporting the same lag each second: can the durable copy keep up at that rate?
+* the CPU budget of each run: microseconds of CPU per request spent by the service's
+  processes, Redis, NATS, PostgreSQL and wrk, from /proc (bench/cpu.py), and the machine's
+  total beside it (on a shared machine, other work shows there);
+* then the floors (bench/floor.py), each one process under the same wrk load: a bare ASGI
+  app answering a fixed 200-byte body on uvicorn and on granian (ASGI and RSGI), the same
+  plus one EVALSHA of the rank script (redis-py, coredis, valkey-glide) under rank.lua's
+  requests, and plus one JetStream publish under submit.lua's; a summary prints each load's
+  Rankd figures beside the goal and its floors.
 
-``--quick``: 5 s runs (still median of 3), submits and rank reads only, no sustain.
+``--quick``: 5 s runs (still median of 3; each floor once), submits and rank reads only, no
+sustain. ``--no-floors`` skips the floors.
+``--ab REF``: instead, a same-run A/B of the code at git REF (A) against the working tree
+(B; ``--b REF2``: the code at REF2): ``--rounds`` rounds of A, B, B, A (a fresh
+``rankd serve`` per slot, each load once), each side's median, B/A, and how far runs of
+one side differ (the noise to beat);
+``--a-env``/``--b-env`` set a service setting on one side only.
 ``--profile``: instead of measuring, record each load under py-spy (``rankd serve
 --workers 1``) and write summaries to bench/results/profiles/ (see bench/pyspy_summary.py).
 Skips with a message when wrk is not installed (Debian: ``apt-get install wrk``).
 
     python -m bench.wrk                   # full, about 5 minutes
     python -m bench.wrk --sustain 300     # plus the 5-minute backlog check
-    python -m bench.wrk --quick           # about 2 minutes
+    python -m bench.wrk --quick           # about 3 minutes
+    python -m bench.wrk --ab main --loads submit rank --workers 1 --rounds 2
 """
 
 from __future__ import annotations
@@ -45,7 +60,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +68,7 @@ from urllib.parse import urlparse
 
 import httpx
 
+from bench import cpu
 from bench.common import (
     RESULTS,
     SERVER,
@@ -63,6 +79,7 @@ from bench.common import (
     service_process,
     write_result,
 )
+from bench.floor import floor_process
 from bench.reads import wait_for_aof_rewrite
 from bench.submits import drain
 from rankd.embedded import EmbeddedServers
@@ -102,6 +119,7 @@ class WrkRun:
     non_2xx: int
     socket_errors: dict[str, int]
     lag: dict[str, Any] | None = None
+    cpu: dict[str, float] | None = None  # µs of CPU per request by process (bench/cpu.py)
 
 
 def parse_wrk(output: str) -> WrkRun:
@@ -157,12 +175,26 @@ def wrk_command(load: str, port: int, seconds: int, prefix: str) -> list[str]:
     ]
 
 
-def run_wrk(load: str, port: int, seconds: int, prefix: str) -> WrkRun:
+def run_wrk(
+    load: str,
+    port: int,
+    seconds: int,
+    prefix: str,
+    processes: Mapping[str, Sequence[int]] | None = None,
+) -> WrkRun:
+    """One wrk run; with ``processes`` (group name -> root pids) also the CPU each group
+    spent per request over it."""
     command = wrk_command(load, port, seconds, prefix)
+    before = cpu.snapshot(processes or {})
+    started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60)
+    wall = time.perf_counter() - started
+    after = cpu.snapshot(processes or {})
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
     run = parse_wrk(done.stdout)
+    if processes is not None:
+        run.cpu = cpu.budget(before, after, run.requests, wall)
     if run.non_2xx or any(run.socket_errors.values()):
         # a refused or dropped request is not a served one: these figures would flatter
         raise RuntimeError(
@@ -283,20 +315,47 @@ def median(values: Sequence[float]) -> float:
     return round(statistics.median(values), 3)
 
 
+def processes(stack: EmbeddedServers, service_pid: int) -> dict[str, list[int]]:
+    """The process trees whose CPU a run is charged with (bench/cpu.py)."""
+    return {
+        "service": [service_pid],
+        "redis": [stack.redis.pid] if stack.redis and stack.redis.pid else [],
+        "nats": [stack.nats.pid] if stack.nats and stack.nats.pid else [],
+        "postgres": [stack.postgres.pid] if stack.postgres and stack.postgres.pid else [],
+    }
+
+
+def one_run(
+    stack: EmbeddedServers, port: int, load: str, prefix: str, seconds: int, service_pid: int
+) -> WrkRun:
+    """One wrk run of ``load`` (with the consumer's lag for submits) and its CPU budget."""
+    procs = processes(stack, service_pid)
+    if load == "submit":
+        with LagPoller(port).running() as poller:
+            run = run_wrk(load, port, seconds, prefix, procs)
+        run.lag = poller.summary()
+    else:
+        run = run_wrk(load, port, seconds, prefix, procs)
+    return run
+
+
+def cpu_median(runs: Sequence[WrkRun]) -> dict[str, float]:
+    """Each figure of the runs' CPU budgets, median of the runs."""
+    budgets = [r.cpu for r in runs if r.cpu]
+    if not budgets:
+        return {}
+    return {name: median([b[name] for b in budgets]) for name in budgets[0]}
+
+
 def measure_load(
-    stack: EmbeddedServers, port: int, load: str, workers: int, seconds: int
+    stack: EmbeddedServers, port: int, load: str, workers: int, seconds: int, service_pid: int
 ) -> dict[str, Any]:
     runs: list[WrkRun] = []
     drains = []
     for i in range(REPEATS):
         drains.append(settle(stack))
         prefix = f"w{workers}r{i}t{time.time_ns()}"
-        if load == "submit":
-            with LagPoller(port).running() as poller:
-                run = run_wrk(load, port, seconds, prefix)
-            run.lag = poller.summary()
-        else:
-            run = run_wrk(load, port, seconds, prefix)
+        run = one_run(stack, port, load, prefix, seconds, service_pid)
         runs.append(run)
         lag = "" if run.lag is None else f", worst lag {run.lag.get('max_oldest_unacked_s')} s"
         print(
@@ -304,12 +363,15 @@ def measure_load(
             f" p50 {run.p50_ms:.2f} ms, p99 {run.p99_ms:.2f} ms{lag}",
             flush=True,
         )
+        if run.cpu:
+            print(f"         {cpu.budget_line(run.cpu)}", flush=True)
     result: dict[str, Any] = {
         "load": load,
         "workers": workers,
         "median_req_per_s": median([r.req_per_s for r in runs]),
         "median_p50_ms": median([r.p50_ms for r in runs]),
         "median_p99_ms": median([r.p99_ms for r in runs]),
+        "cpu_us_per_request": cpu_median(runs),
         "runs": [asdict(r) for r in runs],
         "drain_before_s": drains,
     }
@@ -342,25 +404,100 @@ def sustain(stack: EmbeddedServers, port: int, workers: int, seconds: int) -> di
     }
 
 
+# --- the floors -------------------------------------------------------------------------------
+
+# (name, kind, server, client, the wrk load it runs under); see bench/floor.py
+Floor = tuple[str, str, str, str, str]
+HTTP_FLOORS: tuple[Floor, ...] = (
+    ("bare ASGI on uvicorn", "http", "uvicorn", "-", "rank"),
+    ("bare ASGI on granian", "http", "granian", "-", "rank"),
+    ("bare RSGI on granian", "http", "granian-rsgi", "-", "rank"),
+)
+FLOORS: dict[str, tuple[Floor, ...]] = {
+    "submit": (("bare JetStream publish, uvicorn", "publish", "uvicorn", "-", "submit"),),
+    "rank": (
+        ("bare EVALSHA, redis-py, uvicorn", "evalsha", "uvicorn", "redis-py", "rank"),
+        ("bare EVALSHA, coredis, uvicorn", "evalsha", "uvicorn", "coredis", "rank"),
+        ("bare EVALSHA, valkey-glide, uvicorn", "evalsha", "uvicorn", "glide", "rank"),
+    ),
+    "top10": (),
+}
+
+
+def measure_floor(
+    stack: EmbeddedServers, floor: Floor, seconds: int, repeats: int
+) -> dict[str, Any]:
+    """One floor app under its wrk load, ``repeats`` times: median req/s and CPU budget, or
+    why it could not run."""
+    name, kind, server, client, load = floor
+    result: dict[str, Any] = {"name": name, "kind": kind, "server": server, "client": client}
+    result["load"] = load
+    runs: list[WrkRun] = []
+    try:
+        with floor_process(stack, kind, server, client) as (port, process):
+            for i in range(repeats):
+                settle(stack)
+                run = run_wrk(
+                    load,
+                    port,
+                    seconds,
+                    f"f{i}t{time.time_ns()}",
+                    {
+                        "service": [process.pid],
+                        **{
+                            k: v for k, v in processes(stack, process.pid).items() if k != "service"
+                        },
+                    },
+                )
+                runs.append(run)
+    except Exception as exc:  # a client that does not install or work: say why, go on
+        result["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        print(f"  floor {name}: could not run: {result['error']}", flush=True)
+        return result
+    result["median_req_per_s"] = median([r.req_per_s for r in runs])
+    result["median_p99_ms"] = median([r.p99_ms for r in runs])
+    result["cpu_us_per_request"] = cpu_median(runs)
+    result["runs"] = [asdict(r) for r in runs]
+    print(
+        f"  floor {name} ({load} load): {result['median_req_per_s']:,.0f} req/s,"
+        f" p99 {result['median_p99_ms']:.2f} ms",
+        flush=True,
+    )
+    print(f"         {cpu.budget_line(result['cpu_us_per_request'])}", flush=True)
+    return result
+
+
+def floors_for(loads: Sequence[str]) -> list[Floor]:
+    chosen = list(HTTP_FLOORS)
+    for load in loads:
+        chosen.extend(FLOORS[load])
+    return chosen
+
+
 def measure(
     loads: Sequence[str],
     workers: Sequence[int],
     seconds: int,
     sustain_s: int,
     extra_env: dict[str, str],
+    floor_repeats: int = REPEATS,
 ) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     sustained: dict[str, Any] | None = None
     fill_s: float | None = None
+    floor_results: list[dict[str, Any]] = []
     with servers() as stack:
         for n in workers:
-            with service_process(stack, n, extra_env) as (port, _):
+            with service_process(stack, n, extra_env) as (port, process):
                 if fill_s is None:
                     create_board(port, BOARD, windows=["all-time"])
                     fill_s = round(fill_board(port), 2)
                     print(f"filled {PLAYERS:,} players in {fill_s} s", flush=True)
                 for load in loads:
-                    results.append(measure_load(stack, port, load, n, seconds))
+                    results.append(measure_load(stack, port, load, n, seconds, process.pid))
+        if floor_repeats:
+            for floor in floors_for(loads):
+                floor_results.append(measure_floor(stack, floor, seconds, floor_repeats))
         if sustain_s:
             fastest = max(
                 (r for r in results if r["load"] == "submit"),
@@ -368,7 +505,147 @@ def measure(
             )
             with service_process(stack, fastest["workers"], extra_env) as (port, _):
                 sustained = sustain(stack, port, fastest["workers"], sustain_s)
-    return {"fill_seconds": fill_s, "results": results, "sustain": sustained}
+    print_summary(loads, results, floor_results)
+    return {
+        "fill_seconds": fill_s,
+        "results": results,
+        "floors": floor_results,
+        "sustain": sustained,
+    }
+
+
+def print_summary(
+    loads: Sequence[str], results: Sequence[dict[str, Any]], floors: Sequence[dict[str, Any]]
+) -> None:
+    """Each load's Rankd figures beside the goal and the floors under the same wrk load."""
+    print("\nsummary: median req/s (p99 ms); each floor is one process, as --workers 1")
+    for load in loads:
+        goal_rate, goal_p99 = GOALS[load]
+        print(f"{load}: goal {goal_rate:,.0f} ({goal_p99:g})")
+        best = 0.0
+        for r in results:
+            if r["load"] == load:
+                best = max(best, float(r["median_req_per_s"])) if r["workers"] == 1 else best
+                print(
+                    f"  rankd --workers {r['workers']}: {r['median_req_per_s']:,.0f}"
+                    f" ({r['median_p99_ms']:.1f}); {r['median_req_per_s'] / goal_rate:.2f} of"
+                    f" the goal"
+                )
+        for f in floors:
+            if f["load"] != load and f["kind"] != "http":
+                continue
+            if "error" in f:
+                print(f"  floor {f['name']}: not measured ({f['error']})")
+                continue
+            share = (
+                f"; rankd --workers 1 at {best / f['median_req_per_s']:.2f} of it" if best else ""
+            )
+            print(
+                f"  floor {f['name']}: {f['median_req_per_s']:,.0f} ({f['median_p99_ms']:.1f})"
+                f"{share}"
+            )
+
+
+# --- same-run A/B -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def code_at(ref: str) -> Iterator[Path]:
+    """The project's src/ as of git ``ref``, in a temporary directory (for PYTHONPATH: it
+    comes before the editable install's path)."""
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="rankd-ab-") as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(root), "archive", ref, "src"], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        yield Path(tmp) / "src"
+
+
+def ab(
+    ref: str,
+    loads: Sequence[str],
+    workers: int,
+    seconds: int,
+    rounds: int,
+    a_env: dict[str, str],
+    b_env: dict[str, str],
+    b_ref: str | None = None,
+) -> dict[str, Any]:
+    """A (the code at ``ref``, with ``a_env``) against B (this tree, with ``b_env``), in ABBA
+    order ``rounds`` times on the same servers: each slot a fresh service running each load
+    once. Figures: each side's median, B/A, and the spread between runs of the same side
+    (the noise a difference must beat)."""
+    slots: list[dict[str, Any]] = []
+    with code_at(ref) as a_src, contextlib.ExitStack() as trees, servers() as stack:
+        envs = {"A": {**a_env, "PYTHONPATH": str(a_src)}, "B": b_env}
+        if b_ref:
+            b_src = trees.enter_context(code_at(b_ref))
+            envs["B"] = {**b_env, "PYTHONPATH": str(b_src)}
+        filled = False
+        for r in range(rounds):
+            for side in "ABBA":
+                with service_process(stack, workers, envs[side]) as (port, process):
+                    if not filled:
+                        create_board(port, BOARD, windows=["all-time"])
+                        fill_board(port)
+                        filled = True
+                    for load in loads:
+                        settle(stack)
+                        prefix = f"ab{r}{side}t{time.time_ns()}"
+                        run = one_run(stack, port, load, prefix, seconds, process.pid)
+                        slots.append({"round": r, "side": side, "load": load, **asdict(run)})
+                        service_us = (run.cpu or {}).get("service", 0.0)
+                        print(
+                            f"  round {r + 1} {side} {load:6}: {run.req_per_s:,.0f} req/s,"
+                            f" p99 {run.p99_ms:.2f} ms, service {service_us:,.0f} µs/request",
+                            flush=True,
+                        )
+    summary: dict[str, Any] = {}
+    b_name = b_ref or "this tree"
+    print(f"\nA/B: A = {ref}, B = {b_name}; --workers {workers}; {rounds} ABBA rounds")
+    for load in loads:
+        rates = {
+            s: [x["req_per_s"] for x in slots if x["load"] == load and x["side"] == s] for s in "AB"
+        }
+        service = {
+            s: [
+                (x["cpu"] or {}).get("service", 0.0)
+                for x in slots
+                if x["load"] == load and x["side"] == s
+            ]
+            for s in "AB"
+        }
+        a, b = statistics.median(rates["A"]), statistics.median(rates["B"])
+        spread = max(max(v) / min(v) - 1 for v in rates.values())
+        summary[load] = {
+            "A_req_per_s": rates["A"],
+            "B_req_per_s": rates["B"],
+            "A_median": round(a, 1),
+            "B_median": round(b, 1),
+            "B_over_A": round(b / a, 3),
+            "spread_within_side": round(spread, 3),
+            "A_service_us": service["A"],
+            "B_service_us": service["B"],
+            "B_over_A_service_us": round(
+                statistics.median(service["B"]) / max(1e-9, statistics.median(service["A"])), 3
+            ),
+        }
+        print(
+            f"  {load:6}: A {a:,.0f} req/s, B {b:,.0f} req/s: B/A {b / a:.3f} (runs of one side"
+            f" differ by up to {spread:.1%}); service CPU per request B/A"
+            f" {summary[load]['B_over_A_service_us']:.3f}"
+        )
+    return {
+        "ref": ref,
+        "b_ref": b_name,
+        "workers": workers,
+        "rounds": rounds,
+        "a_env": a_env,
+        "b_env": b_env,
+        "summary": summary,
+        "slots": slots,
+    }
 
 
 # --- profiles ---------------------------------------------------------------------------------
@@ -450,6 +727,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--profile-raw", type=Path, metavar="DIR", help="with --profile: keep the stacks here"
     )
+    parser.add_argument("--no-floors", action="store_true", help="skip the floor apps")
+    parser.add_argument(
+        "--ab",
+        metavar="REF",
+        help="instead: A/B the code at git REF (A) against this tree (B), ABBA order",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="with --ab: ABBA rounds")
+    parser.add_argument("--b", metavar="REF", help="with --ab: B is the code at git REF")
+    parser.add_argument(
+        "--a-env", action="append", default=[], metavar="KEY=VALUE", help="with --ab: A only"
+    )
+    parser.add_argument(
+        "--b-env", action="append", default=[], metavar="KEY=VALUE", help="with --ab: B only"
+    )
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
         print("bench.wrk: skipped, `wrk` is not installed (Debian: apt-get install wrk)")
@@ -461,10 +752,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         profile(loads, max(seconds, 10), RESULTS / "profiles", extra_env, args.profile_raw)
         return
     load_before = os.getloadavg()
-    print(f"bench.wrk on {machine_line()}; loads {', '.join(loads)}; workers {args.workers}")
-    measured = measure(loads, args.workers, seconds, args.sustain, extra_env)
     given = sys.argv[1:] if argv is None else list(argv)
     command = " ".join(["python -m bench.wrk", *given])
+    if args.ab:
+        print(f"bench.wrk A/B on {machine_line()}; load average {load_before}")
+        a_env = {**extra_env, **dict(item.split("=", 1) for item in args.a_env)}
+        b_env = {**extra_env, **dict(item.split("=", 1) for item in args.b_env)}
+        found = ab(args.ab, loads, args.workers[0], seconds, args.rounds, a_env, b_env, args.b)
+        write_result(
+            "wrk_ab",
+            {
+                "command": command,
+                "loadavg_before": [round(x, 2) for x in load_before],
+                "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+                **found,
+            },
+        )
+        return
+    print(f"bench.wrk on {machine_line()}; loads {', '.join(loads)}; workers {args.workers}")
+    # --quick: each floor once (they are steadier than the service, and the stage stays short)
+    floor_repeats = 0 if args.no_floors else 1 if args.quick else REPEATS
+    measured = measure(loads, args.workers, seconds, args.sustain, extra_env, floor_repeats)
     write_result(
         "wrk",
         {

@@ -60,3 +60,37 @@ def test_output_without_a_latency_distribution_is_refused() -> None:
     without = CLEAN.replace("     99%    1.02s\n", "")
     with pytest.raises(RuntimeError, match="could not read"):
         parse_wrk(without)
+
+
+def test_cpu_budget_charges_each_process_tree() -> None:
+    # a child that burns CPU is charged to its group (through its parent), and a child that
+    # exits in between is counted as the load generator
+    import subprocess
+    import sys
+    import time
+
+    from bench import cpu
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}]); input()",
+        ],
+        stdin=subprocess.PIPE,
+    )
+    try:
+        before = cpu.snapshot({"service": [parent.pid]})
+        time.sleep(0.05)
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", burn], check=True)  # the "wrk"
+        time.sleep(1.0)  # the grandchild burns 0.3 s meanwhile
+        after = cpu.snapshot({"service": [parent.pid]})
+        budget = cpu.budget(before, after, 1000, time.perf_counter() - started)
+    finally:
+        parent.communicate(b"\n", timeout=10)
+    assert budget["wrk"] >= 250  # 0.3 s over 1,000 requests: 300 µs each
+    assert budget["service"] >= 150  # the grandchild, though part of it may be missed at start
+    assert budget["ours"] == round(budget["service"] + budget["wrk"], 1)
+    assert budget["machine"] >= budget["ours"] * 0.9

@@ -12,7 +12,7 @@ the public rows and the viewer's hidden entry, this places them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from rankd.services.standings import Row, Standings
 
@@ -44,7 +44,7 @@ class OwnView:
 
     def shown(self, row: Row) -> Row:
         """A public row (not the viewer's) with its rank in the view."""
-        return replace(row, rank=self.view_index(row.rank - 1) + 1)
+        return row._replace(rank=self.view_index(row.rank - 1) + 1)
 
     def public_span(self, first: int, count: int) -> tuple[int, int]:
         """The public slice (offset, count) holding every entry of view indexes

@@ -21,16 +21,16 @@ cache on top, so no read is written once per source.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from rankd.services.own_view import OwnView
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One entry of a period's standings, as every source gives it."""
+class Row(NamedTuple):
+    """One entry of a period's standings, as every source gives it. Immutable; a named
+    tuple rather than a frozen dataclass because a top list builds hundreds of them and a
+    frozen dataclass's constructor costs about three times as much."""
 
     rank: int  # 1-based
     player_id: str

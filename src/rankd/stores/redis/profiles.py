@@ -20,8 +20,12 @@ class Profiles:
         self.conn = conn
 
     async def names(self, player_ids: Sequence[str]) -> list[str | None]:
+        if not player_ids:
+            return []
         with reachable():
-            raw = await self.conn.client.hmget(keys.NAMES, list(player_ids))
+            # in the shared pipeline: a read that misses the name cache (a rank read of a
+            # player not read for a while) then costs no connection and round trip of its own
+            [raw] = await self.conn.pipeline((), [("HMGET", (keys.NAMES, *player_ids))])
         return [name(n) for n in raw]
 
     async def set_name(self, player_id: str, name: str) -> None:
