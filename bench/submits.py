@@ -362,8 +362,8 @@ def _templates(board: BoardConfig, now_ms: int) -> list[_WindowTemplate]:
     """What ``plan()`` sends for a run ending now, with the score part left out."""
     sha = SUBMIT_BEST.sha.encode()
     out = []
-    for target in plan(board, Run("t", "p0", 0, now_ms, now_ms)):
-        target.mark = True  # as the submit path sends it: marked applied (services/applier.py)
+    # as the submit path sends it: marked applied (services/applier.py)
+    for target in plan(board, Run("t", "p0", 0, now_ms, now_ms), mark=True):
         call = script_call(board, target, now_ms, 15_000)
         assert target.applies and call[0] is SUBMIT_BEST, target
         _, keys, args = call

@@ -18,6 +18,7 @@ import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
+from rankd.plan import Visibility
 from rankd.runtime import Runtime
 from rankd.services.replay import replay
 from tests.conftest import ADMIN_H, SERVER_H, new_board_id
@@ -231,11 +232,13 @@ async def test_a_ban_the_instance_did_not_know_of_is_healed_by_the_next_write(
     board = await make_board()
     await submit(client, board, "k1", "stale", 10)
     await ban(client, "stale")
-    runtime.moderation.bans.banned.discard("stale")  # as another instance before refreshing
+    bans = runtime.moderation.bans
+    # as another instance before refreshing (the ban list is an immutable snapshot)
+    bans.visibility = Visibility(bans.banned - {"stale"})
     await submit(client, board, "k2", "stale", 20)
     assert ids(await read(client, f"/v1/boards/{board}/top")) == ["stale"]
     await runtime.moderation.bans.refresh()  # the refresh only adds what changed since...
-    runtime.moderation.bans.banned.add("stale")  # ...so restore what we took away by hand
+    bans.visibility = Visibility(bans.banned | {"stale"})  # ...so restore it by hand
     await submit(client, board, "k2", "stale", 20)
     assert ids(await read(client, f"/v1/boards/{board}/top")) == []
     me = await read(client, f"/v1/boards/{board}/players/stale", viewer="stale")

@@ -3,15 +3,17 @@ operation applies it, and the standing a script's reply becomes."""
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError, fields, replace
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rankd.boards import BoardConfig
 from rankd.formats import format_time
 from rankd.periods import DAY_MS, period_at
-from rankd.plan import Target, expires_at_ms, plan, standing, sum_horizon_ms
+from rankd.plan import Target, Visibility, expires_at_ms, plan, standing, sum_horizon_ms
 from rankd.runs import Run
 
 HOUR_MS = 3_600_000
@@ -85,8 +87,7 @@ def test_a_sum_run_older_than_the_horizon_is_late_on_all_time_never_closed() -> 
     now = ms("2026-11-03T10:00:00")
     [old] = plan(b, Run("r", "p", 5, now - sum_horizon_ms(b) - 1, now))
     assert old.disposition == "late" and not old.sendable  # PostgreSQL decides first
-    old.counted_ms = now
-    assert old.sendable
+    assert replace(old, counted_ms=now).sendable  # targets are immutable
     [years] = plan(b, Run("r", "p", 5, ms("2020-01-02T00:00:00"), now))
     assert years.disposition == "late"
 
@@ -137,3 +138,34 @@ def test_every_window_gets_exactly_one_target_in_the_period_of_ended_at(
             assert (t.composite is not None) == (policy == "best")
         else:
             assert t.window != "all-time" or policy == "sum"
+
+
+def test_moderation_is_an_input_banned_players_go_to_shadow_held_windows_to_pending() -> None:
+    b = board(windows=("all-time", "daily"), segments=("country",))
+    now = ms("2026-11-03T10:00:00")
+    run = Run("r", "p", 5, now, now, segments=(("country", "FR"),), held=("daily",))
+    sides = {(t.window, t.segment): t.side for t in plan(b, run)}
+    assert sides == {
+        ("all-time", ""): "public",
+        ("daily", ""): "pending",
+        ("all-time", "country:FR"): "public",
+        ("daily", "country:FR"): "pending",
+    }
+    banned = plan(b, run, seen=Visibility(frozenset({"p"})), mark=True)
+    # a banned player's runs are hidden on :shadow, held or not; every target is marked
+    assert {t.side for t in banned} == {"shadow"} and all(t.mark for t in banned)
+    old = Run("o", "p", 5, now - 400 * DAY_MS, now)  # closed in daily, all-time applies
+    assert {t.side for t in plan(b, old, seen=Visibility(frozenset({"p"})))} == {"shadow"}
+
+
+def test_targets_are_immutable_and_planned_with_every_field() -> None:
+    b = board(windows=("all-time", "daily"), policy="sum", segments=("country",))
+    now = ms("2026-11-03T10:00:00")
+    run = Run("r", "p", 1, now - 400 * DAY_MS, now, segments=(("country", "FR"),))
+    targets = plan(b, run)
+    assert {t.disposition for t in targets} == {"late", "closed"}
+    for target in targets:
+        assert list(vars(target)) == [f.name for f in fields(Target)]
+        assert Target(**vars(target)) == target
+        with pytest.raises(FrozenInstanceError):
+            target.side = "shadow"  # type: ignore[misc]

@@ -8,11 +8,16 @@ from Redis after its retention (``expired``: only the durable copy takes the run
 path, the log consumer, rebuild and replay all decide with these functions, so they decide
 alike. The Redis store turns an ``apply`` target into its script call; this module names
 the operation, never a key.
+
+Moderation is an input, not a later edit: ``plan`` takes a ``Visibility`` (who is banned,
+at one moment) and reads the windows a run is held in from the run itself (decided before
+logging), and returns immutable targets; a step that decides more (a review decision, a
+late run's count) derives new targets with ``dataclasses.replace``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from rankd.boards import BoardConfig
@@ -28,7 +33,22 @@ Operation = Literal["best", "sum"]
 Side = Literal["public", "shadow", "pending"]
 
 
-@dataclass(slots=True)  # not frozen: frozen dataclasses construct several times slower
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """Who must not show on the public boards, as one write saw it: the banned players
+    (services/moderation.py keeps the instance's copy; a snapshot is never changed)."""
+
+    banned: frozenset[str] = field(default_factory=frozenset)
+
+
+NOBODY_HIDDEN = Visibility()
+
+
+# Frozen; what a later step decides is a new target (dataclasses.replace). Not slotted:
+# plan() builds its targets with _target_of, which fills the instance dict at once (a
+# frozen dataclass's __init__ sets each field through object.__setattr__, about four times
+# slower, and plan() builds two to twelve targets a run).
+@dataclass(frozen=True)
 class Target:
     """One window of one run: what happens to it.
 
@@ -58,7 +78,6 @@ class Target:
     side: Side = "public"
     # the submit path marks what it applies; the log consumer skips targets so marked
     mark: bool = False
-    applied: bool = False
 
     @property
     def applies(self) -> bool:
@@ -68,9 +87,45 @@ class Target:
     def sendable(self) -> bool:
         """Whether the Redis store sends this target's script: a live period, or a late run
         once PostgreSQL has settled it (``counted_ms`` set)."""
-        if self.applied:
-            return False
         return self.disposition == "apply" or (self.disposition == "late" and self.counted_ms > 0)
+
+
+_new = object.__new__
+
+
+def _target_of(
+    window: str,
+    period: Period,
+    run: Run,
+    disposition: Disposition,
+    operation: Operation,
+    composite: int | None = None,
+    segment: str = "",
+    time_key: int = 0,
+    trim_before_ms: int = 0,
+    side: Side = "public",
+    mark: bool = False,
+) -> Target:
+    """``Target(...)`` with ``counted_ms`` 0, built fast (see Target;
+    tests/test_plan.py checks that it fills every field)."""
+    target: Target = _new(Target)
+    target.__dict__.update(
+        {
+            "window": window,
+            "period": period,
+            "run": run,
+            "disposition": disposition,
+            "operation": operation,
+            "composite": composite,
+            "segment": segment,
+            "time_key": time_key,
+            "trim_before_ms": trim_before_ms,
+            "counted_ms": 0,
+            "side": side,
+            "mark": mark,
+        }
+    )
+    return target
 
 
 # A script's reply for one target: (changed, rank, stored composite, mine, achieved ms).
@@ -108,20 +163,31 @@ def expires_at_ms(board: BoardConfig, period: Period) -> int | None:
     return period.end_ms + board.grace_seconds * 1000 + retention_ms
 
 
-def plan(board: BoardConfig, run: Run, now_ms: int | None = None) -> list[Target]:
+def plan(
+    board: BoardConfig,
+    run: Run,
+    now_ms: int | None = None,
+    seen: Visibility = NOBODY_HIDDEN,
+    *,
+    mark: bool = False,
+) -> list[Target]:
     """What applying ``run`` does to every window of ``board`` at ``now_ms``: the global
     standings' targets (one per window, in window order), then each segment's.
 
     ``now_ms`` defaults to when the run was received; the log consumer and replays pass the
-    time they apply it.
+    time they apply it. A banned player's targets (by ``seen``) go to the :shadow keys, in
+    every disposition; else a live window the run is held in goes to :pending. ``mark``
+    (the submit path): the scripts note that the target was applied, so the log consumer
+    skips it.
     """
     now_ms = run.received_at_ms if now_ms is None else now_ms
-    targets = [_target(board, run, window, now_ms) for window in board.windows]
+    hidden = run.player_id in seen.banned
+    targets = [_target(board, run, window, now_ms, hidden, mark) for window in board.windows]
     if run.segments:
         segments = [f"{dimension}:{value}" for dimension, value in run.segments]
         for window_target in list(targets):
             for segment in segments:
-                copy = Target(
+                copy = _target_of(
                     window_target.window,
                     window_target.period,
                     run,
@@ -131,17 +197,22 @@ def plan(board: BoardConfig, run: Run, now_ms: int | None = None) -> list[Target
                     segment,
                     window_target.time_key,
                     window_target.trim_before_ms,
-                    side=window_target.side,
+                    window_target.side,
+                    mark,
                 )
                 targets.append(copy)
     return targets
 
 
-def _target(board: BoardConfig, run: Run, window: str, now_ms: int) -> Target:
+def _target(
+    board: BoardConfig, run: Run, window: str, now_ms: int, hidden: bool, mark: bool
+) -> Target:
     operation: Operation = board.policy
     period = period_at(window, run.ended_at_ms)
+    # a banned player's entries go to :shadow, whatever else is decided
+    side: Side = "shadow" if hidden else "public"
     if period.status(run.received_at_ms, board.grace_seconds * 1000) == "closed":
-        return Target(window, period, run, "closed", operation)
+        return _target_of(window, period, run, "closed", operation, side=side, mark=mark)
     codec = board.codecs[window]
     offset = run.ended_at_ms - period.start_ms
     if (
@@ -149,23 +220,40 @@ def _target(board: BoardConfig, run: Run, window: str, now_ms: int) -> Target:
         and window == ALL_TIME
         and run.ended_at_ms < run.received_at_ms - sum_horizon_ms(board)
     ):
-        late = Target(window, period, run, "late", operation, time_key=codec.time_key(offset))
-        late.trim_before_ms = counted_ids_kept_since(board, now_ms)
-        return late
+        return _target_of(
+            window,
+            period,
+            run,
+            "late",
+            operation,
+            time_key=codec.time_key(offset),
+            trim_before_ms=counted_ids_kept_since(board, now_ms),
+            side=side,
+            mark=mark,
+        )
     composite = codec.pack(run.score, offset) if operation == "best" else None
     expires = expires_at_ms(board, period)
     if expires is not None and now_ms >= expires:
-        return Target(window, period, run, "expired", operation, composite)
+        return _target_of(
+            window, period, run, "expired", operation, composite, side=side, mark=mark
+        )
     # no TTL on the keys: the season job archives the period, then removes them
     # (services/seasons.py), so a retention change still applies
-    target = Target(window, period, run, "apply", operation, composite)
-    if window in run.held:
-        target.side = "pending"
-    if composite is None:
-        target.time_key = codec.time_key(offset)
-        if window == ALL_TIME:
-            target.trim_before_ms = counted_ids_kept_since(board, now_ms)
-    return target
+    if not hidden and window in run.held:
+        side = "pending"
+    if composite is not None:
+        return _target_of(window, period, run, "apply", operation, composite, side=side, mark=mark)
+    return _target_of(
+        window,
+        period,
+        run,
+        "apply",
+        operation,
+        time_key=codec.time_key(offset),
+        trim_before_ms=counted_ids_kept_since(board, now_ms) if window == ALL_TIME else 0,
+        side=side,
+        mark=mark,
+    )
 
 
 def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standing:

@@ -15,6 +15,7 @@ from rankd.services.approx import Histograms
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.deletion import Deletions
 from rankd.services.group_commit import GroupCommitter
+from rankd.services.invalidation import Invalidations
 from rankd.services.live import LiveHub
 from rankd.services.moderation import Moderation
 from rankd.services.names import NameCache
@@ -128,6 +129,8 @@ class Runtime:
         async def log_applied_through() -> int | None:
             return await applied_through(runlog)
 
+        # after a ban, a hold decision, a deletion or an erasure: the reader drops its tops
+        invalidations = Invalidations()
         moderation = Moderation(
             redis.moves,
             redis.profiles,
@@ -135,6 +138,7 @@ class Runtime:
             boards,
             settle_s=s.ban_settle_s,
             applied_through=log_applied_through,
+            invalidations=invalidations,
         )
 
         # applies everything to Redis (no trusted marks): replays, and a restart's tail
@@ -159,7 +163,7 @@ class Runtime:
             scrub_interval_s=s.erasure_scrub_interval_s,
             run_id_bucket_ms=run_ids.bucket_ms,
         )
-        return cls(
+        runtime = cls(
             settings=s,
             deletions=deletions,
             redis=redis,
@@ -218,6 +222,8 @@ class Runtime:
                 redis.notices, s.live_max_streams, max_per_address=s.live_max_streams_per_address
             ),
         )
+        invalidations.subscribe(runtime.reader.forget_tops)
+        return runtime
 
     async def open(self, *, background: bool = True) -> None:
         """Connect; with ``background``, restore Redis if it changed and start the consumer,

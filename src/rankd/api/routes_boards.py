@@ -73,6 +73,5 @@ async def delete_board(board_id: str, request: Request) -> Response:
     rt = runtime(request)
     rt.auth.require(request, "admin")
     await rt.deletions.delete_board(board_id)
-    rt.reader.forget_tops()
     body: BoardDeleted = {"board_id": board_id, "deleted": True}
     return reply(body)

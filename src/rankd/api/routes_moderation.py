@@ -24,7 +24,6 @@ async def _ban(request: Request, player_id: str, banned: bool) -> Response:
     rt.auth.require(request, "admin")
     check_player_id(player_id)
     await rt.moderation.ban(player_id, banned)
-    rt.reader.forget_tops()
     body: Ban = {"player_id": player_id, "banned": banned}
     return reply(body)
 
@@ -123,7 +122,6 @@ async def _decide(request: Request, board_id: str, run_id: str, approve: bool) -
     check_run_id(run_id)
     board = await rt.boards.get(board_id)
     await rt.moderation.decide(board, run_id, approve)
-    rt.reader.forget_tops()
     body: HoldDecision = {
         "board_id": board.board_id,
         "run_id": run_id,

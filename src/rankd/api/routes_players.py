@@ -91,6 +91,5 @@ async def erase_player(player_id: str, request: Request) -> Response:
     rt.auth.require(request, "admin")
     check_player_id(player_id)
     await rt.deletions.erase_player(player_id)
-    rt.reader.forget_tops()
     body: PlayerErased = {"player_id": player_id, "erased": True}
     return reply(body)

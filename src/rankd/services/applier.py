@@ -15,7 +15,6 @@ log, which delivers it again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import defaultdict
@@ -27,11 +26,11 @@ from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound, Unavailable
 from rankd.formats import clip, is_board_id
 from rankd.periods import PeriodRef
-from rankd.plan import Target, plan
+from rankd.plan import Target, Visibility, plan
 from rankd.runs import decode_batch
-from rankd.services import late_sums
 from rankd.services.moderation import Moderation
 from rankd.services.registry import BoardRegistry
+from rankd.services.write_pipeline import WritePipeline
 from rankd.stores import deletions, fingerprints, standings
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis.marks import Marks
@@ -91,7 +90,8 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
 
 
 class Applier:
-    """See the module docstring; with marks trusted (the log consumer), Redis is written
+    """See the module docstring; the write itself is the submit path's pipeline
+    (services/write_pipeline.py). With marks trusted (the log consumer), Redis is written
     only for runs the submit path did not apply: a submitter that died between the log's ack
     and its Redis pipeline, or a board rebuilt since. Then the consumer never writes a run
     to Redis before its submitter does, so the submitter's answer (``improved``) is right
@@ -121,6 +121,7 @@ class Applier:
         self.reads = reads
         self.pg = pg
         self.moderation = moderation
+        self.pipeline = WritePipeline(writes, marks, reads, pg, moderation)
         self.mark_wait_ms = None if mark_wait_s is None else int(mark_wait_s * 1000)
         # how long a run id's first content is binding (services/run_ids.py)
         self.run_memory_ms = int(run_memory_s * 1000)
@@ -152,7 +153,7 @@ class Applier:
         return config if generation in (0, config.generation) else None
 
     async def _plan(
-        self, messages: list[LogMessage], now_ms: int, outcome: Outcome
+        self, messages: list[LogMessage], now_ms: int, seen: Visibility, outcome: Outcome
     ) -> tuple[
         dict[str, BoardConfig],
         dict[str, list[tuple[int, int, list[Target]]]],
@@ -170,7 +171,9 @@ class Applier:
                     raise ValueError(f"{board_id!r} is not a board id")
                 config = await self._config(configs, board_id, generation)
                 # a run the board cannot hold (CodecError is a ValueError) parks the message
-                message_plans = [] if config is None else [plan(config, r, now_ms) for r in runs]
+                message_plans = (
+                    [] if config is None else self.pipeline.plan(config, runs, now_ms, seen=seen)
+                )
             except (ValueError, ArithmeticError, BoardNotFound) as exc:
                 unusable.append((message, str(exc)))
                 continue
@@ -184,25 +187,34 @@ class Applier:
         configs: dict[str, BoardConfig],
         plans: dict[str, list[tuple[int, int, list[Target]]]],
         now_ms: int,
+        seen: Visibility,
     ) -> dict[str, list[list[Target]]]:
         """The plans to apply, asked inside the batch's transaction (under the shared apply
         lock, which a board deletion or an erasure takes exclusively, so neither can slip
         between this check and the batch's writes): runs of a deleted board incarnation
         (generation 0: received before its deletion), and runs of an erased player logged
         before the erasure, are dropped. Runs planned with a cached config of another
-        incarnation are planned again with the current one."""
+        incarnation, or while this instance knew other bans than now (``seen``: the
+        snapshot they were planned with; the batch may have waited for the lock), are
+        planned again with the current ones."""
         boards = await deletions.current_generations(conn, plans)
         players = {p[0].run.player_id for entries in plans.values() for _, _, p in entries if p}
         first_seq = min((seq for entries in plans.values() for seq, _, _ in entries), default=0)
         erased = await deletions.erased_through(conn, players, first_seq)
+        now_seen = self.moderation.visibility()
         wanted: dict[str, list[list[Target]]] = {}
         for board_id, entries in plans.items():
             if board_id not in boards:
                 continue  # deleted since it was planned
             current, deleted_ms = boards[board_id]
-            if configs[board_id].generation != current:
-                fresh = configs[board_id] = await self.boards.reload(board_id)
-                entries = [(seq, g, plan(fresh, p[0].run, now_ms)) for seq, g, p in entries if p]
+            stale = configs[board_id].generation != current
+            if stale:
+                configs[board_id] = await self.boards.reload(board_id)
+            if stale or now_seen is not seen:
+                config = configs[board_id]
+                entries = [
+                    (seq, g, plan(config, p[0].run, now_ms, now_seen)) for seq, g, p in entries if p
+                ]
             kept = [
                 p
                 for seq, generation, p in entries
@@ -268,35 +280,6 @@ class Applier:
         logger.error("parked log message %s (%s): %s", message.seq, message.subject, reason)
         return Outcome(parked=[message.seq])
 
-    async def _skip_applied(self, board: BoardConfig, plans: list[list[Target]]) -> None:
-        """Mark as ``applied`` the targets the submit path marked; for runs received less
-        than ``mark_wait_ms`` ago, wait for their marks (polling) until then."""
-        assert self.mark_wait_ms is not None
-        # late runs too: the submit path counted them in PostgreSQL and Redis, under a mark
-        waiting = [
-            t
-            for p in plans
-            for t in p
-            if (t.disposition == "apply" and t.sendable) or t.disposition == "late"
-        ]
-        delay = 0.005
-        while waiting:
-            found = await self.marks.find_marks(board, waiting)
-            for t, marked in zip(waiting, found, strict=True):
-                t.applied = marked
-            now_ms = int(time.time() * 1000)
-            waiting = [
-                t
-                for t, marked in zip(waiting, found, strict=True)
-                if not marked and t.run.received_at_ms > now_ms - self.mark_wait_ms
-            ]
-            if waiting:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.1)
-        skipped = sum(1 for p in plans for t in p if t.applied)
-        if skipped:
-            metrics.TARGETS_ALREADY_APPLIED.inc(skipped)
-
     async def _first_content(
         self,
         conn: Conn,
@@ -329,26 +312,22 @@ class Applier:
         """Apply ``messages`` in one transaction, parking the ones that cannot be planned."""
         outcome = Outcome()
         now_ms = int(time.time() * 1000)
-        configs, planned, unusable = await self._plan(messages, now_ms, outcome)
+        seen = self.moderation.visibility()
+        configs, planned, unusable = await self._plan(messages, now_ms, seen, outcome)
         batch = StandingsBatch.empty()
         conflicted: set[tuple[str, str, str]] = set()
         async with self.pg.apply_lock(exclusive=False) as conn:
-            plans = await self._still_wanted(conn, configs, planned, now_ms)
+            plans = await self._still_wanted(conn, configs, planned, now_ms, seen)
             batch.configs.update(configs)
             # boards in id order: fingerprint rows are locked per board, so two consumers
             # never wait on each other crosswise
             for board_id, all_plans in sorted(plans.items()):
                 config = configs[board_id]
                 board_plans = await self._first_content(conn, board_id, all_plans, conflicted)
-                self.moderation.route(board_plans)
-                await self.moderation.follow_decisions(conn, config, board_plans)
-                if self.mark_wait_ms is not None:
-                    await self._skip_applied(config, board_plans)
-                await self.writes.apply(config, board_plans)
-                targets = [t for p in board_plans for t in p]
-                late = [t for t in targets if t.disposition == "late" and not t.applied]
-                await late_sums.settle(self.pg, self.writes, self.reads, config, late, now_ms, conn)
-                _collect(batch, board_id, targets)
+                written = await self.pipeline.write(
+                    config, board_plans, now_ms, conn=conn, mark_wait_ms=self.mark_wait_ms
+                )
+                _collect(batch, board_id, [t for p in written.plans for t in p])
             await standings.write(conn, batch)
             for message, reason in unusable:
                 await standings.park(conn, message.seq, message.subject, reason, message.data)

@@ -90,6 +90,8 @@ class Deletions:
         self.runlog = runlog
         self.boards = boards
         self.moderation = moderation
+        # this process's readers drop their top lists after a deletion or an erasure
+        self.invalidations = moderation.invalidations
         self.names = names
         self.settle_s = settle_s
         self.scrub_interval_s = scrub_interval_s
@@ -136,6 +138,7 @@ class Deletions:
             raise
         self.boards.forget(board_id)
         await self._in_background(self._sweep_board(board_id), f"delete-board-{board_id}")
+        self.invalidations.publish()
 
     async def _sweep_board(self, board_id: str) -> None:
         try:
@@ -172,6 +175,7 @@ class Deletions:
         await self.moderation.bans.refresh()
         await self._in_background(self._sweep_player(player_id, refs), f"erase-{player_id}")
         self._scrub_now.set()
+        self.invalidations.publish()
 
     async def _sweep_player(self, player_id: str, refs: set[PeriodRef]) -> None:
         """Again once every instance has applied what it logged before the erasure: a

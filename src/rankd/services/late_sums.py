@@ -13,6 +13,7 @@ comes first counts the run and the other changes nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rankd.boards import BoardConfig
 from rankd.periods import PeriodRef
@@ -32,50 +33,61 @@ async def settle(
     targets: Sequence[Target],
     now_ms: int,
     conn: Conn | None = None,
-) -> dict[int, Reply]:
-    """Settle ``targets`` (all ``late``); replies by ``id(target)``. With ``conn``, the
-    PostgreSQL writes join the caller's transaction (which holds the apply lock)."""
+) -> list[Reply | None]:
+    """Settle ``targets`` (all ``late``); their replies, in their order (None: no entry
+    to report). With ``conn``, the PostgreSQL writes join the caller's transaction (which
+    holds the apply lock)."""
     if not targets:
-        return {}
-    targets = sorted(targets, key=lambda t: (t.window, t.period.id, t.segment, t.run.player_id))
+        return []
+    order = sorted(
+        range(len(targets)),
+        key=lambda i: (
+            targets[i].window,
+            targets[i].period.id,
+            targets[i].segment,
+            targets[i].run.player_id,
+        ),
+    )
+    ordered = [targets[i] for i in order]
     if conn is None:
         async with pg.apply_lock(exclusive=False, lock_timeout_s=2.0) as own:
-            decided = await _count(own, board, targets)
+            decided = await _count(own, board, ordered)
     else:
-        decided = await _count(conn, board, targets)
-    send: list[Target] = []
-    replies: dict[int, Reply] = {}
+        decided = await _count(conn, board, ordered)
+    send: list[tuple[int, Target]] = []  # (position in targets, the target as counted)
+    replies: list[Reply | None] = [None] * len(targets)
     # improved, where Redis's own answer may not tell: the log consumer counted this very
     # submission first (same receipt time), so Redis saw the change there; the consumer
     # applies the log in order, so its PostgreSQL view of whether it changed the entry is
     # right. Only the first copy of a run in one batch claims it.
     consumer_first: dict[int, bool] = {}
     claimed: set[tuple[str, str, str, str, str]] = set()
-    for target, (new, counted_ms, changed) in zip(targets, decided, strict=True):
+    for i, (new, counted_ms, changed) in zip(order, decided, strict=True):
+        target = targets[i]
         run = target.run
         copy = (target.window, target.period.id, target.segment, run.player_id, run.run_id)
         if not new and counted_ms == run.received_at_ms and copy not in claimed:
-            consumer_first[id(target)] = changed
+            consumer_first[i] = changed
         claimed.add(copy)
         if new or recently_counted(board, counted_ms, now_ms):
-            target.counted_ms = counted_ms or now_ms
-            send.append(target)
+            send.append((i, replace(target, counted_ms=counted_ms or now_ms)))
     if send:
-        sent = await writes.apply(board, [[t] for t in send], ranked=True)
-        for target, [reply] in zip(send, sent, strict=True):
+        sent = await writes.apply(board, [[t] for _, t in send], ranked=True)
+        for (i, _), [reply] in zip(send, sent, strict=True):
             if reply is not None:
                 improved, rank, stored, counted, achieved = reply
-                if id(target) in consumer_first:
-                    improved = int(consumer_first[id(target)])
-                replies[id(target)] = (improved, rank, stored, counted, achieved)
-    for target in targets:
-        if id(target) not in replies:
+                if i in consumer_first:
+                    improved = int(consumer_first[i])
+                replies[i] = (improved, rank, stored, counted, achieved)
+    for i in order:
+        if replies[i] is None:
             # counted long ago: Redis holds the total already; report the entry as it is
+            target = targets[i]
             ref = PeriodRef(board.board_id, target.window, target.period.id, target.segment)
             held, _ = await reads.entry(ref, target.run.player_id)
             if held is not None:
                 composite, rank0, achieved_ms = held
-                replies[id(target)] = (0, rank0 + 1, composite, 1, achieved_ms)
+                replies[i] = (0, rank0 + 1, composite, 1, achieved_ms)
     return replies
 
 

@@ -22,6 +22,11 @@ the windows in the log, so the consumer and a replay hold it alike. Held targets
 the run (a max with the public entry, in the durable copy and in Redis), rejecting drops
 it, and the row keeps the decision, so a later application of the logged run follows it.
 
+The write pipeline (services/write_pipeline.py) takes moderation as an input: a
+``Visibility`` snapshot when it plans (plan.py routes a banned player's targets to
+:shadow), and the review decisions through ``follow_decisions``, which returns new targets.
+After a ban's sweep or a hold decision, ``invalidations`` tells this process's readers.
+
 Memory: the ban set holds one entry per banned player (about 100 bytes each); it is only
 grown by admins, never by a client's requests.
 """
@@ -32,14 +37,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 
 from rankd.aio import stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.errors import HoldNotFound
 from rankd.formats import clip
 from rankd.periods import ALL_TIME, PeriodRef, period_at
-from rankd.plan import Target, plan
+from rankd.plan import Target, Visibility, plan
 from rankd.runs import Run
+from rankd.services.invalidation import Invalidations
 from rankd.services.registry import BoardRegistry
 from rankd.stores import moderation as db
 from rankd.stores import standings
@@ -61,23 +68,33 @@ def _now_ms() -> int:
 
 
 class BanList:
-    """This instance's copy of who is banned."""
+    """This instance's copy of who is banned: a snapshot (``visibility``) replaced, never
+    changed, when a refresh finds changed rows, so a write holds one view throughout."""
 
     def __init__(self, pg: PostgresStore) -> None:
         self.pg = pg
-        self.banned: set[str] = set()
+        self.visibility = Visibility()
         self.seq = 0
 
+    @property
+    def banned(self) -> frozenset[str]:
+        return self.visibility.banned
+
     def __contains__(self, player_id: str) -> bool:
-        return player_id in self.banned
+        return player_id in self.visibility.banned
 
     async def refresh(self) -> None:
-        for player_id, banned, seq in await db.bans_since(self.pg, self.seq):
-            if banned:
-                self.banned.add(player_id)
+        rows = await db.bans_since(self.pg, self.seq)
+        if not rows:
+            return
+        banned = set(self.visibility.banned)
+        for player_id, is_banned, seq in rows:
+            if is_banned:
+                banned.add(player_id)
             else:
-                self.banned.discard(player_id)
+                banned.discard(player_id)
             self.seq = max(self.seq, seq)
+        self.visibility = Visibility(frozenset(banned))
 
     async def run_forever(self, interval_s: float, stop: asyncio.Event) -> None:
         while not await wait_or_stop(stop, interval_s):
@@ -97,6 +114,7 @@ class Moderation:
         *,
         settle_s: float = 0.6,
         applied_through: Callable[[], Awaitable[int | None]] | None = None,
+        invalidations: Invalidations | None = None,
     ) -> None:
         self.moves = moves
         self.profiles = profiles
@@ -107,80 +125,100 @@ class Moderation:
         # when the oldest logged run not yet applied by the consumer was received (None:
         # all applied); see services/consumer.py
         self.applied_through = applied_through
+        # told after a ban's sweep and a hold decision (the reader drops its top lists)
+        self.invalidations = invalidations if invalidations is not None else Invalidations()
         self._later: set[asyncio.Task[None]] = set()
 
     # the write path
 
-    def route(self, plans: Sequence[Sequence[Target]]) -> None:
-        """Send banned players' targets to the :shadow keys."""
-        if not self.bans.banned:
-            return
-        for targets in plans:
-            for t in targets:
-                if t.run.player_id in self.bans.banned:
-                    t.side = "shadow"
+    def visibility(self) -> Visibility:
+        """Who is banned now, as this instance knows (a snapshot: plan.py's input)."""
+        return self.bans.visibility
 
-    async def decide_holds(self, board: BoardConfig, runs: Sequence[Run]) -> None:
-        """Mark each run with the windows where it would enter the top ``hold_top`` and
-        raise the player's public entry (before logging: the log carries the decision)."""
+    async def decide_holds(self, board: BoardConfig, runs: Sequence[Run]) -> list[Run]:
+        """``runs``, each carrying the windows where it would enter the top ``hold_top`` and
+        raise the player's public entry (before logging: the log carries the decision); a
+        run whose windows change is a new Run, the others are returned as they came."""
         if board.hold_top <= 0:
-            return
-        candidates: list[tuple[Run, Target]] = []
-        for run in runs:
+            return list(runs)
+        held: dict[int, tuple[str, ...]] = {}  # by position in runs
+        candidates: list[tuple[int, Run, Target]] = []
+        for i, run in enumerate(runs):
             if run.player_id in self.bans.banned:
                 continue  # already hidden on :shadow
-            run.held = ()
+            held[i] = ()
             for t in plan(board, run):
                 if t.segment == "" and t.applies and t.composite is not None:
-                    candidates.append((run, t))
-        if not candidates:
-            return
+                    candidates.append((i, run, t))
+        if candidates:
+            await self._held_windows(board, candidates, held)
+        return [
+            replace(run, held=held[i]) if i in held and held[i] != run.held else run
+            for i, run in enumerate(runs)
+        ]
+
+    async def _held_windows(
+        self,
+        board: BoardConfig,
+        candidates: list[tuple[int, Run, Target]],
+        held: dict[int, tuple[str, ...]],
+    ) -> None:
+        """Fill ``held`` (by run position) with the candidates' windows that are held."""
         checks = await self.moves.standing_checks(
             [
                 (PeriodRef(board.board_id, t.window, t.period.id), run.player_id, t.composite)
-                for run, t in candidates
+                for _, run, t in candidates
                 if t.composite is not None
             ]
         )
-        for (run, t), (above, current) in zip(candidates, checks, strict=True):
+        for (i, _, t), (above, current) in zip(candidates, checks, strict=True):
             assert t.composite is not None
             if above < board.hold_top and (current is None or t.composite > current):
-                run.held = (*run.held, t.window)
+                held[i] = (*held[i], t.window)
         # a run held before stays held where it was, whatever the board says now: the
         # decision made on it (or still to make) is followed (follow_decisions), so a
         # resent rejected run is never published by being sent again
+        run_ids = [r.run_id for _, r, _ in candidates]
         async with self.pg.connection() as conn:
-            before = await db.held_windows(conn, board.board_id, [r.run_id for r, _ in candidates])
-        for run, t in candidates:
-            if t.window in before.get(run.run_id, ()) and t.window not in run.held:
-                run.held = (*run.held, t.window)
+            before = await db.held_windows(conn, board.board_id, run_ids)
+        for i, run, t in candidates:
+            if t.window in before.get(run.run_id, ()) and t.window not in held[i]:
+                held[i] = (*held[i], t.window)
 
     async def follow_decisions(
-        self, conn: Conn, board: BoardConfig, plans: Sequence[Sequence[Target]]
-    ) -> None:
+        self, conn: Conn, board: BoardConfig, plans: list[list[Target]]
+    ) -> list[list[Target]]:
         """For the submit path, the log consumer and replays, inside their transaction on
-        ``conn``: a held
-        target whose hold was approved since is applied publicly; one rejected is not
-        applied at all; one still waiting (or not recorded yet) goes to :pending and is
-        recorded. The hold rows stay locked until that transaction ends, so a decision made
-        meanwhile waits and settles :pending after this apply, never before it."""
+        ``conn``: ``plans`` with each held target following its review. One whose hold was
+        approved since is applied publicly; one rejected is not applied at all (closed);
+        one still waiting (or not recorded yet) stays on :pending and is recorded. The hold
+        rows stay locked until that transaction ends, so a decision made meanwhile waits
+        and settles :pending after this apply, never before it. Plans without a held target
+        are returned as they came."""
         held = [t for p in plans for t in p if t.side == "pending"]
         if not held:
-            return
+            return plans
         await db.add_holds(conn, _holds(board, plans), _now_ms())
         status = await db.decisions(conn, board.board_id, [t.run.run_id for t in held])
-        for t in held:
+        banned = self.bans.banned  # as it is now, after the queries (as the sweeps see it)
+
+        def follow(t: Target) -> Target:
+            if t.side != "pending":
+                return t
             decision, player_id, score = status.get(
                 (t.run.run_id, t.window), ("pending", t.run.player_id, t.run.score)
             )
             if (player_id, score) != (t.run.player_id, t.run.score):
                 # the run id was held for other content (a reuse the run-id registry no
                 # longer remembers): this run was never reviewed, so it counts nowhere
-                t.disposition = "closed"
-            elif decision == "approved":
-                t.side = "shadow" if t.run.player_id in self.bans.banned else "public"
-            elif decision == "rejected":
-                t.disposition = "closed"
+                return replace(t, disposition="closed")
+            if decision == "approved":
+                return replace(t, side="shadow" if t.run.player_id in banned else "public")
+            if decision == "rejected":
+                return replace(t, disposition="closed")
+            return t
+
+        return [[follow(t) for t in p] if any(t.side == "pending" for t in p) else p for p in plans]
 
     # bans
 
@@ -202,6 +240,7 @@ class Moderation:
             task.add_done_callback(self._later.discard)
         else:
             await self._sweep_later(player_id, banned, at_ms)
+        self.invalidations.publish()  # this process's next read shows the move at once
 
     async def close(self) -> list[str]:
         """Stop second sweeps still waiting (a ban's own sweep has run; the consumer's
@@ -316,6 +355,7 @@ class Moderation:
                 for segment in ("", *h.segments)
             ],
         )
+        self.invalidations.publish()
 
 
 def _holds(board: BoardConfig, plans: Sequence[Sequence[Target]]) -> list[db.Hold]:

@@ -8,7 +8,8 @@
    caller gets Unavailable and nothing reaches Redis.
 3. For every run and every window of the board one Lua call raises the entry (or adds to a
    sum) and reads the rank in the same atomic step (plan.py decides, the Redis store
-   sends). All calls go in one pipeline.
+   sends). All calls go in one pipeline: the write pipeline the log consumer uses too
+   (services/write_pipeline.py).
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from collections.abc import Sequence
 
 from rankd.boards import BoardConfig
 from rankd.errors import RankdError, Unavailable
-from rankd.plan import plan, standing
+from rankd.plan import standing
 from rankd.results import Standing
 from rankd.runs import Run
-from rankd.services import late_sums
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.moderation import Moderation
 from rankd.services.players import Players
 from rankd.services.run_ids import RunIds
 from rankd.services.segment_values import SegmentValues
+from rankd.services.write_pipeline import WritePipeline
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.reads import Reads
 from rankd.stores.redis.writes import Writes
@@ -51,6 +52,7 @@ class Submitter:
         self.moderation = moderation
         self.run_ids = run_ids
         self.segment_values = segment_values
+        self.pipeline = WritePipeline(writes, writes.marks, reads, pg, moderation)
 
     async def submit(
         self, board: BoardConfig, runs: Sequence[Run]
@@ -70,7 +72,8 @@ class Submitter:
         accepted = [run for run, r in zip(runs, refused, strict=True) if r is None]
         applied: list[list[Standing]] = []
         if accepted:
-            await self.moderation.decide_holds(board, accepted)  # the log carries the decision
+            # the log carries the decision
+            accepted = await self.moderation.decide_holds(board, accepted)
             await self.committer.append(board.board_id, accepted, board.generation)
             try:
                 applied = await self.apply(board, accepted, record_holds=True)
@@ -91,33 +94,14 @@ class Submitter:
         record_holds: bool = False,
     ) -> list[list[Standing]]:
         """Apply already-logged runs to Redis (idempotent) and return their standings."""
-        plans = [plan(board, run, now_ms) for run in runs]
-        for targets in plans:
-            for t in targets:
-                t.mark = True  # the log consumer skips what this marks (services/applier.py)
-        self.moderation.route(plans)
-        if record_holds and any(t.side == "pending" for p in plans for t in p):
-            # a held run follows the decision already made on it (a resent rejected run is
-            # applied nowhere), as the log consumer will; the hold rows stay locked until
-            # Redis has the run, so a decision made meanwhile settles after it
-            async with self.pg.connection() as conn, conn.transaction():
-                await self.moderation.follow_decisions(conn, board, plans)
-                replies = await self.writes.apply(board, plans, announce=True)
-        else:
-            # announce: live streams (services/live.py) re-read the standings this touched
-            replies = await self.writes.apply(board, plans, announce=True)
-        late = [t for p in plans for t in p if t.disposition == "late"]
-        if late:  # a sum board's all-time window, for runs older than Redis remembers
-            at = now_ms if now_ms is not None else runs[0].received_at_ms
-            settled = await late_sums.settle(self.pg, self.writes, self.reads, board, late, at)
-            replies = [
-                [
-                    settled.get(id(t)) if t.disposition == "late" else r
-                    for t, r in zip(p, rs, strict=True)
-                ]
-                for p, rs in zip(plans, replies, strict=True)
-            ]
+        # marked: the log consumer skips what the submit path applied (services/applier.py);
+        # announce: live streams (services/live.py) re-read the standings this touched
+        plans = self.pipeline.plan(board, runs, now_ms, mark=True)
+        at = now_ms if now_ms is not None else runs[0].received_at_ms
+        written = await self.pipeline.write(
+            board, plans, at, announce=True, record_holds=record_holds
+        )
         return [
             [standing(board, t, r) for t, r in zip(p, rs, strict=True)]
-            for p, rs in zip(plans, replies, strict=True)
+            for p, rs in zip(written.plans, written.replies, strict=True)
         ]
