@@ -114,7 +114,7 @@ class Runtime:
             unknown_ttl_s=s.unknown_board_ttl_s,
             unknown_max_bytes=s.unknown_board_cache_bytes,
         )
-        rebuilder = Rebuilder(store, pg, boards)
+        rebuilder = Rebuilder(store, pg, boards, streams=s.rebuild_streams)
         players = Players(pg, store, names, lambda: rebuilder.restoring_profiles)
         committer = GroupCommitter(
             log, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs
