@@ -3,20 +3,22 @@ cluster costs or buys on one machine, and what reads from replicas change.
 
 The same load as ``python -m bench.wrk`` (its helpers: a 20,000-player all-time board
 filled first, ``wrk -t1 -c50 -d10s --latency``, median of 3, no non-2xx allowed), on
-``rankd serve --workers 2`` over each embedded topology in turn, a fresh tree each:
+``rankd serve --workers 2`` over each embedded topology. Every tree and service is started
+first and they all stay up, so the runs can alternate between them: for each load, the
+variants in order, then in reverse, then in order again (A B C C B A A B C), so each sees
+the same minutes of a shared, noisy machine:
 
 * ``single``: one Redis, one NATS (stream at 1 replica), one PostgreSQL;
 * ``cluster``: three Redis primaries with a replica each, three NATS (stream at 3
-  replicas, ``RANKD_STREAM_REPLICAS=3``), one PostgreSQL. Two services run on the tree at
-  once, one with ``RANKD_REDIS_READ_FROM_REPLICAS=true``; their rank runs alternate
-  (A B B A A B), so both see the same moment of a noisy machine;
+  replicas, ``RANKD_STREAM_REPLICAS=3``), one PostgreSQL; two services on it, the second
+  with ``RANKD_REDIS_READ_FROM_REPLICAS=true`` (variant ``replicas``);
 * ``sentinel`` (``--topologies ... sentinel``): a primary, its replica and three Sentinels,
   the same NATS; the same two services.
 
 Loads: single-run submits (bench/wrk/submit.lua) and one random player's rank (rank.lua).
 Between runs the log consumer is let catch up. Writes bench/results/cluster.json.
 
-    python -m bench.cluster                          # single and cluster, about 8 minutes
+    python -m bench.cluster                          # single and cluster, about 6 minutes
     python -m bench.cluster --topologies single cluster sentinel
     python -m bench.cluster --quick                  # 5 s runs
 """
@@ -62,6 +64,7 @@ WORKERS = 2
 DRAIN_WITHIN_S = 300.0
 TOPOLOGIES = ("single", "cluster", "sentinel")
 REPLICAS_ENV = {"RANKD_REDIS_READ_FROM_REPLICAS": "true"}
+READY_S = 300.0  # a loaded machine starts ten processes slowly
 
 
 @contextlib.contextmanager
@@ -108,7 +111,7 @@ def settle(stack: EmbeddedServers) -> float:
 
 def one_run(stack: EmbeddedServers, port: int, load: str, seconds: int, label: str) -> WrkRun:
     settle(stack)
-    prefix = f"{label}t{time.time_ns()}"
+    prefix = f"{label.replace('/', '-')}t{time.time_ns()}"  # run ids take no slash
     if load == "submit":
         with LagPoller(port).running() as poller:
             run = run_wrk(load, port, seconds, prefix)
@@ -137,28 +140,32 @@ def summary(topology: str, variant: str, load: str, runs: list[WrkRun]) -> dict[
     }
 
 
-def measure_topology(topology: str, loads: Sequence[str], seconds: int) -> list[dict[str, Any]]:
-    base = {} if topology == "single" else {"RANKD_STREAM_REPLICAS": "3"}
+def measure(topologies: Sequence[str], loads: Sequence[str], seconds: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    print(f"{topology}: starting the tree", flush=True)
-    with tree(topology) as stack, service_process(stack, WORKERS, base) as (port, _):
-        create_board(port, BOARD, windows=["all-time"])
-        print(f"{topology}: filled {PLAYERS:,} players in {fill_board(port):.1f} s", flush=True)
-        if topology == "single":
-            for load in loads:
-                alone = [one_run(stack, port, load, seconds, "single") for _ in range(REPEATS)]
-                out.append(summary(topology, "primary", load, alone))
-            return out
-        with service_process(stack, WORKERS, {**base, **REPLICAS_ENV}) as (replica_port, _):
-            ports = {"primary": port, "replicas": replica_port}
-            for load in loads:
-                runs: dict[str, list[WrkRun]] = {"primary": [], "replicas": []}
-                # A B B A A B: the two services side by side over the same minutes
-                order = ["primary", "replicas", "replicas", "primary", "primary", "replicas"]
-                for variant in order[: 2 * REPEATS]:
+    with contextlib.ExitStack() as up:
+        targets: list[tuple[str, str, EmbeddedServers, int]] = []
+        for topology in topologies:
+            print(f"{topology}: starting the tree", flush=True)
+            stack = up.enter_context(tree(topology))
+            base = {} if topology == "single" else {"RANKD_STREAM_REPLICAS": "3"}
+            port, _ = up.enter_context(service_process(stack, WORKERS, base, READY_S))
+            create_board(port, BOARD, windows=["all-time"])
+            print(f"{topology}: filled {PLAYERS:,} players in {fill_board(port):.1f} s")
+            targets.append((topology, "primary", stack, port))
+            if topology != "single":
+                env = {**base, **REPLICAS_ENV}
+                replica_port, _ = up.enter_context(service_process(stack, WORKERS, env, READY_S))
+                targets.append((topology, "replicas", stack, replica_port))
+        for load in loads:
+            runs: dict[int, list[WrkRun]] = {i: [] for i in range(len(targets))}
+            order = list(range(len(targets)))
+            for repeat in range(REPEATS):
+                for i in order if repeat % 2 == 0 else reversed(order):
+                    topology, variant, stack, port = targets[i]
                     label = f"{topology}/{variant}"
-                    runs[variant].append(one_run(stack, ports[variant], load, seconds, label))
-                out += [summary(topology, v, load, r) for v, r in runs.items()]
+                    runs[i].append(one_run(stack, port, load, seconds, label))
+            for i, (topology, variant, _, _) in enumerate(targets):
+                out.append(summary(topology, variant, load, runs[i]))
     return out
 
 
@@ -175,11 +182,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     loads = args.loads or ["submit", "rank"]
     seconds = args.seconds or (5 if args.quick else 10)
     print(f"bench.cluster on {machine_line()}; topologies {args.topologies}; loads {loads}")
-    results: list[dict[str, Any]] = []
     loadavg: dict[str, list[float]] = {"before": [round(x, 2) for x in os.getloadavg()]}
-    for topology in args.topologies:
-        results += measure_topology(topology, loads, seconds)
-        loadavg[f"after_{topology}"] = [round(x, 2) for x in os.getloadavg()]
+    results = measure(args.topologies, loads, seconds)
+    loadavg["after"] = [round(x, 2) for x in os.getloadavg()]
     print("\nmedian of 3, rankd serve --workers 2:")
     for r in results:
         print(

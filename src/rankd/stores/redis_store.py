@@ -831,7 +831,7 @@ class RedisStore:
         for pk in self._every(ref):  # every shard's keys, a shard at a time
             # the exact-times hashes too: every bucket, in a few commands (absent ones cost
             # Redis a lookup each), as the members are not known here
-            buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
+            buckets = [f"{pk.public}:at:{b}" for b in range(keys.time_buckets_of(pk.public))]
             with _reachable():
                 # every key of a shard shares its tag: one node's plain pipeline (a cluster
                 # client would split a many-key UNLINK by slot, to no use here)

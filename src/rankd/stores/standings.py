@@ -429,13 +429,15 @@ SUM_RUN_PAGE_SQL = _page_sql(
 
 # A period's exact achieved times grouped by the Redis hash that holds them:
 # (bucket, members, HSET field/value arguments in RESP with chr(1) for CR LF).
+# A shard's hashes are folded (redis_keys.SHARD_TIME_BUCKETS): ``%(n)s`` > 0 folds.
+_BUCKET = "(CASE WHEN %(n)s = 0 THEN time_bucket ELSE time_bucket %% 4093 END)"
 TIME_GROUPS_SQL = (
-    "SELECT time_bucket, count(*),"
+    f"SELECT {_BUCKET}, count(*),"
     f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
     " FROM player_best"
     " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
     f"{SHARD_FILTER}"
-    " GROUP BY time_bucket"
+    " GROUP BY 1"
 )
 
 
@@ -477,7 +479,7 @@ SHARDED_ENTRY_PAGE_SQL = (
 )
 # A sharded period's exact times per shard and hash bucket.
 SHARDED_TIME_GROUPS_SQL = (
-    f"SELECT {shard_sql('player_id')} AS k, time_bucket, count(*),"
+    f"SELECT {shard_sql('player_id')} AS k, time_bucket %% 4093, count(*),"
     f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
     " FROM player_best"
     " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
@@ -536,7 +538,7 @@ SLICE_ENTRY_PAGE_SQL = (
     "  ORDER BY composite, player_id LIMIT %(size)s) page GROUP BY k"
 )
 SLICE_TIME_GROUPS_SQL = (
-    f"SELECT {_SLICE_SHARD} AS k, time_bucket, count(*),"
+    f"SELECT {_SLICE_SHARD} AS k, {_BUCKET}, count(*),"
     f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
     f" FROM player_best{_SLICE_WHERE} GROUP BY 1, 2"
 )
