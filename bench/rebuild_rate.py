@@ -25,7 +25,7 @@ for each size and each ``--shards`` value (a board of that many shards holding t
 members), rebuilds alternate between the values, A B B A (``--rounds`` of them), on the
 ``--topology`` given (``single``, or ``cluster``: three primaries and their replicas). It
 prints members/s per rebuild and the mean per value, and writes
-bench/results/rebuild_streams.json.
+bench/results/rebuild_streams.json (``rebuild_streams_cluster.json`` on the cluster).
 
     python -m bench.rebuild_rate --sizes 2000000 --shards 1 16 --streams 1 4
     python -m bench.rebuild_rate --sizes 2000000 --shards 1 16 --streams 1 4 --topology cluster
@@ -401,7 +401,7 @@ def main_streams(args: argparse.Namespace) -> None:
         finally:
             servers.stop()
     write_result(
-        "rebuild_streams",
+        "rebuild_streams" if args.topology == "single" else f"rebuild_streams_{args.topology}",
         {
             "command": " ".join(["python -m bench.rebuild_rate", *sys.argv[1:]]),
             "order": order,
