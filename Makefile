@@ -74,7 +74,7 @@ bench: bench-deps
 	$(BIN)/python -m bench.reads
 	$(BIN)/python -m bench.rank_growth
 	$(BIN)/python -m bench.rebuild_rate --sizes 1000000 10000000
-	$(BIN)/python -m bench.rebuild_rate --sizes 2000000 --shards 1 16 --streams 1 4
+	$(BIN)/python -m bench.rebuild_rate --sizes 2000000 --shards 1 16 --streams 1 2 4
 	$(BIN)/python -m bench.giant --members 5000000 --shards 1 4 16
 	$(BIN)/python -m bench.freeze_rate
 	$(BIN)/python -m bench.moderation

@@ -48,7 +48,7 @@ BATCH_MEMBERS = 20_000
 # A period of at least PARALLEL_MIN entries (or of unknown size: a rebuild of one period)
 # is loaded by up to ``Rebuilder.streams`` streams at once (services/parallel_rebuild.py).
 PARALLEL_MIN = 50_000
-STREAMS = 4
+STREAMS = 2  # the best of 1, 2 and 4 on two cores (docs/giant-boards.md)
 
 Progress = Callable[[int], None]
 
