@@ -74,11 +74,13 @@ bench: bench-deps
 	$(BIN)/python -m bench.reads
 	$(BIN)/python -m bench.rank_growth
 	$(BIN)/python -m bench.rebuild_rate --sizes 1000000 10000000
+	$(BIN)/python -m bench.rebuild_rate --sizes 2000000 --shards 1 16 --streams 1 2 4
 	$(BIN)/python -m bench.giant --members 5000000 --shards 1 4 16
 	$(BIN)/python -m bench.freeze_rate
 	$(BIN)/python -m bench.moderation
 	$(BIN)/python -m bench.events
 	$(BIN)/python -m bench.failover
+	$(BIN)/python -m bench.cluster --topologies single cluster sentinel
 	$(BIN)/python -m bench.restart --members 1000000 --tail 1000
 	$(BIN)/python -m bench.report
 

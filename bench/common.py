@@ -73,7 +73,10 @@ def servers(nats_sync: str = "always") -> Iterator[EmbeddedServers]:
 
 @contextlib.contextmanager
 def service_process(
-    stack: EmbeddedServers, workers: int = 1, extra_env: Mapping[str, str] | None = None
+    stack: EmbeddedServers,
+    workers: int = 1,
+    extra_env: Mapping[str, str] | None = None,
+    ready_within_s: float = 60.0,
 ) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     """`rankd serve` on ``stack``; yields its port and process once /readyz answers 200.
 
@@ -92,7 +95,7 @@ def service_process(
     command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port)]
     process = subprocess.Popen([*command, "--workers", str(workers)], env=env)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + ready_within_s
         while True:
             with contextlib.suppress(httpx.TransportError):
                 if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:

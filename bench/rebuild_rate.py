@@ -19,6 +19,16 @@ as after a Redis restart; it prints periods/s and members/s and writes
 bench/results/rebuild_periods.json. A rebuild should cost per member, not per period.
 
     python -m bench.rebuild_rate --periods 20000
+
+``--streams S [S ...]`` compares ``RANKD_REBUILD_STREAMS`` values in the same run instead:
+for each size and each ``--shards`` value (a board of that many shards holding the same
+members), rebuilds alternate between the values, A B B A (``--rounds`` of them), on the
+``--topology`` given (``single``, or ``cluster``: three primaries and their replicas). It
+prints members/s per rebuild and the mean per value, and writes
+bench/results/rebuild_streams.json (``rebuild_streams_cluster.json`` on the cluster).
+
+    python -m bench.rebuild_rate --sizes 2000000 --shards 1 16 --streams 1 4
+    python -m bench.rebuild_rate --sizes 2000000 --shards 1 16 --streams 1 4 --topology cluster
 """
 
 from __future__ import annotations
@@ -26,20 +36,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from redis.asyncio import Redis
 
 from bench.common import machine_line, write_result
 from rankd.embedded import find_redis_server, start_embedded
+from rankd.embedded.topology import start_topology
 from rankd.runtime import Runtime
 from rankd.settings import Settings
 from rankd.stores.redis import keys
+from rankd.stores.redis.connection import is_cluster
 
 BOARD = "bench-rebuild"
 CHUNK = 1000
@@ -48,11 +63,11 @@ TARGET_RATIO = 0.8
 TARGET_BYTES_PER_MEMBER = 150  # including each entry's exact achieved time
 
 
-def fill(pg_url: str, n: int) -> None:
+def fill(pg_url: str, n: int, board: str = BOARD) -> None:
     """N members of one all-time period, generated inside PostgreSQL (default codec: 23
     time bits, so composite = score << 23 | reversed time units)."""
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("DELETE FROM player_best WHERE board_id = %s", (BOARD,))
+        conn.execute("DELETE FROM player_best WHERE board_id = %s", (board,))
         conn.execute(
             "INSERT INTO player_best (board_id, win, period, player_id, composite, score,"
             " achieved_ms, run_id, time_bucket)"
@@ -60,12 +75,12 @@ def fill(pg_url: str, n: int) -> None:
             "  1793730127123 + i, 'r' || i, rankd_time_bucket('p' || i)"
             " FROM (SELECT i, (random() * 1e9)::bigint AS s, (random() * 8388607)::bigint AS t"
             "       FROM generate_series(1, %s) AS i) g",
-            (BOARD, n),
+            (board, n),
         )
         conn.execute(
             "INSERT INTO periods_seen VALUES (%s, 'all-time', 'all-time', 0)"
             " ON CONFLICT DO NOTHING",
-            (BOARD,),
+            (board,),
         )
         conn.execute("VACUUM ANALYZE player_best")
 
@@ -260,14 +275,159 @@ def main_periods(counts: list[int]) -> None:
     )
 
 
+# --- streams compared: RANKD_REBUILD_STREAMS values side by side -----------------------------
+
+
+def streams_board(shards: int) -> str:
+    return f"{BOARD}-s{shards}"
+
+
+def copy_board(pg_url: str, source: str, target: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM player_best WHERE board_id = %s", (target,))
+        conn.execute(
+            "INSERT INTO player_best (board_id, win, period, segment, player_id, composite,"
+            " score, achieved_ms, run_id, time_bucket)"
+            " SELECT %s, win, period, segment, player_id, composite, score, achieved_ms,"
+            "  run_id, time_bucket FROM player_best WHERE board_id = %s",
+            (target, source),
+        )
+        conn.execute(
+            "INSERT INTO periods_seen VALUES (%s, 'all-time', 'all-time', 0)"
+            " ON CONFLICT DO NOTHING",
+            (target,),
+        )
+        conn.execute("VACUUM ANALYZE player_best")
+
+
+async def emptied(redis: Redis) -> int:
+    """Flush every primary, wait until the lazy free is done; the used memory then."""
+    cluster = is_cluster(redis)
+    where: dict[str, Any] = {"target_nodes": "primaries"} if cluster else {}
+    await redis.flushall(asynchronous=True, **where)
+    for _ in range(1200):
+        infos = await redis.info("memory", **where)
+        nodes = list(infos.values()) if cluster else [infos]
+        if all(int(i.get("lazyfree_pending_objects", 0)) == 0 for i in nodes):
+            return sum(int(i["used_memory"]) for i in nodes)
+        await asyncio.sleep(0.1)
+    raise AssertionError("Redis is still freeing the last board")
+
+
+async def timed_rebuild(settings: Settings, board: str, n: int) -> dict[str, float]:
+    runtime = Runtime.build(settings)
+    await runtime.open(background=False)
+    try:
+        empty = await emptied(runtime.store.redis)
+        report = await runtime.rebuilder.rebuild(board=board)
+        assert report is not None and report.members == n, report
+        cluster = is_cluster(runtime.store.redis)
+        where: dict[str, Any] = {"target_nodes": "primaries"} if cluster else {}
+        infos = await runtime.store.redis.info("memory", **where)
+        used = sum(int(i["used_memory"]) for i in (infos.values() if cluster else [infos]))
+    finally:
+        await runtime.close()
+    return {
+        "seconds": round(report.seconds, 2),
+        "members_per_s": round(n / report.seconds),
+        "redis_bytes_per_member": round((used - empty) / n, 1),
+    }
+
+
+def main_streams(args: argparse.Namespace) -> None:
+    order = [*args.streams, *reversed(args.streams)] * max(1, args.rounds)
+    results = []
+    loadavg = [[round(x, 2) for x in os.getloadavg()]]
+    with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
+        if args.topology == "single":
+            servers: Any = start_embedded(Path(tmp) / "servers")
+        else:
+            servers = start_topology(Path(tmp) / "servers", args.topology)
+        try:
+            base = Settings(
+                redis_url=servers.redis_url,
+                postgres_url=servers.postgres_url,
+                nats_url=servers.nats_url,
+            )
+
+            async def boards() -> None:
+                runtime = Runtime.build(base)
+                await runtime.open(background=False)
+                try:
+                    for k in args.shards:
+                        config = {"windows": ["all-time"], "shards": k}
+                        await runtime.boards.put(streams_board(k), config)
+                finally:
+                    await runtime.close()
+
+            asyncio.run(boards())
+            for n in args.sizes:
+                started = time.perf_counter()
+                first = streams_board(args.shards[0])
+                fill(servers.postgres_url, n, first)
+                for k in args.shards[1:]:
+                    copy_board(servers.postgres_url, first, streams_board(k))
+                print(f"filled {n:,} rows in {time.perf_counter() - started:.1f}s", flush=True)
+                for k in args.shards:
+                    runs: dict[int, list[dict[str, float]]] = {s: [] for s in args.streams}
+                    for streams in order:
+                        settings = base.model_copy(update={"rebuild_streams": streams})
+                        run = asyncio.run(timed_rebuild(settings, streams_board(k), n))
+                        runs[streams].append(run)
+                        print(
+                            f"{n:>11,} members, {k:>2} shards, {streams} streams:"
+                            f" {run['members_per_s']:>9,}/s ({run['seconds']}s),"
+                            f" {run['redis_bytes_per_member']} B/member",
+                            flush=True,
+                        )
+                    for streams, done in runs.items():
+                        rates = [r["members_per_s"] for r in done]
+                        results.append(
+                            {
+                                "topology": args.topology,
+                                "members": n,
+                                "shards": k,
+                                "streams": streams,
+                                "mean_members_per_s": round(statistics.mean(rates)),
+                                "runs": done,
+                            }
+                        )
+                        print(
+                            f"  {k} shards, {streams} streams: mean {statistics.mean(rates):,.0f}"
+                            f" members/s over {len(rates)}",
+                            flush=True,
+                        )
+                loadavg.append([round(x, 2) for x in os.getloadavg()])
+        finally:
+            servers.stop()
+    write_result(
+        "rebuild_streams" if args.topology == "single" else f"rebuild_streams_{args.topology}",
+        {
+            "command": " ".join(["python -m bench.rebuild_rate", *sys.argv[1:]]),
+            "order": order,
+            "loadavg": loadavg,
+            "results": results,
+            "method": "rankd rebuild of one all-time period per board (board config shards"
+            " as given), RANKD_REBUILD_STREAMS values alternated A B B A in one run",
+        },
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--periods", type=int, nargs="+", help="tiny periods instead")
+    parser.add_argument("--streams", type=int, nargs="+", help="compare these stream counts")
+    parser.add_argument("--shards", type=int, nargs="+", default=[1], help="with --streams")
+    parser.add_argument("--topology", choices=["single", "cluster"], default="single")
+    parser.add_argument("--rounds", type=int, default=1, help="A B B A rounds (--streams)")
     args = parser.parse_args()
     print(f"machine: {machine_line()}")
     if args.periods:
         main_periods(args.periods)
+        return
+    if args.streams:
+        main_streams(args)
         return
     results = []
     with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:

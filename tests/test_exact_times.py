@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import psycopg
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
@@ -23,11 +24,14 @@ IDS = st.text(
 )
 
 
+@pytest.mark.parametrize("shard", [-1, 3], ids=["unsharded", "shard"])
 async def test_python_lua_and_sql_pick_the_same_hash(
-    redis: Redis, urls: Urls, migrated: Any
+    redis: Redis, urls: Urls, migrated: Any, shard: int
 ) -> None:
+    """A shard's hashes are folded (redis_keys.SHARD_TIME_BUCKETS): the same in both."""
     members = ["p", "48213377", "A" * 64, "kai_runs", "-", "zz9", *[f"m{i}" for i in range(50)]]
-    pk = keys.period_keys(f"tb-{uuid.uuid4().hex[:8]}", "all-time", "all-time")
+    pk = keys.period_keys(f"tb-{uuid.uuid4().hex[:8]}", "all-time", "all-time", "", shard)
+    assert keys.time_buckets_of(pk.public) == (keys.SHARD_TIME_BUCKETS if shard >= 0 else 65521)
     calls = [
         (
             SUBMIT_BEST,
@@ -44,6 +48,14 @@ async def test_python_lua_and_sql_pick_the_same_hash(
             "SELECT m, rankd_time_bucket(m) FROM unnest(%s::text[]) AS m", (members,)
         )
         assert {m: b for m, b in await cur.fetchall()} == {m: keys.time_bucket(m) for m in members}
+        # the rebuild's SQL folds a shard's buckets as keys.times does
+        cur = await conn.execute(
+            "SELECT m, (CASE WHEN %s = 0 THEN rankd_time_bucket(m)"
+            " ELSE rankd_time_bucket(m) %% 4093 END) FROM unnest(%s::text[]) AS m",
+            (0 if shard < 0 else 4, members),
+        )
+        for member, bucket in await cur.fetchall():
+            assert keys.times(pk.public, member) == f"{pk.public}:at:{bucket}"
 
 
 @settings(max_examples=200, deadline=None)

@@ -119,7 +119,7 @@ class Runtime:
             unknown_ttl_s=s.unknown_board_ttl_s,
             unknown_max_bytes=s.unknown_board_cache_bytes,
         )
-        rebuilder = Rebuilder(redis, pg, boards)
+        rebuilder = Rebuilder(redis, pg, boards, streams=s.rebuild_streams)
         players = Players(pg, redis.profiles, names, lambda: rebuilder.restoring_profiles)
         committer = GroupCommitter(
             runlog, max_in_flight=s.group_commit_max_in_flight, max_runs=s.group_commit_max_runs

@@ -44,10 +44,14 @@ class Settings(BaseSettings):
     # concurrent requests' Redis calls share pipelines, at most this many on the wire at
     # once (stores/redis/batch.py); 0: every request sends its own
     redis_batch_in_flight: int = Field(4, ge=0, le=64)
-    # On a Redis Cluster, send plain read commands to replicas too. Script calls (a submit's
-    # answer, a player's own view, top lists) always go to the primary.
+    # On a Redis Cluster, send plain read commands to replicas too; on a Sentinel group, the
+    # read paths' plain reads of boards and names (stores/redis/connection.py ReplicaReads). Script
+    # calls (a submit's answer, a player's own view, top lists) always go to the primary.
     redis_read_from_replicas: bool = False
     redis_pool_timeout_s: float = Field(10.0, gt=0)
+    # A rebuild loads a large period (50,000 entries and more) with this many streams at
+    # once, each its own PostgreSQL connection and Redis connections (1: one stream).
+    rebuild_streams: int = Field(2, ge=1, le=16)
     postgres_pool_min: int = Field(1, ge=0)
     postgres_pool_max: int = Field(10, ge=1)
     postgres_pool_timeout_s: float = Field(5.0, gt=0)

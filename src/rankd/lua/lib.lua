@@ -44,7 +44,8 @@
 --
 -- at_key(key, player): the exact-times hash holding a player's achieved time beside the
 -- sorted set ``key``: <key>:at:<h>, h = the id's bytes as a big-endian number modulo
--- 65521 (stores/redis/keys.py time_bucket computes the same). Same hash tag as ``key``.
+-- 65521, then modulo 4093 for a shard's key (a tag ending in #<k>; stores/redis/keys.py
+-- times computes the same). Same hash tag as ``key``.
 -- mark(key, member, now): note in a period's :applied key that the submit path applied run
 -- ``member`` ("<player>|<run_id>") here, at ``now`` (ms); an empty member marks nothing.
 -- Written in the script that applies the run, so a mark never exists without its write
@@ -109,6 +110,7 @@ end
 local function at_key(key, member)
   local h = 0
   for i = 1, #member do h = (h * 256 + string.byte(member, i)) % 65521 end
+  if string.find(key, '#%d+}$') then h = h % 4093 end  -- a shard's: SHARD_TIME_BUCKETS
   return key .. ':at:' .. h
 end
 

@@ -29,6 +29,7 @@ from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
 from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
+from rankd.services import parallel_rebuild
 from rankd.services.registry import BoardRegistry
 from rankd.stores import archive_job, rebuild_pages
 from rankd.stores import moderation as moderation_db
@@ -44,6 +45,10 @@ logger = logging.getLogger("rankd.rebuild")
 SMALL_PERIOD = 2_000
 BATCH_PERIODS = 1_000
 BATCH_MEMBERS = 20_000
+# A period of at least PARALLEL_MIN entries (or of unknown size: a rebuild of one period)
+# is loaded by up to ``Rebuilder.streams`` streams at once (services/parallel_rebuild.py).
+PARALLEL_MIN = 50_000
+STREAMS = 2  # the best of 1, 2 and 4 on two cores (docs/giant-boards.md)
 
 Progress = Callable[[int], None]
 
@@ -61,10 +66,19 @@ class RebuildReport:
 
 
 class Rebuilder:
-    def __init__(self, redis: RedisStores, pg: PostgresStore, boards: BoardRegistry) -> None:
+    def __init__(
+        self,
+        redis: RedisStores,
+        pg: PostgresStore,
+        boards: BoardRegistry,
+        *,
+        streams: int = STREAMS,
+    ) -> None:
         self.redis = redis
         self.pg = pg
         self.boards = boards
+        # parallel streams for a large period (RANKD_REBUILD_STREAMS; 1: one at a time)
+        self.streams = streams
         # the periods this process is restoring right now (reads of them answer 503 until
         # each is in place); at most the periods of one rebuild, emptied when it ends
         self.restoring: set[PeriodRef] = set()
@@ -128,6 +142,34 @@ class Rebuilder:
                 since = None
                 if config.policy == "sum":
                     since = counted_ids_kept_since(config, now_ms) if ref[1] == ALL_TIME else 0
+                if self.streams > 1 and sizes.get(ref, PARALLEL_MIN) >= PARALLEL_MIN:
+
+                    def counted(
+                        shard: tuple[int, int],
+                        ref: PeriodRef = ref,
+                        since: int | None = since,
+                        horizon: int = sum_horizon_ms(config),
+                    ) -> Callable[[], AsyncIterator[tuple[int, bytes]]] | None:
+                        if since is None:
+                            return None
+                        return _counted_run_pages(conn, ref, since, horizon, shard)
+
+                    report.members += await parallel_rebuild.load_period(
+                        self.redis.loads,
+                        self.pg.url,
+                        conn,
+                        ref,
+                        config.shards,
+                        self.streams,
+                        start_ms,
+                        progress,
+                        shadowed=banned.get(ref, []),
+                        held=held.get(ref, []),
+                        counted_runs=counted,
+                    )
+                    self.restoring.discard(ref)
+                    metrics.REBUILDS.inc()
+                    continue
                 n = config.shards if config.shards > 1 else 0
                 staged: list[int | None] = [None]
                 if n:  # a sharded period: every shard's entries in one pass, then each shard

@@ -16,6 +16,7 @@ from psycopg import AsyncConnection
 
 from rankd.periods import PeriodRef
 from rankd.stores.order_sql import entry_member_sql, shard_sql
+from rankd.stores.redis.keys import SHARD_TIME_BUCKETS
 from rankd.stores.redis.loader import SmallPeriod
 
 
@@ -39,7 +40,7 @@ async def periods(
 SHARD_FILTER = f" AND (%(n)s = 0 OR {shard_sql('player_id')} = %(k)s)"
 
 
-def _resp_fragment(score: str, member: str) -> str:
+def resp_fragment(score: str, member: str) -> str:
     """SQL for one member's ZADD arguments in RESP, with chr(1) standing in for CR LF
     (the loader swaps them back for a whole page at once; see rebuild.py)."""
     return (
@@ -59,7 +60,7 @@ def _page_sql(table: str, score: str, member: str, order: tuple[str, str], where
     """
     first, second = order
     return (
-        f"SELECT count(*), string_agg({_resp_fragment(score, member)}, ''),"
+        f"SELECT count(*), string_agg({resp_fragment(score, member)}, ''),"
         f" max({first}), max({second}) FILTER (WHERE rn = %(size)s)"
         f" FROM (SELECT *, row_number() OVER (ORDER BY {first}, {second}) AS rn"
         f"  FROM {table} WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
@@ -92,13 +93,15 @@ SUM_RUN_PAGE_SQL = _page_sql(
 
 # A period's exact achieved times grouped by the Redis hash that holds them:
 # (bucket, members, HSET field/value arguments in RESP with chr(1) for CR LF).
+# A shard's hashes are folded (redis/keys.py SHARD_TIME_BUCKETS): ``%(n)s`` > 0 folds.
+BUCKET_SQL = f"(CASE WHEN %(n)s = 0 THEN time_bucket ELSE time_bucket %% {SHARD_TIME_BUCKETS} END)"
 TIME_GROUPS_SQL = (
-    "SELECT time_bucket, count(*),"
-    f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
+    f"SELECT {BUCKET_SQL}, count(*),"
+    f" string_agg({resp_fragment('player_id', 'achieved_ms::text')}, '')"
     " FROM player_best"
     " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
     f"{SHARD_FILTER}"
-    " GROUP BY time_bucket"
+    " GROUP BY 1"
 )
 
 
@@ -129,7 +132,7 @@ async def time_groups(
 # arguments grouped per shard: (shard, members, arguments, cursor of the page's last row
 # on the group that holds it). One pass over the period feeds every shard.
 SHARDED_ENTRY_PAGE_SQL = (
-    f"SELECT k, count(*), string_agg({_resp_fragment('composite::text', entry_member_sql())},"
+    f"SELECT k, count(*), string_agg({resp_fragment('composite::text', entry_member_sql())},"
     " ''), max(composite) FILTER (WHERE rn = %(size)s),"
     " max(player_id) FILTER (WHERE rn = %(size)s)"
     " FROM (SELECT *, row_number() OVER (ORDER BY composite, player_id) AS rn,"
@@ -140,8 +143,8 @@ SHARDED_ENTRY_PAGE_SQL = (
 )
 # A sharded period's exact times per shard and hash bucket.
 SHARDED_TIME_GROUPS_SQL = (
-    f"SELECT {shard_sql('player_id')} AS k, time_bucket, count(*),"
-    f" string_agg({_resp_fragment('player_id', 'achieved_ms::text')}, '')"
+    f"SELECT {shard_sql('player_id')} AS k, time_bucket %% {SHARD_TIME_BUCKETS}, count(*),"
+    f" string_agg({resp_fragment('player_id', 'achieved_ms::text')}, '')"
     " FROM player_best"
     " WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s AND segment = %(s)s"
     " GROUP BY 1, 2"
@@ -207,13 +210,13 @@ _BATCH_JOIN = (
 )
 BATCH_ENTRIES_SQL = (
     "SELECT e.board_id, e.win, e.period, e.segment, count(*),"
-    f" string_agg({_resp_fragment('e.composite::text', entry_member_sql('e.'))}, ''"
+    f" string_agg({resp_fragment('e.composite::text', entry_member_sql('e.'))}, ''"
     "  ORDER BY e.composite, e.player_id)"
     f"{_BATCH_JOIN} GROUP BY 1, 2, 3, 4"
 )
 BATCH_TIMES_SQL = (
     "SELECT e.board_id, e.win, e.period, e.segment, e.time_bucket, count(*),"
-    f" string_agg({_resp_fragment('e.player_id', 'e.achieved_ms::text')}, '')"
+    f" string_agg({resp_fragment('e.player_id', 'e.achieved_ms::text')}, '')"
     f"{_BATCH_JOIN} GROUP BY 1, 2, 3, 4, 5"
 )
 

@@ -18,6 +18,9 @@ Everything above the store speaks to one client object whatever the mode: redis-
 cluster client routes each command and script call by its keys' slot, splits pipelines per
 node and follows MOVED after a failover; the Sentinel pool asks the Sentinels for the
 primary on every new connection and drops its connections when one answers READONLY.
+With RANKD_REDIS_READ_FROM_REPLICAS, the cluster client sends plain read commands to
+replicas, and a Sentinel group's client sends the read paths' plain sorted-set and hash
+reads to its replicas (``ReplicaReads``); script calls and pipelines stay on the primary.
 """
 
 from __future__ import annotations
@@ -179,6 +182,17 @@ def connect(
             db=target.db,
             **common,
         )
+        if read_from_replicas:
+            replicas = SentinelConnectionPool(  # type: ignore[no-untyped-call]
+                target.master,
+                sentinel,
+                is_master=False,  # the replicas in turn, the primary when none answers
+                max_connections=max_connections,
+                ssl=target.tls,
+                db=target.db,
+                **common,
+            )
+            return ReplicaReads(sentinels, Redis(connection_pool=replicas))
         return Redis(connection_pool=sentinels)
     # A blocking pool: under a burst, requests wait for a connection instead of failing.
     # No socket_timeout: redis-py wraps every read in an asyncio timeout for it, the largest
@@ -191,6 +205,53 @@ def connect(
         socket_keepalive=True,
     )
     return Redis(connection_pool=pool)
+
+
+# The plain reads a Sentinel group's replicas may answer (RANKD_REDIS_READ_FROM_REPLICAS):
+# the sorted-set and hash reads of the read paths, on the boards' keys (``lb:...``) and the
+# player names. Nothing else: not the restart's position and marker keys (a replica that
+# rejoins may hold a position its new primary lacks), not the profile segments (a submit
+# resolves a run's segments from them), not the SCANs of erasure and deletion, and never a
+# pipeline or a script call (the submits' answers, the own views).
+REPLICA_READS = frozenset(
+    {
+        "HGET", "HMGET", "HGETALL", "HLEN", "HEXISTS",
+        "ZCARD", "ZCOUNT", "ZSCORE", "ZMSCORE", "ZRANK", "ZREVRANK", "ZLEXCOUNT",
+        "ZRANGE", "ZREVRANGE", "ZRANGEBYSCORE", "ZREVRANGEBYSCORE",
+        "ZRANGEBYLEX", "ZREVRANGEBYLEX",
+    }
+)  # fmt: skip
+NAMES_KEY = "rankd:{names}"  # keys.NAMES
+
+
+def replica_may_answer(args: tuple[Any, ...]) -> bool:
+    if len(args) < 2 or str(args[0]).upper() not in REPLICA_READS:
+        return False
+    key = args[1].decode() if isinstance(args[1], bytes) else str(args[1])
+    return key.startswith("lb:") or key == NAMES_KEY
+
+
+class ReplicaReads(Redis):
+    """A Sentinel group's client that sends the reads ``replica_may_answer`` allows to a
+    replica (redis-py's Sentinel replica pool: the replicas in turn, the primary if none
+    answers) and everything else,
+    pipelines included, to the primary. A replica is asynchronous: such a read may miss a
+    write made a moment before, as on a Redis Cluster's replicas."""
+
+    def __init__(self, primary: SentinelConnectionPool, replicas: Redis) -> None:
+        super().__init__(connection_pool=primary)
+        self.replicas = replicas
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        if replica_may_answer(args):
+            return await self.replicas.execute_command(*args, **options)  # type: ignore[no-untyped-call]
+        return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+
+    async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        try:
+            await self.replicas.aclose()
+        finally:
+            await super().aclose(close_connection_pool)
 
 
 def is_cluster(client: Redis) -> bool:
@@ -272,6 +333,8 @@ class RedisConn:
         read_from_replicas: bool = False,
     ) -> None:
         self.target = parse_redis_url(url)
+        # plain reads may go to replicas (never a pipeline's: those stay on the primary)
+        self.read_from_replicas = read_from_replicas
         self.client = connect(
             self.target,
             max_connections=max_connections,

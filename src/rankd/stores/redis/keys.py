@@ -16,6 +16,7 @@ The season lives in the key name: a new period is a new key, nothing is ever res
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from hashlib import md5
@@ -130,16 +131,33 @@ def time_bucket(member: str) -> int:
     return int.from_bytes(member.encode(), "big") % TIME_BUCKETS
 
 
+# A shard's exact-times hashes are folded into fewer: a 16-shard period with 65,521 hashes
+# a shard held 16 x 65,521 mostly tiny hashes, about 70 bytes a member at 2 million members
+# in key overhead alone; 4,093 a shard (a prime) keep the period near 65,000 hashes again,
+# about 23 bytes a member (docs/giant-boards.md). Lua's at_key folds the same way.
+SHARD_TIME_BUCKETS = 4093
+
+
+def time_buckets_of(key: str) -> int:
+    """How many exact-times hashes the sorted set ``key`` has: fewer for a shard's key
+    (its hash tag ends in ``#<k>``)."""
+    return SHARD_TIME_BUCKETS if key.endswith("}") and _SHARD_TAG.search(key) else TIME_BUCKETS
+
+
+_SHARD_TAG = re.compile(r"#\d+\}$")
+
+
 def times(key: str, member: str) -> str:
     """The hash holding ``member``'s exact achieved time beside the sorted set ``key``.
 
     Exact times cannot fit the composite (its bits order ties at the tie resolution); the
     member's stamp orders them (codec.member), and each entry's time (ms) also lives in one
-    of 65,521 small hashes per key, keyed by player id, so a script finds a player's member
+    of 65,521 small hashes per key (4,093 per shard of a sharded board: the bucket folded
+    modulo SHARD_TIME_BUCKETS), keyed by player id, so a script finds a player's member
     from the id (lua/lib.lua locate). Redis keeps them as listpacks
     (``hash-max-listpack-entries`` 512) at about 20 bytes a member.
     """
-    return f"{key}:at:{time_bucket(member)}"
+    return f"{key}:at:{time_bucket(member) % time_buckets_of(key)}"
 
 
 def run_ids_armed(board: str) -> str:

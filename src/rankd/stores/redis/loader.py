@@ -103,17 +103,21 @@ class Loader:
         stagings: list[str],
         pages: AsyncIterator[list[tuple[int, int, bytes]]],
         progress: Progress | None,
+        *,
+        empty: bool = True,
     ) -> list[int]:
         """Load a sharded period's pages, each a list of (shard, members, arguments), into
-        the shards' staging keys (emptied first) in one pass over the period; returns the
-        members loaded per shard. On Redis Cluster (``redis`` a key's node lookup) each
-        shard's writes go on a connection to its own node."""
+        the shards' staging keys (emptied first, unless ``empty`` is False: a slice of the
+        period loaded beside others) in one pass over the period; returns the members
+        loaded per shard. On Redis Cluster (``redis`` a key's node lookup) each shard's
+        writes go on a connection to its own node."""
         loaded = [0] * len(stagings)
         heads = [_bulk(b"ZADD") + _bulk(key.encode()) for key in stagings]
         async with _Routed(cls, redis, progress) as routed:
             loaders = [await routed.loader(key) for key in stagings]
             for loader, key in zip(loaders, stagings, strict=True):
-                loader.outgoing.append(command(b"DEL", key.encode()))
+                if empty:
+                    loader.outgoing.append(command(b"DEL", key.encode()))
             async for page in read_ahead(pages, PAGES_AHEAD):
                 for shard, members, arguments in page:
                     loader = loaders[shard]

@@ -23,9 +23,13 @@ class Profiles:
         if not player_ids:
             return []
         with reachable():
-            # in the shared pipeline: a read that misses the name cache (a rank read of a
-            # player not read for a while) then costs no connection and round trip of its own
-            [raw] = await self.conn.pipeline((), [("HMGET", (keys.NAMES, *player_ids))])
+            if self.conn.read_from_replicas:  # a plain read, which a replica may answer
+                raw = await self.conn.client.hmget(keys.NAMES, list(player_ids))
+            else:
+                # in the shared pipeline: a read that misses the name cache (a rank read of
+                # a player not read for a while) then costs no connection and round trip of
+                # its own
+                [raw] = await self.conn.pipeline((), [("HMGET", (keys.NAMES, *player_ids))])
         return [name(n) for n in raw]
 
     async def set_name(self, player_id: str, name: str) -> None:

@@ -72,7 +72,7 @@ class SeasonKeys:
         for pk in self.shards.every(ref):  # every shard's keys, a shard at a time
             # the exact-times hashes too: every bucket, in a few commands (absent ones cost
             # Redis a lookup each), as the members are not known here
-            buckets = [f"{pk.public}:at:{b}" for b in range(keys.TIME_BUCKETS)]
+            buckets = [f"{pk.public}:at:{b}" for b in range(keys.time_buckets_of(pk.public))]
             with reachable():
                 # every key of a shard shares its tag: one node's plain pipeline (a cluster
                 # client would split a many-key UNLINK by slot, to no use here)
