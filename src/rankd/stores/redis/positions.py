@@ -28,8 +28,13 @@ class Positions:
     async def is_verified(self) -> bool:
         """Whether the boards were last verified on the Redis process running now."""
         with reachable():
-            marker = await self.conn.client.get(keys.VERIFIED_MARKER)
+            marker = await self._primary_get(keys.VERIFIED_MARKER)
         return bool(marker == (await self.server_run_id()).encode())
+
+    async def _primary_get(self, key: str) -> bytes | None:
+        """GET from the primary that owns ``key``, never a replica (with reads from
+        replicas on a cluster, the client would send a GET to one)."""
+        return cast(bytes | None, await self.conn.nodes.for_key(key).get(key))
 
     async def mark_verified(self, run_id: str) -> None:
         with reachable():
@@ -62,7 +67,7 @@ class Positions:
         written, 0 not past the recorded one, -1 refused (no verified marker, or the node
         restarted or was promoted since)."""
         with reachable():
-            marker = await self.conn.client.get(keys.VERIFIED_MARKER)
+            marker = await self._primary_get(keys.VERIFIED_MARKER)
             if marker is None:
                 return [-1]
             verified = marker.decode() if isinstance(marker, bytes) else str(marker)
@@ -77,6 +82,8 @@ class Positions:
         out: list[tuple[int, int] | None] = []
         with reachable():
             for key in self.position_keys():
-                seq, at_ms = await self.conn.client.hmget(key, ["seq", "at_ms"])
+                # from the primary: a replica may lag it (reads from replicas on a
+                # cluster), and a position read too high would skip acknowledged runs
+                seq, at_ms = await self.conn.nodes.for_key(key).hmget(key, ["seq", "at_ms"])
                 out.append(None if seq is None else (int(seq), int(at_ms or 0)))
         return out
