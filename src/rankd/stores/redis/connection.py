@@ -247,6 +247,10 @@ class ReplicaReads(Redis):
             return await self.replicas.execute_command(*args, **options)  # type: ignore[no-untyped-call]
         return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
 
+    async def on_primary(self, *args: Any) -> Any:
+        """A command the primary answers, whatever ``replica_may_answer`` says of it."""
+        return await super().execute_command(*args)  # type: ignore[no-untyped-call]
+
     async def aclose(self, close_connection_pool: bool | None = None) -> None:
         try:
             await self.replicas.aclose()
@@ -347,6 +351,15 @@ class RedisConn:
         self.batch = (
             Batcher(self.client, max_in_flight=batch_in_flight) if batch_in_flight else None
         )
+
+    async def on_primary(self, *args: Any) -> Any:
+        """A plain command (its key ``args[1]``) on the primary that owns the key, never a
+        replica, whatever reads from replicas are set to: for what must not lag (a closed
+        period's pages before its keys are unlinked)."""
+        if isinstance(self.client, ReplicaReads):
+            return await self.client.on_primary(*args)
+        node = self.nodes.for_key(str(args[1]))
+        return await node.execute_command(*args)  # type: ignore[no-untyped-call]
 
     async def open(self) -> None:
         with reachable():

@@ -113,8 +113,9 @@ PROFILE_SEGMENTS = "rankd:{segments}"
 CHANGES = "rankd:changes"
 # The Redis run_id the boards were last verified on (see services/rebuild.py). Named for the
 # member layout (codec.member): boards written with another layout are not verified, so the
-# first start after a layout change rebuilds them from PostgreSQL.
-VERIFIED_MARKER = "rankd:verified-redis-run-id:stamped"
+# first start after a layout change rebuilds them from PostgreSQL ("folded": a shard's
+# exact-times hashes folded to SHARD_TIME_BUCKETS).
+VERIFIED_MARKER = "rankd:verified-redis-run-id:stamped:folded"
 # How far the run log has been applied to a Redis node (log_position.lua): one hash per
 # node, so a restarted node or a promoted replica is judged by what it holds itself. On a
 # cluster the tag is the first LOG_POSITION_TAG.format(n) whose slot lies on the primary.

@@ -40,7 +40,9 @@ class SeasonKeys:
             with reachable():
                 # without redis-py's withscores option its reply callback leaves the reply
                 # as it came: the per-pair conversion it does otherwise was most of the cost
-                raw: Any = await self.conn.client.execute_command(  # type: ignore[no-untyped-call]
+                # from the primary: the pages are archived and then the keys unlinked, so
+                # a lagging replica's copy must not be the one archived
+                raw: Any = await self.conn.on_primary(
                     "ZREVRANGE", key, first, first + size - 1, "WITHSCORES"
                 )
                 if not raw:
