@@ -133,3 +133,18 @@ async def bare_runtime(urls: Urls) -> AsyncIterator[Runtime]:
         yield rt
     finally:
         await rt.close()
+
+
+# Each folder is a kind of test (tests/README.md): `pytest -m unit`, `-m "not system"`, ...
+KINDS = {"unit": "unit", "integration": "integration", "system": "system"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        try:
+            folder = item.path.relative_to(tests).parts[0]
+        except ValueError:
+            continue
+        if folder in KINDS:
+            item.add_marker(getattr(pytest.mark, KINDS[folder]))
