@@ -1,7 +1,7 @@
 """What the services answer, typed: the shapes api/schemas.py documents for clients.
 
 TypedDicts rather than classes: the services build plain dicts that orjson renders as they
-are, and mypy checks each one against these shapes. tests/test_results.py checks that these
+are, and mypy checks each one against these shapes. tests/unit/test_results.py checks that these
 keys and the OpenAPI models' fields stay the same.
 """
 

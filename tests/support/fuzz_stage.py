@@ -1,5 +1,5 @@
 """The fuzz stage's worker: every operation of the app's own /openapi.json, fuzzed with
-schemathesis for one key role. tests/test_fuzz.py runs it once per role.
+schemathesis for one key role. tests/system/test_fuzz.py runs it once per role.
 
 It runs in a process of its own (``python -m tests.support.fuzz_stage ROLE REDIS POSTGRES NATS``)
 because building schemathesis strategies patches Hypothesis for the whole process (its
@@ -71,7 +71,7 @@ CONTRACT_OPERATIONS = {
     "GET /readyz",
 }
 # An event stream answers a valid request with a response that never ends; its validation
-# (the same as /top's) is checked in tests/test_live.py on a real server instead.
+# (the same as /top's) is checked in tests/integration/api/test_live.py on a real server instead.
 STREAMING = {"GET /v1/boards/{board_id}/events"}
 OWN_PREFIX = "fz-"
 SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")

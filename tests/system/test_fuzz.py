@@ -1,7 +1,7 @@
 """The fuzz stage: every operation of /openapi.json, fuzzed with schemathesis once per key
 role (no key, server key, admin key, a wrong key) against the session's real servers.
 
-Each role runs in a process of its own (tests/fuzz_stage.py says why and what is sent).
+Each role runs in a process of its own (tests/support/fuzz_stage.py says why and what is sent).
 Asserted: no 5xx, every 4xx in the contract's error shape, and every response's status,
 content type and body as /openapi.json documents them. The count of cases sent per role is
 printed.

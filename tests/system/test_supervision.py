@@ -11,7 +11,7 @@ data dir, and then, with no restart by anyone but the service:
   says 200 again, every run acknowledged so far is readable (ready means reads are whole);
 * checks the killed server was reaped (no ``<defunct>`` child) and runs again;
 * prints ``acknowledged lost: 0 of N`` after checking every acknowledged run (as
-  tests/test_failures.py does), and the log-held runs without a 2xx too.
+  tests/system/test_failures.py does), and the log-held runs without a 2xx too.
 
 The backoff policy and the recovery bookkeeping are pure logic, tested at the end.
 """

@@ -2,7 +2,7 @@
 
 One embedded tree per topology for the module (six Redis Cluster nodes or a primary, a
 replica and three Sentinels; three clustered NATS servers; one PostgreSQL), one `rankd
-serve` subprocess on it (two for the instance test), and the ledger of tests/test_failures:
+serve` subprocess on it (two for the instance test), and the ledger of tests/system/test_failures:
 several writers on two boards, two windows each, while a part is killed with SIGKILL. The
 service must answer again within 20 s, answer only 2xx or 503 meanwhile, and afterwards
 every acknowledged run is on its board. Each test prints ``acknowledged lost: L of N`` and

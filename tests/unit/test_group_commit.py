@@ -2,7 +2,7 @@
 
 This is pure coordination logic, so it runs against an in-memory stand-in for the run log
 whose publishes complete only when the test says so: a real log would only make the timing
-harder to control. The real log is covered by the API tests and tests/test_failures.py.
+harder to control. The real log is covered by the API tests and tests/system/test_failures.py.
 """
 
 from __future__ import annotations

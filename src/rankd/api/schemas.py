@@ -2,9 +2,10 @@
 
 Hot paths parse and render JSON themselves (orjson, rankd.validation) so these models
 document the contract without costing a validation pass per request. Each response model
-carries an example (``examples`` in its schema, shown by /docs); tests/test_openapi.py checks
-every example and real responses of every route against these schemas. The services' own
-outputs are typed in rankd/results.py; tests/test_results.py keeps the two in step.
+carries an example (``examples`` in its schema, shown by /docs);
+tests/integration/api/test_openapi.py checks every example and real responses of every route
+against these schemas. The services' own outputs are typed in rankd/results.py;
+tests/unit/test_results.py keeps the two in step.
 """
 
 from __future__ import annotations

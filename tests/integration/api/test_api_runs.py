@@ -855,7 +855,8 @@ async def test_sum_board_refuses_another_players_reuse_of_a_run_id(
     client: httpx.AsyncClient, make_board
 ) -> None:
     # Contract v1.2: a run_id already seen on the board with another player is a conflict;
-    # it neither borrows nor suppresses a count (tests/test_run_conflict.py has the rest).
+    # it neither borrows nor suppresses a count (tests/integration/services/test_run_conflict.py
+    # has the rest).
     board_id = await make_board(policy="sum", windows=["all-time", "daily"])
     await submit(client, board_id, "r1", "p1", 10)
     response = await post_run(client, board_id, run("r1", "p2", 7))

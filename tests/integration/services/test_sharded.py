@@ -1,8 +1,9 @@
 """Sharded boards against the real servers: the shard and bucket functions agree everywhere,
 the histograms follow the entries, and accuracy=approx stays within its error bound.
 
-The exact reads of sharded boards are checked by the oracle (tests/test_oracle.py, on 1, 3
-and 16 shards), moderation, rebuild and season tests run on sharded boards too.
+The exact reads of sharded boards are checked by the oracle
+(tests/integration/api/test_oracle.py, on 1, 3 and 16 shards), moderation, rebuild and season
+tests run on sharded boards too.
 """
 
 from __future__ import annotations
