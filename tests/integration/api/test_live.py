@@ -6,7 +6,6 @@ a client that stops reading is dropped."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -131,8 +130,10 @@ async def test_at_most_ten_a_second_and_the_latest_state_last(http: httpx.AsyncC
         assert players(events[-1].data) == [("climber", 40)]
         # 10 per second over the submits and the quiet second after, and one at the start
         assert len(events) <= 10 * (took + 1.0) + 1
-        gaps = [b.at - a.at for a, b in itertools.pairwise(events)]
-        assert all(gap > 0.08 for gap in gaps), gaps
+        # the reads start at least 100 ms apart; an event leaves when its read is done, so one
+        # slow read (a loaded machine) brings two events closer: 5 gaps span 0.5 s less one read
+        spans = [b.at - a.at for a, b in zip(events, events[5:], strict=False)]
+        assert all(span > 0.4 for span in spans), spans
 
 
 @pytest.mark.parametrize("shards", [1, 3], ids=lambda n: f"shards{n}")
