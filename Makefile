@@ -10,7 +10,7 @@ RANKD_ADMIN_KEYS ?= dev-admin-key
 RANKD_SERVER_KEYS ?= dev-server-key
 export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS
 
-.PHONY: install dev run run-cluster test test-ts lint typecheck format bench bench-quick bench-giant bench-deps clean
+.PHONY: install dev run run-cluster test test-fast test-ts lint typecheck format bench bench-quick bench-giant bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ typecheck: dev
 
 test: lint typecheck test-ts
 	$(BIN)/pytest
+
+# The unit tests alone (tests/unit: pure code, no servers started), in seconds.
+test-fast: dev
+	$(BIN)/pytest tests/unit
 
 # The TypeScript client (clients/typescript): built with tsc and tested with Node's own test
 # runner against a real `rankd serve` it starts (Node 18+ and npm; dev dependencies pinned

@@ -6,12 +6,9 @@ servers are used instead. Tests isolate themselves with fresh board ids rather t
 
 from __future__ import annotations
 
-import itertools
 import os
 import tempfile
-import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +23,8 @@ from rankd.api.app import create_app
 from rankd.embedded import EmbeddedServers, start_embedded
 from rankd.embedded.topology import TopologyServers, start_topology
 from rankd.runtime import Runtime
-from rankd.settings import Settings
 from rankd.stores.redis.connection import connect, parse_redis_url
-
-# The embedded shape the session's servers take: single (default), cluster or sentinel
-# (tests/test_topologies.py runs a selection of the suites on each).
-TOPOLOGY = os.environ.get("RANKD_TEST_TOPOLOGY", "single")
-
-ADMIN = "test-admin-key"
-SERVER = "test-server-key"
-ADMIN_H = {"Authorization": f"Bearer {ADMIN}"}
-SERVER_H = {"Authorization": f"Bearer {SERVER}"}
-
-
-@dataclass(frozen=True)
-class Urls:
-    redis: str
-    postgres: str
-    nats: str
+from tests.support.common import ADMIN_H, TOPOLOGY, Urls, make_settings, new_board_id
 
 
 @pytest.fixture
@@ -70,24 +51,6 @@ def urls() -> Iterator[Urls]:
             yield Urls(servers.redis_url, servers.postgres_url, servers.nats_url)
         finally:
             servers.stop()
-
-
-def make_settings(urls: Urls, **overrides: object) -> Settings:
-    values: dict[str, object] = {
-        "redis_url": urls.redis,
-        "postgres_url": urls.postgres,
-        "nats_url": urls.nats,
-        "admin_keys": [ADMIN],
-        "server_keys": [SERVER],
-        "top_cache_s": 0.0,  # tests read their own writes at once; test_reads_cache covers it
-        # the season job runs only where a test runs it (with its own clock); test_seasons
-        # covers the background job
-        "season_job_interval_s": 0.0,
-        # and reads see its work at once; test_seasons covers the archive state cache
-        "archive_state_cache_s": 0.0,
-        "stream_replicas": 1 if TOPOLOGY == "single" else 3,
-    }
-    return Settings(**(values | overrides))  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")
@@ -125,13 +88,6 @@ async def redis(urls: Urls) -> AsyncIterator[Redis]:
     client = connect(parse_redis_url(urls.redis), max_connections=64, pool_timeout_s=10)
     yield client
     await client.aclose()
-
-
-_counter = itertools.count()
-
-
-def new_board_id(prefix: str = "b") -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}-{next(_counter)}"
 
 
 @pytest.fixture
@@ -177,3 +133,22 @@ async def bare_runtime(urls: Urls) -> AsyncIterator[Runtime]:
         yield rt
     finally:
         await rt.close()
+
+
+# Each folder is a kind of test (tests/README.md): `pytest -m unit`, `-m "not system"`, ...
+KINDS = {"unit": "unit", "integration": "integration", "system": "system"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        try:
+            folder = item.path.relative_to(tests).parts[0]
+        except ValueError:
+            continue
+        if folder in KINDS:
+            item.add_marker(getattr(pytest.mark, KINDS[folder]))
+    # The oracle fills the session's servers with large boards; the tests that replay the
+    # whole log or rebuild every board (test_admin, test_rebuild) slow down with every
+    # board before them, so the oracle runs last (a stable sort keeps its modules' order).
+    items.sort(key=lambda item: item.path.name == "test_oracle.py")

@@ -29,7 +29,7 @@ Order = Literal["desc", "asc"]
 # with digits chr(48)..chr(111), ascending bytes: a reversed range (ZREVRANGE) reads equal
 # composites in descending byte order, so the earliest time comes first. 7 characters hold
 # 2^42 ms, 139 years. lua/lib.lua (stamp) and stores/standings.py (MEMBER_SQL) compute the
-# same; tests/test_ties.py checks all three agree.
+# same; tests/integration/services/test_ties.py checks all three agree.
 STAMP_EPOCH_MS = 1_577_836_800_000
 STAMP_WIDTH = 7
 STAMP_MAX = (1 << 6 * STAMP_WIDTH) - 1

@@ -10,7 +10,8 @@ below 256 is its own bucket; above, each power of two is cut into 256 buckets, s
 spans at most 1/256 of its composites' value. The edges thus follow the board's scores
 wherever they lie (a board of scores near 10^3 and one near 10^9 get the same relative
 resolution) and need no configuration or re-deriving; a composite below 2^53 has one of at
-most 11,776 buckets. lua/lib.lua hist_bucket computes the same (tests/test_sharded.py).
+most 11,776 buckets. lua/lib.lua hist_bucket computes the same
+(tests/integration/services/test_sharded.py).
 
 Pure: no I/O.
 """

@@ -107,7 +107,7 @@ def _target_of(
     mark: bool = False,
 ) -> Target:
     """``Target(...)`` with ``counted_ms`` 0, built fast (see Target;
-    tests/test_plan.py checks that it fills every field)."""
+    tests/unit/test_plan.py checks that it fills every field)."""
     target: Target = _new(Target)
     target.__dict__.update(
         {

@@ -3,9 +3,9 @@
 FastAPI derives paths, parameters and the 200 models from the routers. What it cannot know
 is kept here, in one table (``ROUTES``): each operation's role (which decides the bearer
 scheme and the 401/403 it can send) and the error codes it answers with. A route added later
-adds one line; tests/test_openapi.py fails for a route without one. Statuses come from
-api/errors.py, so the document and the error mapping cannot drift apart. FastAPI's own 422
-is removed: request validation errors leave as 400 ``invalid_request``.
+adds one line; tests/integration/api/test_openapi.py fails for a route without one.
+Statuses come from api/errors.py, so the document and the error mapping cannot drift apart.
+FastAPI's own 422 is removed: request validation errors leave as 400 ``invalid_request``.
 
 Each error status lists its codes (``x-error-codes``, and in its description) and carries
 one ``example`` with the first of them; 429 ``rate_limited`` only where the rate limit
@@ -79,7 +79,8 @@ ROUTES: dict[str, Doc] = {
     "GET /readyz": Doc("public", ("unavailable",)),
     "GET /metrics": Doc("public", ()),
 }
-# An operation missing from ROUTES is documented with this (and fails tests/test_openapi.py).
+# An operation missing from ROUTES is documented with this (and fails
+# tests/integration/api/test_openapi.py).
 FALLBACK = Doc("public", ("invalid_request", "unavailable"))
 
 ROLE_ERRORS: dict[Role, tuple[str, ...]] = {

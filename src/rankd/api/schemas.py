@@ -3,8 +3,9 @@ bodies of the routes that parse JSON themselves.
 
 Hot paths parse and render JSON themselves (orjson, rankd.validation), so the shapes document
 the contract without costing a validation pass per request. Each answer's shape carries an
-example (``examples`` in its schema, added by api/openapi.py); tests/test_openapi.py checks
-every example and real responses of every route against the document.
+example (``examples`` in its schema, added by api/openapi.py);
+tests/integration/api/test_openapi.py checks every example and real responses of every route
+against the document.
 """
 
 from __future__ import annotations

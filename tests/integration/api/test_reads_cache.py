@@ -1,0 +1,95 @@
+"""The per-process top-list cache: reused within top_cache_s, fresh after it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+
+from rankd.api.app import create_app
+from rankd.services.invalidation import Invalidations
+from tests.support.common import ADMIN_H, SERVER_H, Urls, make_settings
+
+
+async def test_top_lists_are_reused_briefly_then_refreshed(urls: Urls) -> None:
+    app = create_app(make_settings(urls, top_cache_s=0.5))
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://rankd.test") as http,
+    ):
+        board = f"tc-{uuid.uuid4().hex[:8]}"
+        assert (await http.put(f"/v1/boards/{board}", json={}, headers=ADMIN_H)).status_code == 201
+
+        async def submit(run_id: str, score: int) -> None:
+            body = {"run_id": run_id, "player_id": run_id, "score": score}
+            response = await http.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+            assert response.status_code == 200
+
+        async def top_total() -> int:
+            return int((await http.get(f"/v1/boards/{board}/top")).json()["total"])
+
+        await submit("a", 1)
+        assert await top_total() == 1
+        await submit("b", 2)
+        assert await top_total() == 1  # the rendered list is reused...
+        players = (await http.get(f"/v1/boards/{board}/players/b")).json()
+        assert players["rank"] == 1  # ...but a player's own reads are never cached
+        await asyncio.sleep(0.6)
+        assert await top_total() == 2  # ...and refreshed after top_cache_s
+
+
+async def test_a_ban_is_not_hidden_behind_this_process_s_cached_top(urls: Urls) -> None:
+    app = create_app(make_settings(urls, top_cache_s=5.0))
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://rankd.test") as http,
+    ):
+        board = f"tc-{uuid.uuid4().hex[:8]}"
+        player = f"cached-{uuid.uuid4().hex[:8]}"
+        assert (await http.put(f"/v1/boards/{board}", json={}, headers=ADMIN_H)).status_code == 201
+        body = {"run_id": "r1", "player_id": player, "score": 5}
+        assert (await http.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)).is_success
+        assert (await http.get(f"/v1/boards/{board}/top")).json()["total"] == 1  # now cached
+        assert (await http.post(f"/v1/players/{player}/ban", headers=ADMIN_H)).is_success
+        try:
+            assert (await http.get(f"/v1/boards/{board}/top")).json()["total"] == 0
+        finally:
+            await http.delete(f"/v1/players/{player}/ban", headers=ADMIN_H)
+        assert (await http.get(f"/v1/boards/{board}/top")).json()["total"] == 1
+
+
+async def test_a_hold_decision_and_an_erasure_reach_this_process_s_cached_top(urls: Urls) -> None:
+    app = create_app(make_settings(urls, top_cache_s=5.0))
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://rankd.test") as http,
+    ):
+        board = f"tc-{uuid.uuid4().hex[:8]}"
+        player = f"held-{uuid.uuid4().hex[:8]}"
+        created = await http.put(f"/v1/boards/{board}", json={"hold_top": 1}, headers=ADMIN_H)
+        assert created.status_code == 201
+        body = {"run_id": "r1", "player_id": player, "score": 5}
+        assert (await http.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)).is_success
+        assert (await http.get(f"/v1/boards/{board}/top")).json()["total"] == 0  # now cached
+        approved = await http.post(f"/v1/boards/{board}/holds/r1/approve", headers=ADMIN_H)
+        assert approved.is_success
+        assert (await http.get(f"/v1/boards/{board}/top")).json()["total"] == 1
+        assert (await http.delete(f"/v1/players/{player}", headers=ADMIN_H)).is_success
+        assert (await http.get(f"/v1/boards/{board}/top")).json()["total"] == 0
+
+
+def test_a_failing_listener_does_not_keep_the_others_from_hearing() -> None:
+    heard: list[str] = []
+    hub = Invalidations()
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    hub.subscribe(broken)
+    hub.subscribe(lambda: heard.append("reader"))
+    hub.publish()
+    assert heard == ["reader"]

@@ -1,0 +1,144 @@
+"""The run log: every board id the contract allows can be logged and read back; the one
+fetch -> apply -> ack loop acks only what applied."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import pytest
+from psycopg import AsyncConnection
+
+from rankd.errors import Unavailable
+from rankd.formats import is_board_id
+from rankd.periods import ALL_TIME
+from rankd.services.applier import Outcome
+from rankd.services.log_loop import apply_log
+from rankd.stores.runlog import LogMessage, subject_token
+from tests.support.common import ADMIN_H
+from tests.support.durable import pg_best, submit, wait_until
+from tests.support.wire import ago
+
+# ``.`` separates tokens in a NATS subject: these would make empty or extra tokens if the
+# board id went into the subject as is (``runs.a..b``, ``runs.x.``).
+DOTTED = ["a..b", "x.", "a.b", "..", "a.-_.9"]
+
+
+@pytest.mark.parametrize("board_id", DOTTED)
+async def test_a_board_id_with_dots_takes_runs(
+    client: httpx.AsyncClient, pg: AsyncConnection[Any], board_id: str
+) -> None:
+    if board_id == "..":
+        board_id = "0.."  # a board id starts with a letter or digit
+    # fixed ids: the board may exist already when the servers are reused
+    created = await client.put(
+        f"/v1/boards/{board_id}", json={"windows": ["all-time"]}, headers=ADMIN_H
+    )
+    assert created.status_code in (200, 201), created.text
+    player = f"dot-{uuid.uuid4().hex[:8]}"
+    result = await submit(client, board_id, f"r-{player}", player, 77, ago(seconds=5))
+    assert result["standings"][0]["status"] == "ranked"
+
+    read = await client.get(f"/v1/boards/{board_id}/players/{player}")
+    assert read.status_code == 200, read.text
+    assert read.json()["score"] == 77
+
+    # the log consumer applied it too: the message reached the log under a valid subject
+    async def copied() -> bool:
+        return (ALL_TIME, ALL_TIME, player) in await pg_best(pg, board_id)
+
+    assert await wait_until(copied, timeout_s=10), f"{board_id}: not in player_best"
+
+
+def test_subject_tokens_are_distinct_and_valid_for_every_board_id_shape() -> None:
+    ids = ["a", "a.b", "a..b", "a~b", "x.", "x..", "0..", "a-b", "a_b", "a.b.c", "ab.c"]
+    ids = [i for i in ids if is_board_id(i)]
+    tokens = [subject_token(i) for i in ids]
+    assert len(set(tokens)) == len(ids)
+    for token in tokens:
+        assert token and not set(token) & {".", "*", ">", " ", "\t"}
+    assert subject_token("plain-board_1") == "plain-board_1"  # old subjects unchanged
+
+
+class ScriptedSubscription:
+    """A LogSubscription that hands out prepared batches and records acks."""
+
+    def __init__(self, batches: list[list[LogMessage]]) -> None:
+        self.batches = batches
+        self.acked: list[int] = []
+
+    async def fetch(self, n: int, timeout_s: float) -> list[LogMessage]:
+        return self.batches.pop(0) if self.batches else []
+
+    async def ack(self, messages: Sequence[LogMessage]) -> None:
+        self.acked += [m.seq for m in messages]
+
+    async def close(self) -> None:
+        pass
+
+
+class RecordingApplier:
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.fail_on = fail_on
+        self.applied: list[int] = []
+
+    async def apply(self, messages: list[LogMessage]) -> Outcome:
+        if any(m.seq == self.fail_on for m in messages):
+            raise Unavailable("PostgreSQL is down")
+        self.applied += [m.seq for m in messages]
+        return Outcome(applied=[m.seq for m in messages])
+
+
+def messages(*seqs: int) -> list[LogMessage]:
+    return [LogMessage(s, "runs.b", b"{}") for s in seqs]
+
+
+async def test_the_loop_acks_each_batch_after_it_applied_and_stops_at_the_end() -> None:
+    sub = ScriptedSubscription([messages(1, 2), messages(3), messages(4, 5), messages(6)])
+    applier = RecordingApplier()
+    seen: list[int] = []
+    await apply_log(
+        sub,
+        applier,  # type: ignore[arg-type]
+        batch=10,
+        fetch_timeout_s=0.1,
+        until=5,
+        on_batch=lambda ms, _: seen.append(len(ms)),
+    )
+    assert applier.applied == sub.acked == [1, 2, 3, 4, 5]  # 6 is past the end
+    assert seen == [2, 1, 2]
+
+
+async def test_the_loop_leaves_a_batch_that_failed_unacked() -> None:
+    sub = ScriptedSubscription([messages(1, 2), messages(3, 4), messages(5)])
+    with pytest.raises(Unavailable):
+        await apply_log(sub, RecordingApplier(fail_on=4), batch=10, fetch_timeout_s=0.1)  # type: ignore[arg-type]
+    assert sub.acked == [1, 2]
+
+
+async def test_the_loop_returns_when_the_log_has_nothing_more_before_the_end() -> None:
+    sub = ScriptedSubscription([messages(1)])
+    await apply_log(sub, RecordingApplier(), batch=10, fetch_timeout_s=0.1, until=9)  # type: ignore[arg-type]
+    assert sub.acked == [1]
+
+
+async def test_the_loop_ends_when_told_to_stop_even_if_not_cancelled() -> None:
+    stop = asyncio.Event()
+    sub = ScriptedSubscription([messages(1), messages(2), messages(3)])
+
+    def applied(batch: list[LogMessage], _: Outcome) -> None:
+        if batch[0].seq == 2:
+            stop.set()
+
+    await apply_log(
+        sub,
+        RecordingApplier(),  # type: ignore[arg-type]
+        batch=10,
+        fetch_timeout_s=0.1,
+        stop=stop,
+        on_batch=applied,
+    )
+    assert sub.acked == [1, 2]

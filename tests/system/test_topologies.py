@@ -1,0 +1,68 @@
+"""The store-exercising suites on the cluster and Sentinel topologies, as on a single Redis.
+
+Each topology runs a selection of the end-to-end suites (submits, reads, moderation,
+segments, live notices, board deletion and erasure, a season pass) in a pytest of its own,
+whose session servers are that topology's (conftest.py's RANKD_TEST_TOPOLOGY): six Redis
+Cluster nodes, or a primary, a replica and three Sentinels; three clustered NATS servers
+with the stream at three replicas. The selection keeps each to about a minute on a quiet
+machine (the cluster's, which runs the sharded oracle too, longer).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SELECTION = [
+    "tests/integration/services/test_submit.py",
+    "tests/integration/api/test_api_reads.py",
+    "tests/integration/services/test_segments.py",
+    # change notices over pub/sub (not the rate test: its 80 ms gaps are timing, not stores)
+    "tests/integration/api/test_live.py::test_a_stream_starts_with_the_top_list_and_follows_submits",
+    "tests/integration/api/test_live.py::test_a_segment_stream_sees_its_segment_only",
+    "tests/integration/services/test_moderation.py",
+    "tests/integration/services/test_admin.py",  # board deletion: SCAN must reach every primary
+    "tests/integration/services/test_seasons.py::test_an_injected_clock_freezes_across_day_week_month_and_year",
+]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(700),
+    pytest.mark.skipif(
+        os.environ.get("RANKD_TEST_TOPOLOGY", "single") != "single",
+        reason="already running on a topology",
+    ),
+]
+
+
+# On the cluster, the sharded oracle too: a sharded board's shards live in different slots,
+# so on different primaries (the merged reads, the fan-out of exact ranks, the per-node bulk
+# loads of a rebuild). 16 shards put several on each of the three primaries; the single
+# Redis runs it on 1, 3 and 16. In the same pytest as the selection: one cluster to start.
+ORACLE = ["tests/integration/api/test_oracle.py", "-k", "not test_oracle or shards16"]
+
+
+@pytest.mark.parametrize("topology", ["cluster", "sentinel"])
+def test_the_store_suites_pass_on(topology: str) -> None:
+    run_on(topology, SELECTION + (ORACLE if topology == "cluster" else []))
+
+
+def run_on(topology: str, selection: list[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKD_TEST_")}
+    env["RANKD_TEST_TOPOLOGY"] = topology
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *selection],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=660,
+    )
+    tail = "\n".join(done.stdout.splitlines()[-30:])
+    print(f"\n[{topology}] {done.stdout.splitlines()[-1] if done.stdout else done.stderr}")
+    assert done.returncode == 0, f"{topology}:\n{tail}\n{done.stderr[-2000:]}"

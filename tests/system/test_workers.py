@@ -1,0 +1,151 @@
+"""Several processes, one answer: `rankd serve --workers 2` (each process with its own log
+consumer) answers every submit as a single process would.
+
+The log consumer of one process used to apply a run to Redis before the process that took
+the submit did, which then saw no change and answered ``improved: false`` for a new best.
+Now the submit path marks what it applied and the consumers leave marked runs alone in
+Redis (services/applier.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from rankd import metrics
+from rankd.embedded import free_port
+from rankd.runs import Run, encode_message
+from rankd.runtime import Runtime
+from tests.support.common import ADMIN, ADMIN_H, SERVER, SERVER_H, Urls, new_board_id
+from tests.support.durable import wait_consumer_idle
+
+pytestmark = pytest.mark.slow
+
+
+def spawn(port: int, env: dict[str, str], log: Any) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port), "--workers", "2"]
+    return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+@contextlib.asynccontextmanager
+async def two_workers(urls: Urls, log_dir: Path) -> AsyncIterator[httpx.AsyncClient]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "RANKD_REDIS_URL": urls.redis,
+        "RANKD_POSTGRES_URL": urls.postgres,
+        "RANKD_NATS_URL": urls.nats,
+        "RANKD_ADMIN_KEYS": ADMIN,
+        "RANKD_SERVER_KEYS": SERVER,
+        "RANKD_LOG_LEVEL": "warning",
+        "RANKD_SEASON_JOB_INTERVAL_S": "0",
+    }
+    log = (log_dir / "serve.log").open("wb")
+    process = spawn(port, env, log)
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    try:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=30
+        ) as http:
+            deadline = time.monotonic() + 60
+            while True:
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await http.get("/readyz", timeout=2)).status_code == 200:
+                        break
+                assert process.poll() is None, (log_dir / "serve.log").read_text()
+                assert time.monotonic() < deadline, "rankd serve --workers 2 did not start"
+                await asyncio.sleep(0.2)
+            yield http
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+async def test_every_new_best_says_improved_with_two_worker_processes(
+    urls: Urls, tmp_path: Path
+) -> None:
+    rng = random.Random(12)
+    players = [f"w{i}" for i in range(300)]
+    async with two_workers(urls, tmp_path) as http:
+        board = new_board_id("workers")
+        config = {"windows": ["all-time", "daily", "weekly"]}
+        response = await http.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)
+        assert response.status_code == 201, response.text
+        wrong: list[dict[str, Any]] = []
+        answers = 0
+
+        async def play(player: str) -> None:
+            nonlocal answers
+            score = 0
+            for n in range(5):  # every run a new best, sent after the last one answered
+                score += rng.randint(1, 1000)
+                body = {"run_id": f"{player}-{n}", "player_id": player, "score": score}
+                response = await http.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+                assert response.status_code == 200, response.text
+                for standing in response.json()["standings"]:
+                    answers += 1
+                    if not (standing["improved"] and standing["is_best"]):
+                        wrong.append({"run": body, "standing": standing})
+
+        groups = [players[i::50] for i in range(50)]
+
+        async def serial(group: list[str]) -> None:
+            for player in group:
+                await play(player)
+
+        await asyncio.gather(*(serial(g) for g in groups))
+        assert answers == 300 * 5 * 3
+        assert wrong == [], f"{len(wrong)} of {answers} answers: {wrong[:5]}"
+
+
+async def test_the_consumer_applies_a_run_no_submitter_applied(
+    client: httpx.AsyncClient, make_board, runtime: Runtime
+) -> None:
+    """A run in the log that no submit path applied (its process died after the ack) has no
+    mark: the consumer applies it to Redis once it is older than the mark wait."""
+    board = await make_board(windows=["all-time"])
+    now = int(time.time() * 1000)
+    orphan = Run("orphan-1", "orphan", 77, now, now)
+    # logged, never applied by a submitter
+    await runtime.runlog.publish(board, encode_message(board, [orphan]), "orphan-1")
+    started = time.monotonic()
+    while time.monotonic() - started < runtime.settings.consumer_mark_wait_s + 10:
+        response = await client.get(f"/v1/boards/{board}/players/orphan")
+        if response.status_code == 200:
+            break
+        await asyncio.sleep(0.05)
+    assert response.status_code == 200, response.text
+    assert response.json()["score"] == 77
+
+
+async def test_the_consumer_leaves_what_the_submit_path_marked(
+    client: httpx.AsyncClient, make_board, runtime: Runtime
+) -> None:
+    board = await make_board(windows=["all-time", "daily"], segments=["country"])
+    # The counter is process-wide: let the runtime's consumer finish what earlier tests
+    # logged before taking the baseline, or their skips count here.
+    await wait_consumer_idle(client, runtime)
+    before = metrics.TARGETS_ALREADY_APPLIED._value.get()
+    for i in range(10):
+        body = {"run_id": f"m{i}", "player_id": f"p{i}", "score": i, "segments": {"country": "FR"}}
+        response = await client.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+        assert response.status_code == 200
+    await wait_consumer_idle(client, runtime)
+    # 10 runs x 2 windows x (global + country:FR), none written to Redis a second time
+    assert metrics.TARGETS_ALREADY_APPLIED._value.get() - before == 40
