@@ -81,28 +81,12 @@ def _check_port(host: str, port: int) -> None:
 
 
 @contextlib.contextmanager
-def _services(
-    settings: Settings,
-    *,
-    command: str,
-    serving: bool = False,
-    has_data: Callable[[Path], bool] | None = None,
-    allow_empty: bool = False,
-    before_start: Callable[[], None] | None = None,
-    topology: str | None = None,
-) -> Iterator[Settings]:
+def _services(settings: Settings, wanted: startup.Wanted) -> Iterator[Settings]:
     """Settings with the service URLs, embedded servers started if need be
     (embedded/startup.py); what the user can fix exits with one line."""
     try:
         with startup.services(
-            settings,
-            command=command,
-            serving=serving,
-            has_data=has_data,
-            allow_empty=allow_empty,
-            before_start=before_start,
-            topology=topology,
-            note=lambda line: typer.echo(line, err=True),
+            settings, wanted, note=lambda line: typer.echo(line, err=True)
         ) as ready:
             yield ready
     except startup.StartupRefused as refused:
@@ -170,10 +154,12 @@ def serve(
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     services = _services(
         settings,
-        command="rankd serve",
-        serving=True,
-        before_start=lambda: _check_port(host, port),
-        topology=topology,
+        startup.Wanted(
+            "rankd serve",
+            serving=True,
+            before_start=lambda: _check_port(host, port),
+            topology=topology,
+        ),
     )
     if settings.redis_url or settings.postgres_url or settings.nats_url:
         _check_port(host, port)  # no embedded servers: nothing else checks it first
@@ -215,9 +201,8 @@ def _run_with_runtime(
         finally:
             await runtime.close()
 
-    services = _services(
-        _settings(command, data_dir), command=command, has_data=has_data, allow_empty=allow_empty
-    )
+    wanted = startup.Wanted(command, has_data=has_data, allow_empty=allow_empty)
+    services = _services(_settings(command, data_dir), wanted)
     with services as settings:
         return asyncio.run(go(settings))
 

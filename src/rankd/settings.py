@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     # once (stores/redis/batch.py); 0: every request sends its own
     redis_batch_in_flight: int = Field(4, ge=0, le=64)
     # On a Redis Cluster, send plain read commands to replicas too; on a Sentinel group, the
-    # read paths' plain reads of boards and names (stores/redis/connection.py ReplicaReads). Script
+    # read paths' plain reads of boards and names (stores/redis/replicas.py ReplicaReads). Script
     # calls (a submit's answer, a player's own view, top lists) always go to the primary.
     redis_read_from_replicas: bool = False
     redis_pool_timeout_s: float = Field(10.0, gt=0)

@@ -19,7 +19,7 @@ import redis as sync_redis
 from rankd.embedded.topology import TopologyServers, start_topology
 from rankd.periods import PeriodRef
 from rankd.stores.redis import keys
-from rankd.stores.redis.connection import NAMES_KEY, ReplicaReads, replica_may_answer
+from rankd.stores.redis.replicas import NAMES_KEY, ReplicaReads, replica_may_answer
 from rankd.stores.redis.stores import RedisStores
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]

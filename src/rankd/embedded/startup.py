@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from rankd import datadir
@@ -42,6 +43,18 @@ class StartupRefused(Exception):
     """The command cannot start as asked; the message is one line naming the fix."""
 
 
+@dataclass(frozen=True)
+class Wanted:
+    """What a command asks of start-up (see ``services``)."""
+
+    command: str  # its name in messages, e.g. "rankd serve"
+    serving: bool = False
+    has_data: Callable[[Path], bool] | None = None
+    allow_empty: bool = False
+    before_start: Callable[[], None] | None = None
+    topology: str | None = None
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -54,15 +67,7 @@ def pid_alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def services(
-    settings: Settings,
-    *,
-    command: str,
-    serving: bool = False,
-    has_data: Callable[[Path], bool] | None = None,
-    allow_empty: bool = False,
-    before_start: Callable[[], None] | None = None,
-    topology: str | None = None,
-    note: Callable[[str], None] = print,
+    settings: Settings, wanted: Wanted, note: Callable[[str], None] = print
 ) -> Iterator[Settings]:
     """Settings with service URLs: from the environment, else from a running `rankd serve`
     on the same data dir (not when serving), else from embedded servers started here, on a
@@ -71,17 +76,8 @@ def services(
     it look done. ``before_start`` runs just before servers are started; ``note`` tells
     the user they are starting and stopping. A service that cannot be reached (within the
     drivers' connect timeout) is refused before the command builds anything on it."""
-    with _located(
-        settings,
-        command=command,
-        serving=serving,
-        has_data=has_data,
-        allow_empty=allow_empty,
-        before_start=before_start,
-        topology=topology,
-        note=note,
-    ) as located:
-        _check_reachable(command, located)
+    with _located(settings, wanted, note) as located:
+        _check_reachable(wanted.command, located)
         yield located
 
 
@@ -97,17 +93,10 @@ def _check_reachable(command: str, settings: Settings) -> None:
 
 
 @contextlib.contextmanager
-def _located(
-    settings: Settings,
-    *,
-    command: str,
-    serving: bool = False,
-    has_data: Callable[[Path], bool] | None = None,
-    allow_empty: bool = False,
-    before_start: Callable[[], None] | None = None,
-    topology: str | None = None,
-    note: Callable[[str], None] = print,
-) -> Iterator[Settings]:
+def _located(settings: Settings, wanted: Wanted, note: Callable[[str], None]) -> Iterator[Settings]:
+    command, serving, topology = wanted.command, wanted.serving, wanted.topology
+    has_data, allow_empty = wanted.has_data, wanted.allow_empty
+    before_start = wanted.before_start
     urls = (settings.redis_url, settings.postgres_url, settings.nats_url)
     if topology is not None and topology not in TOPOLOGIES:
         raise StartupRefused(

@@ -155,12 +155,23 @@ async def sharded_pages(
     conn: AsyncConnection[Any], key: PeriodRef, shards: int, size: int = 20_000
 ) -> AsyncIterator[list[tuple[int, int, bytes]]]:
     """A sharded period's pages: [(shard, members, RESP arguments with chr(1) for CR LF)]."""
-    cursor: tuple[Any, Any] = (-1, "")
+    params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "n": shards}
+    async for page in keyset_pages(conn, SHARDED_ENTRY_PAGE_SQL, params, (-1, ""), size):
+        yield page
+
+
+async def keyset_pages(
+    conn: AsyncConnection[Any],
+    sql: str,
+    params: dict[str, Any],
+    cursor: tuple[Any, Any],
+    size: int,
+) -> AsyncIterator[list[tuple[int, int, bytes]]]:
+    """Pages of [(shard, members, arguments)] that ``sql`` reads after a keyset cursor
+    (``%(c1)s``, ``%(c2)s``: the last page's last composite and player), until a page comes
+    back short; shared by the one-stream and the sliced reads."""
     while True:
-        params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "n": shards}
-        cur = await conn.execute(
-            SHARDED_ENTRY_PAGE_SQL, {**params, "c1": cursor[0], "c2": cursor[1], "size": size}
-        )
+        cur = await conn.execute(sql, {**params, "c1": cursor[0], "c2": cursor[1], "size": size})
         rows = await cur.fetchall()
         members = sum(int(r[1]) for r in rows)
         if not members:

@@ -11,7 +11,7 @@ from psycopg import AsyncConnection
 
 from rankd.periods import PeriodRef
 from rankd.stores.order_sql import entry_member_sql, shard_sql
-from rankd.stores.rebuild_pages import BUCKET_SQL, resp_fragment
+from rankd.stores.rebuild_pages import BUCKET_SQL, keyset_pages, resp_fragment
 
 PeriodKey = PeriodRef
 
@@ -87,19 +87,10 @@ async def slice_pages(
 ) -> AsyncIterator[list[tuple[int, int, bytes]]]:
     """A period slice's pages: [(shard, members, RESP arguments with chr(1) for CR LF)],
     shard 0 for an unsharded period (``shards`` 0)."""
-    cursor: tuple[Any, Any] = (bounds[0], "")
     params = {"b": key[0], "w": key[1], "p": key[2], "s": key[3], "n": shards}
-    params |= {"lo": bounds[0], "hi": bounds[1], "size": size}
-    while True:
-        cur = await conn.execute(SLICE_ENTRY_PAGE_SQL, {**params, "c1": cursor[0], "c2": cursor[1]})
-        rows = await cur.fetchall()
-        members = sum(int(r[1]) for r in rows)
-        if not members:
-            return
-        yield [(int(r[0]), int(r[1]), r[2].encode()) for r in rows]
-        if members < size:
-            return
-        cursor = next((r[3], r[4]) for r in rows if r[3] is not None)
+    params |= {"lo": bounds[0], "hi": bounds[1]}
+    async for page in keyset_pages(conn, SLICE_ENTRY_PAGE_SQL, params, (bounds[0], ""), size):
+        yield page
 
 
 async def slice_time_groups(
