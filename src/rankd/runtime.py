@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankd.aio import stop_tasks
-from rankd.api.auth import Authenticator
+from rankd.auth import Authenticator
 from rankd.health import Health
 from rankd.services.applier import Applier
 from rankd.services.approx import Histograms

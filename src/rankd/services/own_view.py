@@ -13,8 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from rankd.services.standings import Row, Standings
+from rankd.services.standings.row import Row
+
+
+class PublicRows(Protocol):
+    """What a view is composed from: a standings source's public rows
+    (services/standings/ Standings has these and more)."""
+
+    async def top(self, offset: int, count: int) -> tuple[list[Row], int]: ...
+
+    async def entry(self, player_id: str) -> tuple[Row | None, int]: ...
+
 
 NOWHERE = 1 << 62  # "no public entry": an index past any board
 
@@ -69,14 +80,14 @@ class OwnView:
         shown.sort(key=lambda row: row.rank)
         return shown
 
-    async def rows(self, source: Standings, first: int, count: int) -> tuple[list[Row], int]:
+    async def rows(self, source: PublicRows, first: int, count: int) -> tuple[list[Row], int]:
         """The view's rows at indexes ``first .. first + count - 1`` from ``source``'s
         public ones, and the view's total."""
         start, span = self.public_span(first, count)
         rows, _ = await source.top(start, span)
         return self.place(rows, first, count), self.total
 
-    async def entry(self, source: Standings, player_id: str) -> Row | None:
+    async def entry(self, source: PublicRows, player_id: str) -> Row | None:
         """A player's row in the view (None: not ranked)."""
         if player_id == self.viewer:
             return self.own

@@ -21,24 +21,12 @@ cache on top, so no read is written once per source.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from rankd.services.standings.row import Row as Row
 
 if TYPE_CHECKING:
     from rankd.services.own_view import OwnView
-
-
-class Row(NamedTuple):
-    """One entry of a period's standings, as every source gives it. Immutable; a named
-    tuple rather than a frozen dataclass because a top list builds hundreds of them and a
-    frozen dataclass's constructor costs about three times as much."""
-
-    rank: int  # 1-based
-    player_id: str
-    score: int
-    # when the score was reached, to the millisecond (an entry from before exact times were
-    # kept: the start of its tie bucket)
-    achieved_ms: int
-    name: str | None  # the display name (an archived period's: as it was frozen)
 
 
 class Standings(Protocol):

@@ -1,4 +1,5 @@
-"""Bearer-key roles: admin, server, public. Keys are compared in constant time."""
+"""Bearer-key roles: admin, server, public. Keys are compared in constant time. Built by
+the runtime (one per process) and asked by the routes and the rate limiter."""
 
 from __future__ import annotations
 
