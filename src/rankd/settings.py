@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     redis_pool_timeout_s: float = Field(10.0, gt=0)
     # A rebuild loads a large period (50,000 entries and more) with this many streams at
     # once, each its own PostgreSQL connection and Redis connections (1: one stream).
-    rebuild_streams: int = Field(2, ge=1, le=16)
+    rebuild_streams: int = Field(1, ge=1, le=16)
     postgres_pool_min: int = Field(1, ge=0)
     postgres_pool_max: int = Field(10, ge=1)
     postgres_pool_timeout_s: float = Field(5.0, gt=0)
