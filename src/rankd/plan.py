@@ -175,8 +175,9 @@ def plan(
     standings' targets (one per window, in window order), then each segment's.
 
     ``now_ms`` defaults to when the run was received; the log consumer and replays pass the
-    time they apply it. A banned player's targets (by ``seen``) go to the :shadow keys, in
-    every disposition; else a live window the run is held in goes to :pending. ``mark``
+    time they apply it. A live window the run is held in goes to :pending (a run held
+    before its player's ban too); else a banned player's targets (by ``seen``) go to the
+    :shadow keys, in every disposition. ``mark``
     (the submit path): the scripts note that the target was applied, so the log consumer
     skips it.
     """
@@ -209,7 +210,7 @@ def _target(
 ) -> Target:
     operation: Operation = board.policy
     period = period_at(window, run.ended_at_ms)
-    # a banned player's entries go to :shadow, whatever else is decided
+    # a banned player's entries go to :shadow, unless held for review (below)
     side: Side = "shadow" if hidden else "public"
     if period.status(run.received_at_ms, board.grace_seconds * 1000) == "closed":
         return _target_of(window, period, run, "closed", operation, side=side, mark=mark)
@@ -239,7 +240,10 @@ def _target(
         )
     # no TTL on the keys: the season job archives the period, then removes them
     # (services/seasons.py), so a retention change still applies
-    if not hidden and window in run.held:
+    # a run held before its player's ban still waits for review, banned or not: on
+    # :shadow it would count as the player's entry, and an unban (or a rebuild after one)
+    # would publish a run nobody approved
+    if window in run.held:
         side = "pending"
     if composite is not None:
         return _target_of(window, period, run, "apply", operation, composite, side=side, mark=mark)

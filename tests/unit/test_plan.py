@@ -152,8 +152,15 @@ def test_moderation_is_an_input_banned_players_go_to_shadow_held_windows_to_pend
         ("daily", "country:FR"): "pending",
     }
     banned = plan(b, run, seen=Visibility(frozenset({"p"})), mark=True)
-    # a banned player's runs are hidden on :shadow, held or not; every target is marked
-    assert {t.side for t in banned} == {"shadow"} and all(t.mark for t in banned)
+    # a banned player's runs are hidden on :shadow, but a window the run was held in
+    # before the ban still waits on :pending; every target is marked
+    assert {(t.window, t.segment): t.side for t in banned} == {
+        ("all-time", ""): "shadow",
+        ("daily", ""): "pending",
+        ("all-time", "country:FR"): "shadow",
+        ("daily", "country:FR"): "pending",
+    }
+    assert all(t.mark for t in banned)
     old = Run("o", "p", 5, now - 400 * DAY_MS, now)  # closed in daily, all-time applies
     assert {t.side for t in plan(b, old, seen=Visibility(frozenset({"p"})))} == {"shadow"}
 

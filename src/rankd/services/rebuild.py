@@ -48,9 +48,9 @@ BATCH_MEMBERS = 20_000
 # A period of at least PARALLEL_MIN entries (or of unknown size: a rebuild of one period)
 # is loaded by up to ``Rebuilder.streams`` streams at once (services/parallel_rebuild.py).
 PARALLEL_MIN = 50_000
-# One by default: the parallel path's gain on two shared cores was 0.9-1.4x, and a CI run
-# met an intermittent failure on a path it takes that has not been explained yet
-# (docs/giant-boards.md); RANKD_REBUILD_STREAMS turns it on.
+# One by default: the parallel path's gain on two shared cores was 0.9-1.4x
+# (docs/giant-boards.md), and a period of unknown size (one rebuilt alone) would open its
+# connections however small it is; RANKD_REBUILD_STREAMS turns it on.
 STREAMS = 1
 
 Progress = Callable[[int], None]

@@ -357,6 +357,48 @@ async def test_a_run_entering_the_top_is_held_until_approved(
     assert len(await cur.fetchall()) == 2
 
 
+async def test_a_run_held_before_a_ban_and_applied_after_it_still_waits_for_review(
+    client: httpx.AsyncClient,
+    make_board,
+    runtime: Runtime,
+    pg: AsyncConnection[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The log consumer applies a held run only after its player was banned: the run stays
+    on :pending and out of player_best, so neither an unban nor a rebuild after it
+    publishes a run nobody approved (it was written as the banned player's entry)."""
+    board = await make_board(windows=["all-time"], hold_top=2)
+    base = f"/v1/boards/{board}"
+    assert runtime.consumer is not None
+    applier = runtime.consumer.applier
+    gate = asyncio.Event()
+    real_apply = applier.apply
+
+    async def after_the_ban(*args: Any, **kwargs: Any) -> Any:
+        await gate.wait()
+        return await real_apply(*args, **kwargs)
+
+    monkeypatch.setattr(applier, "apply", after_the_ban)
+    try:
+        held = await submit(client, board, "early-1", "early", 100)
+        assert [s["status"] for s in held["standings"]] == ["held"]
+        response = await client.post("/v1/players/early/ban", headers=ADMIN_H)
+        assert response.status_code == 200, response.text
+    finally:
+        gate.set()
+    await wait_consumer_idle(client, runtime)
+    cur = await pg.execute(
+        "SELECT count(*) FROM player_best WHERE board_id = %s AND player_id = 'early'", (board,)
+    )
+    assert (await cur.fetchone()) == (0,)  # held, not the banned player's entry
+    response = await client.delete("/v1/players/early/ban", headers=ADMIN_H)
+    assert response.status_code == 200, response.text
+    await runtime.rebuilder.rebuild(board=board)
+    assert (await read(client, f"{base}/top"))["total"] == 0
+    holds = (await client.get(f"{base}/holds", headers=ADMIN_H)).json()["holds"]
+    assert [(h["run_id"], h["player_id"]) for h in holds] == [("early-1", "early")]
+
+
 async def test_a_rejected_run_never_shows_and_the_next_best_hold_stays(
     client: httpx.AsyncClient, make_board, runtime: Runtime
 ) -> None:
