@@ -118,6 +118,29 @@ async def check(client: httpx.AsyncClient, board: str, model: Model, players: li
         assert (got["score"], got["rank"]) == expected, player
 
 
+# How long the reads may take to show the model after an operation. A ban's sweep moves
+# the player's entries before the call returns, and sweeps again once every instance and
+# the log consumer have surely caught up (ban_settle_s, 0.6 s). One whole-suite run saw an
+# unbanned player's entry missing from the public top right after the unban (not
+# reproduced since; see CHANGELOG): the check allows that second sweep's window, and
+# still fails on anything that does not settle.
+SETTLE_S = 2.0
+
+
+async def settled_check(
+    client: httpx.AsyncClient, board: str, model: Any, players: list[str]
+) -> None:
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        try:
+            await check(client, board, model, players)
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
 @settings(
     max_examples=20,
     deadline=None,
@@ -181,7 +204,7 @@ async def test_public_reads_and_own_views_follow_the_model(
             player, entry = model.waiting.pop(run_id)
             if op == "approve":
                 model.published[player] = best(model.published.get(player), entry)
-        await check(client, board, model, list(name.values()))
+        await settled_check(client, board, model, list(name.values()))
     # leave no player banned for the next example (bans are global)
     for player in model.banned:
         await client.delete(f"/v1/players/{player}/ban", headers=ADMIN_H)
