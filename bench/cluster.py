@@ -38,10 +38,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
-import nats
-from nats.js.errors import NotFoundError
-
 from bench.common import create_board, machine_line, servers, service_process, write_result
+from bench.submits import drain
 from bench.wrk import (
     BOARD,
     CONNECTIONS,
@@ -57,8 +55,6 @@ from bench.wrk import (
 )
 from rankd.embedded import EmbeddedServers
 from rankd.embedded.topology import start_topology
-from rankd.services.consumer import DURABLE
-from rankd.settings import Settings
 
 WORKERS = 2
 DRAIN_WITHIN_S = 300.0
@@ -80,26 +76,6 @@ def tree(topology: str) -> Iterator[EmbeddedServers]:
             yield cast(EmbeddedServers, started)
         finally:
             started.stop()
-
-
-async def drain(stack: EmbeddedServers, within_s: float) -> float | None:
-    """Seconds until the log consumer has applied everything (None: not within)."""
-    stream = Settings(
-        redis_url=stack.redis_url, postgres_url=stack.postgres_url, nats_url=stack.nats_url
-    ).stream
-    nc = await nats.connect(servers=stack.nats_url.split(","))
-    try:
-        js = nc.jetstream()
-        started = time.perf_counter()
-        while (elapsed := time.perf_counter() - started) < within_s:
-            with contextlib.suppress(NotFoundError):
-                info = await js.consumer_info(stream, DURABLE)
-                if not info.num_pending and not info.num_ack_pending:
-                    return round(elapsed, 3)
-            await asyncio.sleep(0.1)
-        return None
-    finally:
-        await nc.close()
 
 
 def settle(stack: EmbeddedServers) -> float:

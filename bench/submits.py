@@ -327,7 +327,7 @@ async def drain(stack: EmbeddedServers, within_s: float) -> float | None:
     stream = Settings(
         redis_url=stack.redis_url, postgres_url=stack.postgres_url, nats_url=stack.nats_url
     ).stream
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(servers=stack.nats_url.split(","))  # one server or a cluster's
     try:
         js = nc.jetstream()
         started = time.perf_counter()
