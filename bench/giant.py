@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
 import sys
@@ -226,6 +227,9 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {machine_line()}")
     results = []
+    # room for the largest board (about 130 B a member) and its rebuild's staging keys
+    gib = max(2, -(-args.members * 260 // 2**30))
+    os.environ.setdefault("RANKD_REDIS_MAX_MEMORY", f"{gib}gb")
     with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
         servers = start_embedded(Path(tmp) / "servers")
         try:

@@ -90,9 +90,11 @@ class RedisServer(ServerProcess):
             # standings; the service warns well before it (runtime.py, redis memory watch)
             "--maxmemory", max_memory(),
             "--maxmemory-policy", "noeviction",
-            # the exact-times hashes hold ~150 members each at 10M members a board: kept as
-            # compact listpacks (the 6.2 name; 7.x reads it as hash-max-listpack-entries)
-            "--hash-max-ziplist-entries", "512",
+            # the exact-times hashes (65,521 a period, unsharded or sharded) hold ~150
+            # members each at 10M members and ~760 at 50M: up to 1,024 they stay compact
+            # listpacks, 20 B a member; past the limit a hashtable costs ~83 B a member
+            # (the 6.2 name; 7.x reads it as hash-max-listpack-entries)
+            "--hash-max-ziplist-entries", "1024",
             # a key that expires (a finished period past its retention) is freed in the
             # background, never in one blocking call on the main thread
             "--lazyfree-lazy-expire", "yes",
