@@ -22,6 +22,7 @@ from rankd.services.recovery import Recovery
 from rankd.services.restart import Restorer
 from rankd.settings import Settings
 from rankd.stores.postgres import PostgresStore
+from rankd.stores.redis.keys import HASH_LISTPACK_ENTRIES, TIME_BUCKETS
 from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import RunLog
 
@@ -115,6 +116,22 @@ class Health:
         if any(p.target is not None for p in self.recovery.pending.values()):
             lag = await self.runlog.lag(DURABLE)
             self.recovery.applied(lag.ack_floor, not lag.pending and not lag.ack_pending)
+
+    async def check_redis_settings(self) -> int | None:
+        """Warn once if Redis would keep the exact-times hashes as hashtables early: a
+        period holds 65,521 of them, so past 512 entries a hash (33M members a period)
+        each member costs about 63 B more than as a listpack (docs/operations.md)."""
+        limit = await self.redis.conn.hash_listpack_limit()
+        if limit is not None and limit < HASH_LISTPACK_ENTRIES:
+            logger.warning(
+                "Redis's hash-max-ziplist-entries is %d: a period of more than %dM members"
+                " keeps its exact times in hashtables, about 63 B more a member; set it to"
+                " %d (hash-max-listpack-entries on Redis 7)",
+                limit,
+                limit * TIME_BUCKETS // 1_000_000,
+                HASH_LISTPACK_ENTRIES,
+            )
+        return limit
 
     async def check_redis_memory(self) -> float:
         """Redis's used share of its maxmemory (0: no limit), logged past the warning ratio."""

@@ -232,6 +232,7 @@ class Runtime:
         await self.moderation.bans.refresh()  # before the first run is routed
         if not background:
             return
+        await self.health.check_redis_settings()
         # A restarted Redis is rebuilt whole; otherwise any period whose key has gone (e.g.
         # deleted by hand) while PostgreSQL still holds its entries.
         if await self.redis.positions.is_verified():

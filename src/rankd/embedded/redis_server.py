@@ -24,6 +24,7 @@ from rankd.embedded.process import (
     _is_executable,
     _package_dir,
 )
+from rankd.stores.redis.keys import HASH_LISTPACK_ENTRIES
 
 
 def find_redis_server() -> Path:
@@ -94,7 +95,7 @@ class RedisServer(ServerProcess):
             # members each at 10M members and ~760 at 50M: up to 1,024 they stay compact
             # listpacks, 20 B a member; past the limit a hashtable costs ~83 B a member
             # (the 6.2 name; 7.x reads it as hash-max-listpack-entries)
-            "--hash-max-ziplist-entries", "1024",
+            "--hash-max-ziplist-entries", str(HASH_LISTPACK_ENTRIES),
             # a key that expires (a finished period past its retention) is freed in the
             # background, never in one blocking call on the main thread
             "--lazyfree-lazy-expire", "yes",

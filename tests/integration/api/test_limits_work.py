@@ -155,6 +155,23 @@ async def test_redis_memory_is_watched_against_its_limit(runtime: Runtime) -> No
     assert 0.0 <= ratio < 1.0
 
 
+async def test_a_redis_that_would_keep_exact_times_in_hashtables_is_warned_of(
+    runtime: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The embedded Redis keeps hashes of up to 1,024 entries compact; a Redis of one's own
+    with the default 512 gets a warning at start (a 33M-member period costs ~63 B more a
+    member there)."""
+    client = runtime.redis.client
+    assert await runtime.health.check_redis_settings() == keys.HASH_LISTPACK_ENTRIES
+    assert "hash-max-ziplist-entries" not in caplog.text
+    await client.config_set("hash-max-ziplist-entries", 512)
+    try:
+        assert await runtime.health.check_redis_settings() == 512
+    finally:
+        await client.config_set("hash-max-ziplist-entries", keys.HASH_LISTPACK_ENTRIES)
+    assert "hash-max-ziplist-entries is 512: a period of more than 33M members" in caplog.text
+
+
 async def test_closed_period_reads_with_random_segments_ask_postgresql_once(
     runtime: Runtime, make_board: Any
 ) -> None:

@@ -263,6 +263,24 @@ async def identity(client: Redis) -> str:
     return str(info["run_id"])
 
 
+HASH_LISTPACK = "hash-max-ziplist-entries"
+
+
+def _config_values(reply: Any, name: str) -> list[str]:
+    """A CONFIG GET's value(s) for ``name``: one server's {name: value}, or a cluster
+    client's {node: {name: value}}."""
+
+    def text(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    if not isinstance(reply, dict):
+        return []
+    flat = {text(k): v for k, v in reply.items()}
+    if name in flat:
+        return [text(flat[name])]
+    return [v for r in reply.values() if isinstance(r, dict) for v in _config_values(r, name)]
+
+
 @contextlib.contextmanager
 def reachable(what: str = "Redis is unavailable right now; retry shortly") -> Iterator[None]:
     """Redis's errors become Unavailable: unreachable, timed out, or answering an error
@@ -343,6 +361,22 @@ class RedisConn:
     async def run(self, calls: Sequence[Call], extra: Sequence[Command] = ()) -> list[Any]:
         """Calls in one pipeline of their own (never batched with other requests')."""
         return await run_pipeline(self.client, calls, extra)
+
+    async def hash_listpack_limit(self) -> int | None:
+        """The smallest ``hash-max-ziplist-entries`` (7.x: ``hash-max-listpack-entries``)
+        over the primaries, or None where CONFIG is not allowed (many managed Redis)."""
+        try:
+            if is_cluster(self.client):
+                cluster = cast(RedisCluster, self.client)
+                replies = await cluster.config_get(
+                    HASH_LISTPACK, target_nodes=RedisCluster.PRIMARIES
+                )
+            else:
+                replies = await self.client.config_get(HASH_LISTPACK)
+        except (RedisError, OSError):
+            return None
+        values = [int(v) for v in _config_values(replies, HASH_LISTPACK)]
+        return min(values) if values else None
 
     async def memory(self) -> tuple[int, int]:
         """(used_memory, maxmemory) in bytes; maxmemory 0: no limit."""

@@ -124,6 +124,10 @@ LOG_POSITION_TAG = "rankd:{{logpos-{}}}"
 
 
 TIME_BUCKETS = 65521  # a prime; 10M members make about 150 per bucket
+# Entries a hash may hold and stay a compact listpack (hash-max-ziplist-entries, which the
+# embedded Redis is started with): up to about 67M members a period, 20 B a member; past
+# it a hashtable, about 83 B (docs/operations.md).
+HASH_LISTPACK_ENTRIES = 1024
 
 
 def time_bucket(member: str) -> int:
