@@ -2,7 +2,8 @@
 
 For each ``--shards`` value a board holds the same N members (random scores and times,
 valid composites, generated inside PostgreSQL once and copied per board). Then, one board
-at a time on an emptied Redis (single topology):
+at a time on an emptied Redis (``--topology single``, or ``cluster``: three primaries
+with a replica each):
 
 * the rebuild from PostgreSQL (``rankd rebuild``'s code path; a sharded board a shard at
   a time), members/s, and Redis bytes per member (used_memory before and after, so the
@@ -18,6 +19,7 @@ Prints a line per board and writes bench/results/giant.json.
 
     python -m bench.giant --members 5000000 --shards 1 4 16      # in `make bench`
     python -m bench.giant --members 50000000 --shards 1 16       # `make bench-giant`
+    python -m bench.giant --members 20000000 --shards 16 --topology cluster
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ from typing import Any
 import psycopg
 
 from bench.common import machine_line, write_result
+from bench.rebuild_rate import emptied, primaries_used
 from rankd.embedded import start_embedded
+from rankd.embedded.topology import start_topology
 from rankd.periods import ALL_TIME, PeriodRef
 from rankd.plan import plan
 from rankd.runs import Run
@@ -86,18 +90,6 @@ def fill(pg_url: str, n: int, shards: list[int]) -> None:
         conn.execute("VACUUM ANALYZE player_best")
 
 
-async def used_memory(runtime: Runtime) -> int:
-    """Redis's used_memory once nothing is left to free lazily (an asynchronous flush of
-    the last board frees in the background: measured too early, it counts against this
-    one)."""
-    for _ in range(600):
-        info = await runtime.redis.client.info("memory")
-        if int(info.get("lazyfree_pending_objects", 0)) == 0:
-            return int(info["used_memory"])
-        await asyncio.sleep(0.1)
-    raise AssertionError("Redis is still freeing the last board")
-
-
 def pcts(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {
@@ -121,11 +113,12 @@ async def measure(settings: Settings, n: int, shards: int, reads: int, submits: 
     store = runtime.redis.reads
     board_id = board_of(shards)
     try:
-        await runtime.redis.client.flushall()
-        empty = await used_memory(runtime)
+        # every primary flushed and its lazy free done: a board freed in the background
+        # and measured too early would count against this one
+        empty = await emptied(runtime.redis.client)
         report = await runtime.rebuilder.rebuild(board=board_id)
         assert report is not None and report.members == n, report
-        per_member = (await used_memory(runtime) - empty) / n
+        per_member = (await primaries_used(runtime.redis.client) - empty) / n
         board = await runtime.boards.get(board_id)
         ref = PeriodRef(board_id, ALL_TIME, ALL_TIME)
         rng = random.Random(shards)
@@ -175,7 +168,6 @@ async def measure(settings: Settings, n: int, shards: int, reads: int, submits: 
         started = time.perf_counter()
         await asyncio.gather(*(writer() for _ in range(32)))
         submit_rate = submits / (time.perf_counter() - started)
-        await runtime.redis.client.flushall(asynchronous=True)
     finally:
         await runtime.close()
     result = {
@@ -224,6 +216,12 @@ def main() -> None:
     parser.add_argument("--shards", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--reads", type=int, default=2000)
     parser.add_argument("--submits", type=int, default=20_000)
+    parser.add_argument(
+        "--topology",
+        choices=["single", "cluster"],
+        default="single",
+        help="cluster: three primaries and a replica each; memory summed over the primaries",
+    )
     args = parser.parse_args()
     print(f"machine: {machine_line()}")
     results = []
@@ -231,7 +229,10 @@ def main() -> None:
     gib = max(2, -(-args.members * 260 // 2**30))
     os.environ.setdefault("RANKD_REDIS_MAX_MEMORY", f"{gib}gb")
     with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
-        servers = start_embedded(Path(tmp) / "servers")
+        if args.topology == "single":
+            servers: Any = start_embedded(Path(tmp) / "servers")
+        else:
+            servers = start_topology(Path(tmp) / "servers", args.topology)
         try:
             settings = Settings(
                 redis_url=servers.redis_url,
@@ -249,7 +250,7 @@ def main() -> None:
         finally:
             servers.stop()
     write_result(
-        "giant",
+        "giant" if args.topology == "single" else f"giant_{args.topology}",
         {
             "command": " ".join(["python -m bench.giant", *sys.argv[1:]]),
             "results": results,
@@ -257,8 +258,9 @@ def main() -> None:
                 "redis_bytes_per_member": f"<= {TARGET_BYTES_PER_MEMBER}",
                 "rebuild_members_per_s": f">= {TARGET_MEMBERS_PER_S}",
             },
+            "topology": args.topology,
             "method": "reads and submits through the Redis store in process (no HTTP), one"
-            " at a time for reads, 32 concurrent writers for submits; single Redis",
+            " at a time for reads, 32 concurrent writers for submits",
         },
     )
 

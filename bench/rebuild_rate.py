@@ -314,17 +314,23 @@ async def emptied(redis: Redis) -> int:
     raise AssertionError("Redis is still freeing the last board")
 
 
+async def primaries_used(redis: Redis) -> int:
+    """used_memory of the one Redis, or summed over a cluster's primaries (the replicas
+    hold copies)."""
+    cluster = is_cluster(redis)
+    where: dict[str, Any] = {"target_nodes": "primaries"} if cluster else {}
+    infos = await redis.info("memory", **where)
+    return sum(int(i["used_memory"]) for i in (infos.values() if cluster else [infos]))
+
+
 async def timed_rebuild(settings: Settings, board: str, n: int) -> dict[str, float]:
     runtime = Runtime.build(settings)
     await runtime.open(background=False)
     try:
-        empty = await emptied(runtime.store.redis)
+        empty = await emptied(runtime.redis.client)
         report = await runtime.rebuilder.rebuild(board=board)
         assert report is not None and report.members == n, report
-        cluster = is_cluster(runtime.store.redis)
-        where: dict[str, Any] = {"target_nodes": "primaries"} if cluster else {}
-        infos = await runtime.store.redis.info("memory", **where)
-        used = sum(int(i["used_memory"]) for i in (infos.values() if cluster else [infos]))
+        used = await primaries_used(runtime.redis.client)
     finally:
         await runtime.close()
     return {
