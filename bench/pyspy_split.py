@@ -54,6 +54,12 @@ BACKGROUND = ("Health.", "BanList", "LogConsumer._watch_lag", "PostgresStore.pin
 
 def part_of(frames: list[str]) -> str:
     text = ";".join(frames)
+    leaf = frames[-1] if frames else ""
+    if not frames or (
+        "Runner.run" in leaf
+        and "(rankd/" not in text.replace("rankd/cli", "").replace("rankd/api/server.py", "")
+    ):
+        return "event loop"
     if "LogConsumer._run" in text or "apply_log" in text:
         for name, marks in CONSUMER_PARTS:
             if any(m in text for m in marks):
@@ -80,9 +86,12 @@ def part_of(frames: list[str]) -> str:
         return "Redis call"
     if "(psycopg" in text:
         return "PostgreSQL, elsewhere"
-    leaf = frames[-1] if frames else ""
-    if "Runner.run" in leaf or "(asyncio/" in leaf or not frames:
+    if "(asyncio/" in leaf:
         return "event loop"
+    if "rankd/stores/redis/" in text or "InFlight" in text:
+        return "Redis call"
+    if "rankd/services/" in text or "rankd/stores/" in text:
+        return "submit service"
     return "other"
 
 
