@@ -186,6 +186,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
         self._arm(self.config.body_timeout_s)
+        cycle = self.cycle  # this request's (an upgrade leaves the last request's)
+        if cycle is not None and not isinstance(cycle.transport, JoinedHead):
+            cycle.transport = JoinedHead(cycle.transport, self.loop)  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self._disarm()
@@ -217,6 +220,51 @@ class GuardedHttpProtocol(HttpToolsProtocol):
                 _error(b"408 Request Timeout", "request_timeout", "the request came too slowly")
             )
         self.transport.close()
+
+
+class JoinedHead:
+    """A response's transport whose head leaves with the body's first write.
+
+    uvicorn writes a response's status line and headers when the app sends
+    ``http.response.start``, and the body on ``http.response.body``: two socket writes
+    (uvloop sends each at once), two TCP segments, and the client wakes for each. A small
+    JSON answer is both in one turn of the event loop, so the head is held until the next
+    write and leaves with it, or at the end of this turn (a streamed response, a
+    ``100 Continue``) if none comes. Everything else is the connection's own transport.
+    """
+
+    __slots__ = ("_held", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held + data)
+        elif data.startswith(b"HTTP/"):
+            self._held = data
+            self._loop.call_soon(self.flush)
+        else:
+            self._transport.write(data)
+
+    def flush(self) -> None:
+        held, self._held = self._held, None
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def run(settings: Settings, *, host: str, port: int, workers: int) -> bool:

@@ -126,3 +126,66 @@ async def test_connections_past_the_cap_are_refused_with_503(server: int) -> Non
     finally:
         for _, writer in held:
             writer.close()
+
+
+async def test_a_response_leaves_in_one_write_and_a_streamed_one_still_flows() -> None:
+    """The head is held until the body's first write (JoinedHead): a small answer arrives
+    whole in one read; a streamed response's head leaves at once, before its body; a
+    client that asks for 100 Continue gets it before sending the body."""
+    from rankd.api.server import JoinedHead
+
+    writes: list[bytes] = []
+
+    class Recorder:
+        def write(self, data: bytes) -> None:
+            writes.append(data)
+
+        def is_closing(self) -> bool:
+            return False
+
+    loop = asyncio.get_running_loop()
+    joined = JoinedHead(Recorder(), loop)  # type: ignore[arg-type]
+    joined.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    joined.write(b"{}")
+    assert writes == [b"HTTP/1.1 200 OK\r\n\r\n{}"]
+    joined.write(b"HTTP/1.1 200 OK\r\n\r\n")  # a streamed response: no body in this turn
+    assert len(writes) == 1
+    await asyncio.sleep(0)
+    assert writes[1] == b"HTTP/1.1 200 OK\r\n\r\n"
+    joined.write(b"data: 1\n\n")  # a later chunk goes at once
+    assert writes[2] == b"data: 1\n\n"
+
+    async def streamed(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await asyncio.sleep(0.2)
+        await send({"type": "http.response.body", "body": b"late"})
+
+    port = free_port()
+    config = ServerConfig(streamed, host="127.0.0.1", port=port, log_level="warning")
+    config.lifespan = "off"
+    served = uvicorn.Server(config)
+    task = asyncio.create_task(served.serve())
+    while not served.started:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        await writer.drain()
+        assert (await asyncio.wait_for(reader.readline(), 2)).startswith(b"HTTP/1.1 100")
+        writer.write(b"{}")
+        await writer.drain()
+        await asyncio.wait_for(reader.readuntil(b"HTTP/1.1 200"), 2)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 0.15)  # before the body
+        assert b"transfer-encoding: chunked" in head.lower()
+        assert b"late" in await asyncio.wait_for(reader.read(), 2)
+        writer.close()
+    finally:
+        served.should_exit = True
+        await task

@@ -13,18 +13,35 @@ of its own: the calls are independent scripts and commands, and a non-transactio
 pipeline runs them in order, each on its own. Bounded: a pipeline carries at most
 ``max_calls`` calls; the waiting calls are bounded by the requests in flight (each waits for
 its own), which the HTTP server's connection cap bounds.
+
+Calls of different requests on the same keys fold into one call where a script takes many
+items (``fold``): concurrent submits' ``submit_best`` calls on one board period become one
+``submit_best_many``, their run-id claims one ``run_ids``. Redis's work and the client's
+(packing and parsing each command) is per command, so a pipeline of twelve submits costs
+two script calls instead of twenty-four. The folded call runs where its first member was;
+a member joins only while no call or command on its keys came in between, so every key
+sees its calls in the order a pipeline of the single calls would have sent them, and each
+caller gets the replies those calls would have given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
 
 from rankd.inflight import InFlight
-from rankd.stores.redis.scripts import Call, Command, send_requests
+from rankd.stores.redis.scripts import (
+    RUN_IDS,
+    SUBMIT_BEST,
+    SUBMIT_BEST_MANY,
+    Call,
+    Command,
+    Script,
+    send_requests,
+)
 
 
 @dataclass(slots=True)
@@ -62,16 +79,154 @@ class Batcher:
         return result
 
     async def _pipeline(self, taken: list[_Waiting]) -> list[list[Any] | BaseException]:
-        """Every waiter's calls and commands, in one pipeline; errors left in place. After
-        NOSCRIPT (Redis lost its scripts) the scripts are loaded and the pipeline resent,
-        which the scripts' idempotence makes safe (scripts.py). Each waiter gets its own
-        results, or the first error among them."""
-        results = await send_requests(self.redis, [(item.calls, item.extra) for item in taken])
+        """Every waiter's calls and commands, in one pipeline (calls folded, see ``fold``);
+        errors left in place. After NOSCRIPT (Redis lost its scripts) the scripts are
+        loaded and the pipeline resent, which the scripts' idempotence makes safe
+        (scripts.py). Each waiter gets its own results, or the first error among them."""
+        requests, replies = fold([(item.calls, item.extra) for item in taken])
+        results = replies(await send_requests(self.redis, requests))
         out: list[list[Any] | BaseException] = []
-        at = 0
-        for item in taken:
-            mine = results[at : at + item.size]
-            at += item.size
+        for mine in results:
             error = next((r for r in mine if isinstance(r, Exception)), None)
             out.append(mine if error is None else error)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """A script whose calls fold: ``head`` leading arguments every call has (times; the
+    folded call takes their maximum), then items of ``width`` arguments, each answered by
+    ``reply_width`` values of a flat reply."""
+
+    family: str
+    many: Script  # the script of the folded call
+    head: int
+    width: int
+    reply_width: int
+
+
+# submit_best: composite, member, ended, mark, now, forget (one item, its head last);
+# submit_best_many: now, forget, then quadruples; run_ids: expiry, then quintuples.
+# A later ``now`` stamps a mark a few ms later, a later ``forget`` drops marks older by as
+# much (they are kept 15 s); a later expiry keeps a bucket a moment longer.
+_KINDS = {
+    SUBMIT_BEST: _Kind("best", SUBMIT_BEST_MANY, 2, 4, 5),
+    SUBMIT_BEST_MANY: _Kind("best", SUBMIT_BEST_MANY, 2, 4, 5),
+    RUN_IDS: _Kind("run_ids", RUN_IDS, 1, 5, 1),
+}
+
+
+def _head_and_items(script: Script, args: Sequence[Any]) -> tuple[Sequence[Any], Sequence[Any]]:
+    if script is SUBMIT_BEST:
+        return args[4:], args[:4]
+    head = _KINDS[script].head
+    return args[:head], args[head:]
+
+
+@dataclass(slots=True)
+class _Group:
+    kind: _Kind
+    keys: Sequence[str]
+    members: list[Call]
+    values: int = 0  # reply values its members take
+
+
+def fold(
+    requests: Sequence[tuple[Sequence[Call], Sequence[Command]]],
+) -> tuple[list[tuple[list[Call], list[Command]]], Callable[[Sequence[Any]], list[list[Any]]]]:
+    """The requests to send, their foldable calls folded (see the module docstring), and a
+    function from the sent pipeline's results to each request's own results, one per call
+    and command, as if sent unfolded."""
+    entries: list[_Group | Call] = []  # each call to send, in order
+    opened: list[int] = []  # per request, how many entries it opened
+    open_groups: dict[tuple[str, tuple[str, ...]], _Group] = {}
+    open_keys: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # key -> open groups on it
+    # per request: per call (entry, first reply value, values; -1: the whole reply)
+    slots: list[list[tuple[int, int, int]]] = []
+    index: dict[int, int] = {}  # id(group) -> its entry
+
+    def close(touched: Sequence[Any]) -> None:
+        """A call or command on these keys: groups holding one take no later member."""
+        for key in touched:
+            if isinstance(key, str):
+                for found in open_keys.pop(key, ()):
+                    open_groups.pop(found, None)
+
+    for calls, extra in requests:
+        before = len(entries)
+        mine: list[tuple[int, int, int]] = []
+        for call in calls:
+            script, call_keys, args = call
+            kind = _KINDS.get(script)
+            if kind is None:
+                close(call_keys)
+                mine.append((len(entries), 0, -1))
+                entries.append(call)
+                continue
+            values = _values(kind, script, args)
+            name = (kind.family, tuple(call_keys))
+            group = open_groups.get(name)
+            if group is None:
+                close(call_keys)  # open groups never share a key
+                group = open_groups[name] = _Group(kind, call_keys, [])
+                for key in call_keys:
+                    open_keys.setdefault(key, []).append(name)
+                index[id(group)] = len(entries)
+                entries.append(group)
+            mine.append((index[id(group)], group.values, values))
+            group.members.append(call)
+            group.values += values
+        for _, command_args in extra:
+            close(command_args)
+        opened.append(len(entries) - before)
+        slots.append(mine)
+    sent: list[tuple[list[Call], list[Command]]] = []
+    position: list[int] = []  # each entry's place in the pipeline's flat results
+    command_at: list[int] = []  # each request's first command's place
+    pos = at = 0
+    for (_, extra), n in zip(requests, opened, strict=True):
+        sent.append(([_call_of(e) for e in entries[at : at + n]], list(extra)))
+        position.extend(range(pos, pos + n))
+        at += n
+        pos += n
+        command_at.append(pos)
+        pos += len(extra)
+
+    def replies(results: Sequence[Any]) -> list[list[Any]]:
+        out: list[list[Any]] = []
+        for (_, extra), mine, first_command in zip(requests, slots, command_at, strict=True):
+            own: list[Any] = []
+            for entry, first, values in mine:
+                result = results[position[entry]]
+                if values < 0 or isinstance(result, BaseException) or not isinstance(result, list):
+                    own.append(result)  # its own call, an error, or run_ids' -2 for all
+                else:
+                    own.append(result[first : first + values])
+            own.extend(results[first_command : first_command + len(extra)])
+            out.append(own)
+        return out
+
+    return sent, replies
+
+
+def _values(kind: _Kind, script: Script, args: Sequence[Any]) -> int:
+    """How many reply values a call of ``kind`` answers with."""
+    _, items = _head_and_items(script, args)
+    return len(items) // kind.width * kind.reply_width
+
+
+def _call_of(entry: _Group | Call) -> Call:
+    """The call to send for one entry: a lone call as it was, a group as one call."""
+    if not isinstance(entry, _Group):
+        return entry
+    if len(entry.members) == 1:
+        return entry.members[0]
+    kind = entry.kind
+    heads: list[Sequence[Any]] = []
+    items: list[Any] = []
+    for script, _, args in entry.members:
+        head, own = _head_and_items(script, args)
+        heads.append(head)
+        items.extend(own)
+    head = [max(int(h[i]) for h in heads) for i in range(kind.head)]
+    return (kind.many, entry.keys, (*head, *items))
