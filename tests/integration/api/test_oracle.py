@@ -567,9 +567,13 @@ async def feed(client: httpx.AsyncClient, board: Board, sends: list[RunIn]) -> N
 
 
 @pytest.fixture(autouse=True)
-def _show_the_seed(clock: int) -> None:
-    # captured output of a test's setup is shown when it fails
-    print(f"oracle seed {SEED} (RANKD_ORACLE_SEED), clock {clock} ms")
+def _show_the_seed(request: pytest.FixtureRequest) -> None:
+    # captured output of a test's setup is shown when it fails. Only the tests of the boards
+    # (their data sets) ask for the clock: asking here for every test would run the ones at
+    # the end, which make boards of their own and use no shard count, once per shard count
+    if "boards" in request.fixturenames:
+        clock = request.getfixturevalue("clock")
+        print(f"oracle seed {SEED} (RANKD_ORACLE_SEED), clock {clock} ms")
 
 
 @pytest.fixture(scope="module", params=[1, 3, 16], ids=lambda n: f"shards{n}")
