@@ -481,6 +481,10 @@ class Board:
     players: list[str] = field(default_factory=list)
     late: set[str] = field(default_factory=set)
     retried: int = 0  # batches answered 503 and sent again
+    # held by a burst of concurrent submits: the boards of a data set are fed side by side,
+    # one burst at a time (the session's Redis pool is 64 connections: a burst of 50 and one
+    # request per other board fit, four bursts at once wait past its timeout on a cluster)
+    bursts: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def policy(self) -> str:
@@ -527,7 +531,8 @@ async def send_sequential(client: httpx.AsyncClient, board: Board, runs: list[Ru
 
 async def send_concurrent(client: httpx.AsyncClient, board: Board, runs: list[RunIn]) -> None:
     for group in concurrent_groups(runs, 50):
-        answers = await asyncio.gather(*(submit_one(client, board, run) for run in group))
+        async with board.bursts:
+            answers = await asyncio.gather(*(submit_one(client, board, run) for run in group))
         board.answered.extend(zip(group, answers, strict=True))
         for run in group:  # the model's end state does not depend on the order within one
             board.model.apply(run, board.received_ms)
@@ -616,7 +621,10 @@ async def plain_boards(client: httpx.AsyncClient, clock: int, shards: int) -> di
         made[policy] = await make(client, policy, config, clock)
         made[policy].players = ids
     # side by side: the boards share nothing (ids of their own); each is fed in its phases'
-    # order, with at most 50 of its submits in flight
+    # order, one board's burst of 50 concurrent submits at a time
+    bursts = asyncio.Lock()
+    for board in made.values():
+        board.bursts = bursts
     await asyncio.gather(*(feed(client, board, sends) for board in made.values()))
     for board in made.values():
         assert len(board.checked) + len(board.answered) == len(sends)
@@ -691,14 +699,18 @@ async def segmented_boards(client: httpx.AsyncClient, clock: int, shards: int) -
         await send_concurrent(client, board, sends[n // 5 : n // 2])
         # each storm run: four concurrent first sends at once
         storm = [run for run in data.storms for _ in range(4)]
-        answers = await asyncio.gather(*(submit_one(client, board, run) for run in storm))
+        async with board.bursts:
+            answers = await asyncio.gather(*(submit_one(client, board, run) for run in storm))
         board.answered.extend(zip(storm, answers, strict=True))
         for run in storm:
             board.model.apply(run, board.received_ms)
         await send_batches(client, board, sends[n // 2 :], 150)
         await send_sequential(client, board, again)
 
-    # side by side, as the plain boards
+    # side by side, as the plain boards: one board's burst at a time
+    bursts = asyncio.Lock()
+    for board in made.values():
+        board.bursts = bursts
     await asyncio.gather(*(feed_segmented(board) for board in made.values()))
     elapsed = int(time.time() * 1000) - clock
     assert elapsed < MARGIN_MS, f"feeding took {elapsed} ms: the model's clock is off"
