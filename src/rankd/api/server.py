@@ -194,6 +194,19 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._disarm()
         super().on_message_complete()
 
+    def shutdown(self) -> None:
+        # uvicorn closes the connection itself when its response is complete, in the turn
+        # its shutdown runs in: a head still held (a HEAD answer writes no body) goes first
+        self._flush_held()
+        super().shutdown()
+
+    def _flush_held(self) -> None:
+        """Send the bytes the current response's JoinedHead holds, before a close of the
+        connection's own transport would drop them."""
+        transport = self.cycle.transport if self.cycle is not None else None
+        if isinstance(transport, JoinedHead):
+            transport.flush()
+
     def send_400_response(self, msg: str) -> None:
         self._disarm()
         self.transport.write(
@@ -215,6 +228,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         logger.debug("closing a connection that sent its request too slowly")
+        self._flush_held()
         if self.cycle is None or not self.cycle.response_started:
             self.transport.write(
                 _error(b"408 Request Timeout", "request_timeout", "the request came too slowly")

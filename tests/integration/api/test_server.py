@@ -189,3 +189,37 @@ async def test_a_response_leaves_in_one_write_and_a_streamed_one_still_flows() -
     finally:
         served.should_exit = True
         await task
+
+
+async def test_a_head_answer_ending_as_the_server_shuts_down_still_leaves() -> None:
+    """A HEAD answer writes no body, so its head is held to the end of the loop turn
+    (JoinedHead). uvicorn's graceful shutdown closes a connection whose response is complete
+    at once, in the turn its tick wakes in; the held head must leave before that close."""
+    served: uvicorn.Server | None = None
+
+    async def shutting(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-length", b"2")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"{}"})
+        assert served is not None
+        # what Server.shutdown does, here in the same turn as the answer's end
+        for connection in list(served.server_state.connections):
+            connection.shutdown()
+
+    port = free_port()
+    config = ServerConfig(shutting, host="127.0.0.1", port=port, log_level="warning")
+    config.lifespan = "off"
+    served = uvicorn.Server(config)
+    task = asyncio.create_task(served.serve())
+    while not served.started:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    try:
+        response, _ = await exchange(port, b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert response.startswith(b"HTTP/1.1 200") and b"content-length: 2" in response
+    finally:
+        served.should_exit = True
+        await task

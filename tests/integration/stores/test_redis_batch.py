@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -11,8 +13,17 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from rankd.stores.redis import keys
-from rankd.stores.redis.batch import Batcher
-from rankd.stores.redis.scripts import ENTRY, RUN_IDS, SUBMIT_BEST, Call
+from rankd.stores.redis.batch import Batcher, fold
+from rankd.stores.redis.scripts import (
+    ENTRY,
+    RUN_IDS,
+    SUBMIT_BEST,
+    SUBMIT_BEST_MANY,
+    Call,
+    Command,
+    load_all,
+    send_requests,
+)
 
 
 def best(pk: keys.PeriodKeys, composite: int, member: str):  # type: ignore[no-untyped-def]
@@ -126,3 +137,105 @@ async def test_run_id_claims_fold(redis: Redis) -> None:
     assert replies == [[5], [5], [-1], [5]]  # the first send of r1 wins, its resend agrees
     await redis.delete(armed)
     assert await batcher.call(claim("r3", 1)) == -2
+
+
+def random_requests(seed: int, board: str) -> list[tuple[list[Call], list[Command]]]:
+    """A pipeline's worth of requests on two periods (each player on the public side or
+    shadowed) and one run-id registry: submit_best and submit_best_many calls, run-id
+    claims (the buckets in either order), reads, and commands between them (the registry
+    armed or disarmed, a count); ``now`` within 50 ms, as one pipeline's requests have."""
+    rng = random.Random(seed)
+    pks = [keys.period_keys(board, "all-time", p) for p in ("a", "b")]
+    armed, buckets = keys.run_ids_armed(board), [keys.run_ids(board, b) for b in (1, 2)]
+    players = [f"p{i}" for i in range(4)]
+
+    def item() -> list[Any]:
+        mark = rng.choice(["", f"{rng.choice(players)}|r{rng.randint(0, 9)}"])
+        return [rng.randint(0, 9), rng.choice(players), 1_700_000_000_000 + rng.randint(0, 5), mark]
+
+    requests: list[tuple[list[Call], list[Command]]] = []
+    for _ in range(rng.randint(1, 12)):
+        calls: list[Call] = []
+        for _ in range(rng.randint(1, 3)):
+            pk = rng.choice(pks)
+            shadowed = rng.random() < 0.3
+            sides = (
+                (pk.shadow, pk.public, pk.public) if shadowed else (pk.public, pk.public, pk.shadow)
+            )
+            now = 1_700_000_000_000 + rng.randint(0, 50)
+            kind = rng.random()
+            if kind < 0.4:
+                calls.append((SUBMIT_BEST, (*sides, pk.applied), (*item(), now, now - 15_000)))
+            elif kind < 0.55:
+                quads = [a for _ in range(rng.randint(1, 3)) for a in item()]
+                calls.append((SUBMIT_BEST_MANY, (*sides, pk.applied), (now, now - 15_000, *quads)))
+            elif kind < 0.8:
+                runs: list[Any] = []
+                for _ in range(rng.randint(1, 2)):
+                    run_id, player = f"r{rng.randint(0, 5)}", rng.choice(players)
+                    runs += [run_id, player, str(rng.randint(0, 2)), str(rng.randint(0, 2))]
+                    runs.append(rng.choice(["0", "1"]))
+                order = buckets if rng.random() < 0.8 else buckets[::-1]
+                calls.append((RUN_IDS, (armed, *order), (2_000_000_000, *runs)))
+            else:
+                calls.append((ENTRY, (pk.public,), (rng.choice(players),)))
+        extra: list[Command] = []
+        r = rng.random()
+        if r < 0.05:
+            extra.append(("DEL", (armed,)))
+        elif r < 0.15:
+            extra.append(("SET", (armed, "1")))
+        elif r < 0.25:
+            extra.append(("ZCARD", (rng.choice(pks).public,)))
+        requests.append((calls, extra))
+    return requests
+
+
+async def period_state(redis: Redis, board: str) -> dict[str, Any]:
+    """Every key the requests above can write, by name with the board left out (the marks
+    without their times: a folded call stamps its members' marks with the latest now)."""
+    names = [keys.run_ids_armed(board), *(keys.run_ids(board, b) for b in (1, 2))]
+    for p in ("a", "b"):
+        pk = keys.period_keys(board, "all-time", p)
+        names += [pk.public, pk.shadow, pk.applied]
+        for i in range(4):  # each player's exact-times hash (lib.lua at_key)
+            h = 0
+            for byte in f"p{i}".encode():
+                h = (h * 256 + byte) % 65521
+            names.append(f"{pk.public}:at:{h}")
+    state: dict[str, Any] = {}
+    for name in names:
+        kind = (await redis.type(name)).decode()
+        if kind == "zset":
+            if name.endswith(":applied"):
+                state[name.replace(board, "B")] = sorted(await redis.zrange(name, 0, -1))
+            else:
+                state[name.replace(board, "B")] = await redis.zrange(name, 0, -1, withscores=True)
+        elif kind == "hash":
+            state[name.replace(board, "B")] = await redis.hgetall(name)
+        elif kind == "string":
+            state[name.replace(board, "B")] = await redis.get(name)
+    return state
+
+
+async def test_folded_pipelines_answer_and_write_as_unfolded_ones(redis: Redis) -> None:
+    """fold() against the pipeline it replaces, on random mixes of foldable calls, calls
+    and commands between them on shared keys, and requests whose calls fold only in part:
+    every request's replies, and every key afterwards, are the same."""
+    await load_all(redis)  # a NOSCRIPT resend would run the plain pipeline's commands twice
+    for seed in range(300):
+        tag = uuid.uuid4().hex[:8]
+        plain_board, folded_board = f"fold-p-{tag}", f"fold-f-{tag}"
+        if seed % 4:
+            await redis.set(keys.run_ids_armed(plain_board), "1")
+            await redis.set(keys.run_ids_armed(folded_board), "1")
+        plain = random_requests(seed, plain_board)
+        flat = await send_requests(redis, plain)
+        unfolded: list[list[Any]] = []
+        for calls, extra in plain:
+            unfolded.append(flat[: len(calls) + len(extra)])
+            flat = flat[len(calls) + len(extra) :]
+        sent, replies = fold(random_requests(seed, folded_board))
+        assert replies(await send_requests(redis, sent)) == unfolded, seed
+        state = await period_state(redis, plain_board)
+        assert state == await period_state(redis, folded_board), seed

@@ -21,7 +21,13 @@ items (``fold``): concurrent submits' ``submit_best`` calls on one board period 
 two script calls instead of twenty-four. The folded call runs where its first member was;
 a member joins only while no call or command on its keys came in between, so every key
 sees its calls in the order a pipeline of the single calls would have sent them, and each
-caller gets the replies those calls would have given.
+caller gets the replies those calls would have given. An error a folded call answers is
+every member's, and members before the failing write keep their writes: the errors these
+scripts meet (RESTORING, OOM, a key of the wrong type) come from the keys the members share
+or from Redis, not from one member's arguments, so a member's own call would mostly have met
+it too; a key of the wrong type that one member's own call never reaches (another player's
+exact-times hash, a registry bucket after the one its run was found in), or an OOM for a
+member whose own call writes nothing, tells them apart.
 """
 
 from __future__ import annotations
