@@ -8,12 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rankd.embedded import free_port
 from rankd.embedded.topology import check_topology
-from rankd.stores.redis.connection import BadRedisUrl, parse_redis_url
+from rankd.stores.redis.connection import BadRedisUrl, connect, parse_redis_url
 from tests.system.test_cli import assert_refused, cli_env
 
 
@@ -136,3 +137,26 @@ def test_serve_refuses_a_data_dir_made_by_another_topology(tmp_path: Path) -> No
     assert_refused(serve({}, "--data-dir", str(data), "--topology", "ring"), "--topology")
     assert not (legacy / "topology.json").exists()
     assert set(os.listdir(data)) <= {"topology.json", "rankd.lock"}  # no server started
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:6379/0",
+        "redis+cluster://127.0.0.1:7000",
+        "redis+sentinel://127.0.0.1:26379/m",
+    ],
+)
+def test_redis_reads_wait_for_a_busy_redis(url: str) -> None:
+    """No read timeout (redis-py 8 defaults to 5 s): a Redis busy for longer (a large
+    rebuild's swap, a flush of millions of entries) is waited for, not turned into errors,
+    and no read pays for a timer. A dead Redis still fails at once (connection reset)."""
+    client: Any = connect(parse_redis_url(url), max_connections=2, pool_timeout_s=1)
+    if url.startswith("redis+cluster"):
+        kwargs = client.nodes_manager.connection_kwargs
+    elif url.startswith("redis+sentinel"):
+        kwargs = client.connection_pool.connection_kwargs
+    else:
+        kwargs = client.connection_pool.connection_kwargs
+    assert kwargs["socket_timeout"] is None
+    assert kwargs["socket_connect_timeout"] == 5

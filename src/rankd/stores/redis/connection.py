@@ -149,6 +149,8 @@ def connect(
         "username": target.username,
         "password": target.password,
         "socket_connect_timeout": 5,
+        # said outright: redis-py 8 defaults to a 5 s read timeout (see below)
+        "socket_timeout": None,
         "socket_keepalive": True,
     }
     if target.mode == "cluster":
@@ -197,12 +199,15 @@ def connect(
         return Redis(connection_pool=sentinels)
     # A blocking pool: under a burst, requests wait for a connection instead of failing.
     # No socket_timeout: redis-py wraps every read in an asyncio timeout for it, the largest
-    # single cost in the read profile; a dead Redis still fails fast (reset).
+    # single cost in the read profile, and a busy Redis (a large rebuild's swap, a flush of
+    # millions of entries) would turn into errors; a dead Redis still fails fast (reset).
+    # redis-py 8 made 5 s the default, so None is passed outright.
     pool = BlockingConnectionPool.from_url(
         target.url,
         max_connections=max_connections,
         timeout=pool_timeout_s,
         socket_connect_timeout=5,
+        socket_timeout=None,
         socket_keepalive=True,
     )
     return Redis(connection_pool=pool)
