@@ -247,6 +247,7 @@ class NodeClients:
                 password=kwargs.get("password"),
                 max_connections=self.max_connections,
                 socket_connect_timeout=5,
+                socket_timeout=None,  # a bulk load or a swap may keep the node busy for long
             )
             self._nodes[node.name] = found
         return found
