@@ -68,7 +68,8 @@ $(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
 bench-deps: $(VENV)/.bench-installed
 
 # One all-time board of 50 million players, unsharded beside 16 shards (docs/giant-boards.md):
-# about 20 GB of PostgreSQL and 8 GB of Redis at its peak, an hour or more on two cores.
+# about 20 GB of PostgreSQL and 8 GB of Redis at its peak; 35 minutes on two quiet cores
+# (fill 11, each rebuild 7 to 8, reads and submits a few).
 bench-giant: bench-deps
 	$(BIN)/python -m bench.giant --members 50000000 --shards 1 16 --reads 5000
 
