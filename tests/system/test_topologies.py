@@ -42,12 +42,11 @@ pytestmark = [
 ]
 
 
-# On the cluster, the sharded oracle too: a sharded board's shards live in different slots,
-# so on different primaries (the merged reads, the fan-out of exact ranks, the per-node bulk
-# loads of a rebuild). 16 shards put several on each of the three primaries; the single
-# Redis runs it on 1, 3 and 16. In the same pytest as the selection: one cluster to start.
-# (and the oracle file's tests that make boards of their own, which take no shard count)
-ORACLE = ["tests/integration/api/test_oracle.py", "-k", "not test_oracle or shards16 or not shards"]
+# On the cluster, the oracle too, on 1, 3 and 16 shards as on the single Redis: a sharded
+# board's shards live in different slots, so on different primaries (the merged reads, the
+# fan-out of exact ranks, the per-node bulk loads of a rebuild); 16 shards put several on
+# each of the three primaries. In the same pytest as the selection: one cluster to start.
+ORACLE = ["tests/integration/api/test_oracle.py"]
 
 
 TOPOLOGIES = ["cluster", "sentinel"]
