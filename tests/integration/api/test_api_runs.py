@@ -155,7 +155,11 @@ async def test_achieved_at_is_the_exact_ended_at_and_decides_ties_inside_a_time_
     assert unit_ms > 60_000
     unit = timedelta(milliseconds=unit_ms)
     bucket_start = EPOCH + (now_ms() - timedelta(minutes=20) - EPOCH) // unit * unit
+    if (bucket_start + unit / 2).date() != bucket_start.date():
+        bucket_start -= unit  # both runs in one day, so in one daily period
     first, second = bucket_start + timedelta(milliseconds=7), bucket_start + unit / 2
+    # the runs' daily period: near midnight it is yesterday's, not the current one
+    day = second.date().isoformat()
     # "pb" would win on the player id rule; the earlier "pa" must rank first
     result = by_window(await submit(client, board_id, "r1", "pb", 5, second))
     assert result["all-time"]["achieved_at"] == iso(second)
@@ -167,18 +171,17 @@ async def test_achieved_at_is_the_exact_ended_at_and_decides_ties_inside_a_time_
         ("pa", iso(first)),
         ("pb", iso(second)),
     ]
-    for window in ("all-time", "daily"):
-        me = await client.get(f"/v1/boards/{board_id}/players/pb", params={"window": window})
+    for window, period in (("all-time", {}), ("daily", {"period": day})):
+        params = {"window": window, **period}
+        me = await client.get(f"/v1/boards/{board_id}/players/pb", params=params)
         assert (me.json()["rank"], me.json()["achieved_at"]) == (2, iso(second))
-        around = await client.get(
-            f"/v1/boards/{board_id}/players/pb/around", params={"window": window}
-        )
+        around = await client.get(f"/v1/boards/{board_id}/players/pb/around", params=params)
         assert [(e["player_id"], e["achieved_at"]) for e in around.json()["entries"]] == [
             ("pa", iso(first)),
             ("pb", iso(second)),
         ]
         friends = await client.get(
-            f"/v1/boards/{board_id}/players/pb/friends", params={"window": window, "ids": "pa"}
+            f"/v1/boards/{board_id}/players/pb/friends", params={**params, "ids": "pa"}
         )
         assert [(e["player_id"], e["achieved_at"]) for e in friends.json()["entries"]] == [
             ("pa", iso(first)),
