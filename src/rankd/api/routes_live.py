@@ -50,7 +50,9 @@ class LiveResponse(EventSourceResponse):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
-        except SendTimeoutError:
+        # except*: when the heartbeat's send times out beside an event's, both come as one
+        # group from sse-starlette's task group; a bare `except` would miss the drop
+        except* SendTimeoutError:
             metrics.LIVE_DROPPED.inc()
             logger.info("dropped a live stream whose client stopped reading")
         finally:
