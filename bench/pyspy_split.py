@@ -52,6 +52,14 @@ HTTP = ("(uvicorn/", "(starlette/", "(fastapi/", "rankd/api/", "(prometheus_clie
 BACKGROUND = ("Health.", "BanList", "LogConsumer._watch_lag", "PostgresStore.ping", "ping (")
 
 
+def first_part(text: str, parts: list[tuple[str, tuple[str, ...]]], default: str) -> str:
+    """The first of ``parts`` (name, marks) with a mark in the stack ``text``."""
+    for name, marks in parts:
+        if any(m in text for m in marks):
+            return name
+    return default
+
+
 def part_of(frames: list[str]) -> str:
     text = ";".join(frames)
     leaf = frames[-1] if frames else ""
@@ -61,10 +69,7 @@ def part_of(frames: list[str]) -> str:
     ):
         return "event loop"
     if "LogConsumer._run" in text or "apply_log" in text:
-        for name, marks in CONSUMER_PARTS:
-            if any(m in text for m in marks):
-                return name
-        return "consumer: its own code (decode, plan, batch)"
+        return first_part(text, CONSUMER_PARTS, "consumer: its own code (decode, plan, batch)")
     if any(m in text for m in BACKGROUND):
         return "background loops"
     if "GroupCommitter" in text or "JetStreamLog.publish" in text:
@@ -76,10 +81,7 @@ def part_of(frames: list[str]) -> str:
     if "(nats/" in text:
         return "NATS client reader (acks, fetched messages)"
     if "submit_run" in text:
-        for name, marks in ROUTE_PARTS:
-            if any(m in text for m in marks):
-                return name
-        return "submit service"
+        return first_part(text, ROUTE_PARTS, "submit service")
     if any(m in text for m in HTTP):
         return "HTTP layer"
     if "(redis/" in text:

@@ -4,6 +4,7 @@ cut, malformed HTTP gets the JSON error shape, connections are capped, no server
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -31,26 +32,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[int]:
-    port = free_port()
+@contextlib.asynccontextmanager
+async def serving(app: Any, **options: Any) -> AsyncIterator[uvicorn.Server]:
+    """``app`` served by rankd's server on a free loopback port until the block ends."""
     config = ServerConfig(
-        hello,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="off",
-        header_timeout_s=0.5,
-        body_timeout_s=0.5,
-        max_connections=3,
+        app, host="127.0.0.1", port=free_port(), log_level="warning", lifespan="off", **options
     )
     served = uvicorn.Server(config)
     task = asyncio.create_task(served.serve())
     while not served.started:  # noqa: ASYNC110 (uvicorn offers a flag, not an event)
         await asyncio.sleep(0.01)
-    yield port
-    served.should_exit = True
-    await task
+    try:
+        yield served
+    finally:
+        served.should_exit = True
+        await task
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[int]:
+    options = {"header_timeout_s": 0.5, "body_timeout_s": 0.5, "max_connections": 3}
+    async with serving(hello, **options) as served:
+        yield served.config.port
 
 
 async def exchange(port: int, *parts: bytes, pause_s: float = 0.0) -> tuple[bytes, float]:
@@ -164,15 +167,8 @@ async def test_a_response_leaves_in_one_write_and_a_streamed_one_still_flows() -
         await asyncio.sleep(0.2)
         await send({"type": "http.response.body", "body": b"late"})
 
-    port = free_port()
-    config = ServerConfig(streamed, host="127.0.0.1", port=port, log_level="warning")
-    config.lifespan = "off"
-    served = uvicorn.Server(config)
-    task = asyncio.create_task(served.serve())
-    while not served.started:  # noqa: ASYNC110
-        await asyncio.sleep(0.01)
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with serving(streamed) as served:
+        reader, writer = await asyncio.open_connection("127.0.0.1", served.config.port)
         writer.write(
             b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
             b"Connection: close\r\n\r\n"
@@ -186,16 +182,12 @@ async def test_a_response_leaves_in_one_write_and_a_streamed_one_still_flows() -
         assert b"transfer-encoding: chunked" in head.lower()
         assert b"late" in await asyncio.wait_for(reader.read(), 2)
         writer.close()
-    finally:
-        served.should_exit = True
-        await task
 
 
 async def test_a_head_answer_ending_as_the_server_shuts_down_still_leaves() -> None:
     """A HEAD answer writes no body, so its head is held to the end of the loop turn
     (JoinedHead). uvicorn's graceful shutdown closes a connection whose response is complete
     at once, in the turn its tick wakes in; the held head must leave before that close."""
-    served: uvicorn.Server | None = None
 
     async def shutting(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -205,21 +197,10 @@ async def test_a_head_answer_ending_as_the_server_shuts_down_still_leaves() -> N
         headers = [(b"content-length", b"2")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"{}"})
-        assert served is not None
         # what Server.shutdown does, here in the same turn as the answer's end
         for connection in list(served.server_state.connections):
             connection.shutdown()
 
-    port = free_port()
-    config = ServerConfig(shutting, host="127.0.0.1", port=port, log_level="warning")
-    config.lifespan = "off"
-    served = uvicorn.Server(config)
-    task = asyncio.create_task(served.serve())
-    while not served.started:  # noqa: ASYNC110
-        await asyncio.sleep(0.01)
-    try:
-        response, _ = await exchange(port, b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
+    async with serving(shutting) as served:
+        response, _ = await exchange(served.config.port, b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert response.startswith(b"HTTP/1.1 200") and b"content-length: 2" in response
-    finally:
-        served.should_exit = True
-        await task
