@@ -33,7 +33,8 @@ import httpx
 from bench.common import SERVER_H, create_board, service, write_result
 from rankd.embedded.process import ServerProcess
 from rankd.embedded.topology import TopologyServers, start_topology
-from rankd.stores.redis.connection import connect, parse_redis_url
+from rankd.stores.redis.connection import connect
+from rankd.stores.redis.url import parse_redis_url
 
 
 @contextlib.contextmanager

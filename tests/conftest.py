@@ -23,7 +23,8 @@ from rankd.api.app import create_app
 from rankd.embedded import EmbeddedServers, start_embedded
 from rankd.embedded.topology import TopologyServers, start_topology
 from rankd.runtime import Runtime
-from rankd.stores.redis.connection import connect, parse_redis_url
+from rankd.stores.redis.connection import connect
+from rankd.stores.redis.url import parse_redis_url
 from tests.support.common import ADMIN_H, TOPOLOGY, Urls, make_settings, new_board_id
 
 

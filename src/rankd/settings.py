@@ -202,7 +202,7 @@ class Settings(BaseSettings):
         if value is None or not value.strip():
             return None
         # redis://, rediss://, redis+cluster://, redis+sentinel:// (stores/redis/connection.py)
-        from rankd.stores.redis.connection import parse_redis_url
+        from rankd.stores.redis.url import parse_redis_url
 
         try:
             parse_redis_url(value.strip())

@@ -88,6 +88,7 @@ class Ledger:
     unsent: dict[str, Sent] = field(default_factory=dict)  # connection refused
     rejected: dict[str, tuple[Sent, int, str]] = field(default_factory=dict)  # 4xx
     outcomes: Counter[str] = field(default_factory=Counter)
+    said: dict[str, str] = field(default_factory=dict)  # a 5xx's message, by run id
 
     def maybe(self) -> Iterable[Sent]:
         return itertools.chain(self.unavailable.values(), self.unknown.values())
@@ -150,6 +151,8 @@ async def submit_one(
     except (ValueError, KeyError, TypeError):
         code = "?"
     ledger.outcomes[f"{status}:{code}"] += 1
+    if status >= 500:
+        ledger.said[run_id] = response.text[:300]
     if status == 503:
         ledger.unavailable[run_id] = sent
     elif status >= 500:

@@ -150,15 +150,20 @@ class Watch:
 
     reads: list[tuple[float, float, bool]] = field(default_factory=list)
     ready: list[tuple[float, int, dict[str, object]]] = field(default_factory=list)
+    said: dict[float, str] = field(default_factory=dict)  # a failed read's answer, by t0
 
 
 async def read_loop(http: httpx.AsyncClient, board: str, watch: Watch, stop: asyncio.Event) -> None:
     while not stop.is_set():
         t0 = time.monotonic()
         try:
-            ok = (await http.get(f"/v1/boards/{board}/top", params={"n": 10})).status_code == 200
-        except httpx.HTTPError:
+            response = await http.get(f"/v1/boards/{board}/top", params={"n": 10})
+            ok = response.status_code == 200
+            if not ok:
+                watch.said[t0] = f"{response.status_code} {response.text[:300]}"
+        except httpx.HTTPError as exc:
             ok = False
+            watch.said[t0] = repr(exc)
         watch.reads.append((t0, time.monotonic(), ok))
         await asyncio.sleep(0.05)
 
@@ -214,6 +219,15 @@ async def kill_and_heal(server_dir: Path, name: str) -> None:
         failed = [t1 for t0, t1, ok in answers if not ok and t1 >= killed]
         steady = max(failed, default=killed) - killed
         late = [t1 - killed for t0, t1, ok in answers if not ok and t0 >= ready_at]
+        late_said = [
+            f"submit {r.t0 - killed:.2f}s after the kill: {ledger.said.get(r.run_id, '?')}"
+            for r in ledger.maybe()
+            if r.t0 >= ready_at
+        ] + [
+            f"read {t0 - killed:.2f}s after the kill: {text}"
+            for t0, text in watch.said.items()
+            if t0 >= ready_at
+        ]
         not_ready = [body for t, status, body in watch.ready if status == 503]
         restarted = s.server_pid(name)
         print(
@@ -233,7 +247,10 @@ async def kill_and_heal(server_dir: Path, name: str) -> None:
         elif not any(name in json.dumps(b) for b in not_ready):
             failures.append(f"/readyz never named {name}: {not_ready[:2]}")
         if late:
-            failures.append(f"{len(late)} requests failed after /readyz said 200 again")
+            failures.append(
+                f"{len(late)} requests failed after /readyz said 200 again "
+                f"({ready_at - killed:.2f}s after the kill): {late_said[:4]}"
+            )
         if steady > RECOVERY_GOAL_S or ready_at - killed > RECOVERY_GOAL_S:
             failures.append(f"recovery took {steady:.1f}s / {ready_at - killed:.1f}s")
         if restarted == victim:

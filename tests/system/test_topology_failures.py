@@ -24,7 +24,8 @@ import pytest
 from rankd.embedded import free_port
 from rankd.embedded.process import ServerProcess
 from rankd.embedded.topology import TopologyServers, start_topology
-from rankd.stores.redis.connection import connect, parse_redis_url
+from rankd.stores.redis.connection import connect
+from rankd.stores.redis.url import parse_redis_url
 from tests.system.test_failures import (
     ADMIN_H,
     MAX_RUN_SCORE,

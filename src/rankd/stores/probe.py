@@ -15,7 +15,8 @@ import psycopg
 from redis.asyncio import Redis
 from redis.exceptions import RedisClusterException, RedisError
 
-from rankd.stores.redis.connection import connect, parse_redis_url
+from rankd.stores.redis.connection import connect
+from rankd.stores.redis.url import parse_redis_url
 
 CONNECT_TIMEOUT_S = 5.0  # the same connect timeout the stores use
 
