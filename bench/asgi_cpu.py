@@ -28,7 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -108,7 +108,7 @@ async def drive(load: str, requests: int) -> dict[str, Any]:
                     await asyncio.Event().wait()  # never: the client does not go away
                     raise AssertionError
 
-                async def send(message: dict[str, Any]) -> None:
+                async def send(message: MutableMapping[str, Any]) -> None:
                     if message["type"] == "http.response.start":
                         statuses[message["status"]] = statuses.get(message["status"], 0) + 1
 

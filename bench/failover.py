@@ -54,7 +54,7 @@ async def redis_primary_of(stack: TopologyServers, key: str) -> ServerProcess:
         if stack.topology == "cluster":
             port = cast(Any, client).get_node_from_key(key).port
         else:
-            port = int((await client.config_get("port"))["port"])
+            port = int(str((await client.config_get("port"))["port"]))
         return next(n for n in stack.redis_nodes if n.port == port)
     finally:
         await client.aclose()

@@ -132,7 +132,9 @@ async def timed(calls: list[Any]) -> list[float]:
     return out
 
 
-async def measure(settings: Settings, n: int, shards: int, reads: int, submits: int) -> dict:
+async def measure(
+    settings: Settings, n: int, shards: int, reads: int, submits: int
+) -> dict[str, Any]:
     runtime = Runtime.build(settings)
     await runtime.open(background=False)
     store = runtime.redis.reads
@@ -195,7 +197,7 @@ async def measure(settings: Settings, n: int, shards: int, reads: int, submits: 
         submit_rate = submits / (time.perf_counter() - started)
     finally:
         await runtime.close()
-    result = {
+    result: dict[str, Any] = {
         "members": n,
         "shards": shards,
         "rebuild_seconds": round(report.seconds, 2),

@@ -21,7 +21,7 @@ FRAME = re.compile(r"(?P<func>.*?) \((?P<file>[^()]*)\)")
 ROOT = "_run_module_as_main "  # the outermost frame of `python -m rankd.cli serve`
 # Frames every request passes through on its way in (the command line, the server's run
 # loop): always near 100% cumulative, so left out of the cumulative table.
-FRAMING = ("(typer/", "(<frozen runpy>)", "(rankd/cli.py)", "(uvicorn/server.py)")
+FRAMING: tuple[str, ...] = ("(typer/", "(<frozen runpy>)", "(rankd/cli.py)", "(uvicorn/server.py)")
 FRAMING += ("(uvicorn/_compat.py)", "Runner.run (asyncio/runners.py)")
 
 

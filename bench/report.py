@@ -91,8 +91,9 @@ def size_label(n: Any) -> str:
 
 
 def command_of(result: dict[str, Any]) -> str:
-    if isinstance(result.get("command"), str):
-        return result["command"]
+    command = result.get("command")
+    if isinstance(command, str):
+        return command
     quick = (
         result.get("quick") or get(result, "workload", "quick") or get(result, "method", "quick")
     )
@@ -426,7 +427,7 @@ class Report:
                     f"{num(bl_s)}/s (bare redis-py)",
                     times(ratio(rk_s, bl_s)),
                     f"≥ 0.5{X} baseline",
-                    met(None if ratio(rk_s, bl_s) is None else ratio(rk_s, bl_s) >= 0.5),
+                    met(None if (share := ratio(rk_s, bl_s)) is None else share >= 0.5),
                 ]
             )
             self.summary.append(
@@ -747,11 +748,11 @@ class Report:
             " at the end of each submit run. TFG Podium and Nakama: their published figures"
             " for the same shape on the same kind of machine (not measured here)."
         )
-        load_avg = r.get("loadavg_before"), r.get("loadavg_after")
-        if all(isinstance(x, list) and x for x in load_avg):
+        before, after = r.get("loadavg_before"), r.get("loadavg_after")
+        if isinstance(before, list) and before and isinstance(after, list) and after:
             parts[-1] += (
-                f" Load average before {', '.join(map(str, load_avg[0]))},"
-                f" after {', '.join(map(str, load_avg[1]))}."
+                f" Load average before {', '.join(map(str, before))},"
+                f" after {', '.join(map(str, after))}."
             )
         parts.append("")
         parts.append(

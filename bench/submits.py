@@ -444,9 +444,10 @@ async def script_baseline(redis_url: str, seconds: float) -> dict[str, Any]:
     calls_per_s = done / elapsed
     redis = Redis.from_url(redis_url)
     try:  # the calls landed: every window's key holds players
+        now_ms = int(time.time() * 1000)
         members = {
             t.window: await redis.zcard(script_call(board, t)[1][0])
-            for t in plan(board, Run("t", "p0", 0, *(2 * [int(time.time() * 1000)])))
+            for t in plan(board, Run("t", "p0", 0, now_ms, now_ms))
             if t.applies
         }
     finally:
