@@ -69,7 +69,7 @@ class MakeBoard(Protocol):
 # are bytes, and WITHSCORES pairs a member with its float score.
 
 
-def members(reply: ZSetRangeResponse) -> list[bytes]:
+def zmembers(reply: ZSetRangeResponse) -> list[bytes]:
     """The members of a ZRANGE reply without scores."""
     found: list[bytes] = []
     for m in reply:
@@ -78,7 +78,7 @@ def members(reply: ZSetRangeResponse) -> list[bytes]:
     return found
 
 
-def scored(reply: ZSetRangeResponse) -> list[tuple[bytes, float]]:
+def zscored(reply: ZSetRangeResponse) -> list[tuple[bytes, float]]:
     """The (member, score) pairs of a ZRANGE ... WITHSCORES reply."""
     found: list[tuple[bytes, float]] = []
     for pair in reply:

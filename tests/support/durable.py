@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 from rankd.codec import member, player_of
 from rankd.runtime import Runtime
 from rankd.stores.redis import keys
-from tests.support.common import SERVER_H, members, scored
+from tests.support.common import SERVER_H, zmembers, zscored
 from tests.support.wire import iso
 
 # (window, period) -> {player: composite}
@@ -64,12 +64,12 @@ async def redis_state(redis: Redis, board_id: str, windows: list[str]) -> BoardS
     """Every period the board's periods index lists, with each player's composite."""
     state: BoardState = {}
     for window in windows:
-        for raw in members(await redis.zrange(keys.periods_index(board_id, window), 0, -1)):
+        for raw in zmembers(await redis.zrange(keys.periods_index(board_id, window), 0, -1)):
             period = raw.decode()
             found: dict[str, int] = {}
             for pk in every_shard(board_id, window, period):
-                entries = scored(await redis.zrange(pk.public, 0, -1, withscores=True))
-                found.update({player_of(m.decode()): int(s) for m, s in entries})
+                members = zscored(await redis.zrange(pk.public, 0, -1, withscores=True))
+                found.update({player_of(m.decode()): int(s) for m, s in members})
             state[(window, period)] = found
     return state
 
@@ -85,12 +85,12 @@ async def redis_runs(redis: Redis, board_id: str, windows: list[str]) -> BoardSt
     """A sum board's counted-run sets ("<player>|<run_id>" -> ended_at ms) per period."""
     state: BoardState = {}
     for window in windows:
-        for raw in members(await redis.zrange(keys.periods_index(board_id, window), 0, -1)):
+        for raw in zmembers(await redis.zrange(keys.periods_index(board_id, window), 0, -1)):
             period = raw.decode()
             runs: dict[str, int] = {}
             for pk in every_shard(board_id, window, period):
-                entries = scored(await redis.zrange(pk.runs, 0, -1, withscores=True))
-                runs.update({m.decode(): int(s) for m, s in entries})
+                members = zscored(await redis.zrange(pk.runs, 0, -1, withscores=True))
+                runs.update({m.decode(): int(s) for m, s in members})
             state[(window, period)] = runs
     return state
 
@@ -202,7 +202,7 @@ async def delete_board_keys(
     doomed: list[str] = []
     for window in windows:
         index = keys.periods_index(board_id, window)
-        for raw in members(await redis.zrange(index, 0, -1)):
+        for raw in zmembers(await redis.zrange(index, 0, -1)):
             for pk in every_shard(board_id, window, raw.decode()):
                 doomed.append(pk.public)
                 if runs:

@@ -32,7 +32,7 @@ from rankd.stores.redis.scripts import (
     load_all,
     run_pipeline,
 )
-from tests.support.common import members, scored
+from tests.support.common import zmembers, zscored
 
 T = TypeVar("T")
 
@@ -114,18 +114,18 @@ def sum_call(
 
 async def board(redis: Redis, pk: PeriodKeys) -> list[tuple[bytes, float]]:
     """The public board, worst first, as (player id, composite): members less their stamps."""
-    raw = scored(await redis.zrange(pk.public, 0, -1, withscores=True))
+    raw = zscored(await redis.zrange(pk.public, 0, -1, withscores=True))
     return [(player_of(m.decode()).encode(), s) for m, s in raw]
 
 
 async def players_desc(redis: Redis, key: str) -> list[str]:
     """Player ids best first, as a reversed range reads the members."""
-    return [player_of(m.decode()) for m in members(await redis.zrevrange(key, 0, -1))]
+    return [player_of(m.decode()) for m in zmembers(await redis.zrevrange(key, 0, -1))]
 
 
 async def score_of(redis: Redis, key: str, player: str) -> float | None:
     """A player's composite on ``key`` (None: no entry), found among the stamped members."""
-    for m, s in scored(await redis.zrange(key, 0, -1, withscores=True)):
+    for m, s in zscored(await redis.zrange(key, 0, -1, withscores=True)):
         if player_of(m.decode()) == player:
             return float(s)
     return None
@@ -348,7 +348,7 @@ def test_sum_counts_each_run_once_in_any_order(
                 expected_board[member] = codec.pack(total, max(t for _, t in mine))
             got = {m.decode(): s for m, s in await board(redis, pk)}
             assert got == expected_board
-            counted = sorted(m.decode() for m in members(await redis.zrange(pk.runs, 0, -1)))
+            counted = sorted(m.decode() for m in zmembers(await redis.zrange(pk.runs, 0, -1)))
             assert counted == sorted(f"{m}|{run_id}" for run_id, (m, _, _) in runs.items())
         finally:
             await drop(redis, pk)
@@ -409,7 +409,7 @@ async def test_sum_refuses_runs_older_than_the_trim_horizon(redis: Redis) -> Non
     later = sum_call(pk, codec, "newer", "p", 1, 90_000, trim_before=PERIOD_START + 70_000)
     [reply] = await run_pipeline(redis, [later])
     assert codec.unpack(reply[2])[0] == 8
-    assert [m.decode() for m in members(await redis.zrange(pk.runs, 0, -1))] == ["p|newer"]
+    assert [m.decode() for m in zmembers(await redis.zrange(pk.runs, 0, -1))] == ["p|newer"]
     await drop(redis, pk)
 
 
