@@ -25,7 +25,7 @@ from rankd.embedded.topology import TopologyServers, start_topology
 from rankd.runtime import Runtime
 from rankd.stores.redis.connection import connect
 from rankd.stores.redis.url import parse_redis_url
-from tests.support.common import ADMIN_H, TOPOLOGY, Urls, make_settings, new_board_id
+from tests.support.common import ADMIN_H, TOPOLOGY, MakeBoard, Urls, make_settings, new_board_id
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ async def redis(urls: Urls) -> AsyncIterator[Redis]:
 
 
 @pytest.fixture
-async def make_board(client: httpx.AsyncClient):  # type: ignore[no-untyped-def]
+async def make_board(client: httpx.AsyncClient) -> MakeBoard:
     async def make(**config: object) -> str:
         board_id = new_board_id()
         response = await client.put(f"/v1/boards/{board_id}", json=config, headers=ADMIN_H)
@@ -103,7 +103,9 @@ async def make_board(client: httpx.AsyncClient):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(params=[1, 4], ids=lambda n: f"shards{n}")
-async def make_sharded_board(client: httpx.AsyncClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+async def make_sharded_board(
+    client: httpx.AsyncClient, request: pytest.FixtureRequest
+) -> MakeBoard:
     """Like make_board, but each test runs twice: on an unsharded board and on one split
     over 4 shards (the answers must not differ). A module opts in by naming it make_board."""
 

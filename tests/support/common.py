@@ -1,5 +1,5 @@
 """What every test against the servers shares: the keys, the session's server URLs, the
-settings an app is built with, and fresh board ids.
+settings an app is built with, fresh board ids, and the tests' reading of Redis replies.
 
 The fixtures that start the servers and the session app are in tests/conftest.py.
 """
@@ -10,6 +10,9 @@ import itertools
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Protocol
+
+from redis.typing import ZSetRangeResponse
 
 from rankd.settings import Settings
 
@@ -53,3 +56,34 @@ _counter = itertools.count()
 
 def new_board_id(prefix: str = "b") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}-{next(_counter)}"
+
+
+class MakeBoard(Protocol):
+    """The make_board fixtures: create a board with this config, return its id."""
+
+    async def __call__(self, **config: object) -> str: ...
+
+
+# redis-py types a sorted-set reply as every shape any client could get (str or bytes
+# members, pairs as tuples or lists). The tests' client does not decode responses: members
+# are bytes, and WITHSCORES pairs a member with its float score.
+
+
+def zmembers(reply: ZSetRangeResponse) -> list[bytes]:
+    """The members of a ZRANGE reply without scores."""
+    found: list[bytes] = []
+    for m in reply:
+        assert isinstance(m, bytes), reply
+        found.append(m)
+    return found
+
+
+def zscored(reply: ZSetRangeResponse) -> list[tuple[bytes, float]]:
+    """The (member, score) pairs of a ZRANGE ... WITHSCORES reply."""
+    found: list[tuple[bytes, float]] = []
+    for pair in reply:
+        assert isinstance(pair, tuple | list), reply
+        m, s = pair
+        assert isinstance(m, bytes) and isinstance(s, float), reply
+        found.append((m, s))
+    return found

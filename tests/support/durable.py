@@ -20,11 +20,15 @@ from redis.asyncio import Redis
 from rankd.codec import member, player_of
 from rankd.runtime import Runtime
 from rankd.stores.redis import keys
-from tests.support.common import SERVER_H
+from tests.support.common import SERVER_H, zmembers, zscored
 from tests.support.wire import iso
 
 # (window, period) -> {player: composite}
 BoardState = dict[tuple[str, str], dict[str, int]]
+# player_best: (window, period, player) -> (composite, score, achieved_ms, run_id)
+PgBest = dict[tuple[str, str, str], tuple[int, int, int, str]]
+# a sum_runs row: (window, period, player, run_id, score, ended_ms)
+SumRun = tuple[str, str, str, str, int, int]
 
 
 async def submit(
@@ -60,11 +64,11 @@ async def redis_state(redis: Redis, board_id: str, windows: list[str]) -> BoardS
     """Every period the board's periods index lists, with each player's composite."""
     state: BoardState = {}
     for window in windows:
-        for raw in await redis.zrange(keys.periods_index(board_id, window), 0, -1):
+        for raw in zmembers(await redis.zrange(keys.periods_index(board_id, window), 0, -1)):
             period = raw.decode()
             found: dict[str, int] = {}
             for pk in every_shard(board_id, window, period):
-                members = await redis.zrange(pk.public, 0, -1, withscores=True)
+                members = zscored(await redis.zrange(pk.public, 0, -1, withscores=True))
                 found.update({player_of(m.decode()): int(s) for m, s in members})
             state[(window, period)] = found
     return state
@@ -81,17 +85,17 @@ async def redis_runs(redis: Redis, board_id: str, windows: list[str]) -> BoardSt
     """A sum board's counted-run sets ("<player>|<run_id>" -> ended_at ms) per period."""
     state: BoardState = {}
     for window in windows:
-        for raw in await redis.zrange(keys.periods_index(board_id, window), 0, -1):
+        for raw in zmembers(await redis.zrange(keys.periods_index(board_id, window), 0, -1)):
             period = raw.decode()
             runs: dict[str, int] = {}
             for pk in every_shard(board_id, window, period):
-                members = await redis.zrange(pk.runs, 0, -1, withscores=True)
+                members = zscored(await redis.zrange(pk.runs, 0, -1, withscores=True))
                 runs.update({m.decode(): int(s) for m, s in members})
             state[(window, period)] = runs
     return state
 
 
-async def pg_best(conn: AsyncConnection[Any], board_id: str) -> dict[tuple[str, str, str], tuple]:
+async def pg_best(conn: AsyncConnection[Any], board_id: str) -> PgBest:
     """player_best rows: (window, period, player) -> (composite, score, achieved_ms, run_id)."""
     cur = await conn.execute(
         "SELECT win, period, player_id, composite, score, achieved_ms, run_id"
@@ -101,7 +105,7 @@ async def pg_best(conn: AsyncConnection[Any], board_id: str) -> dict[tuple[str, 
     return {(r[0], r[1], r[2]): tuple(r[3:]) for r in await cur.fetchall()}
 
 
-async def pg_best_at(postgres_url: str, board_id: str) -> dict[tuple[str, str, str], tuple]:
+async def pg_best_at(postgres_url: str, board_id: str) -> PgBest:
     """pg_best on a connection of its own (for a service in another process)."""
     async with await AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         return await pg_best(conn, board_id)
@@ -114,7 +118,7 @@ async def pg_composites(conn: AsyncConnection[Any], board_id: str) -> BoardState
     return state
 
 
-async def pg_sum_runs(conn: AsyncConnection[Any], board_id: str) -> set[tuple]:
+async def pg_sum_runs(conn: AsyncConnection[Any], board_id: str) -> set[SumRun]:
     cur = await conn.execute(
         "SELECT win, period, player_id, run_id, score, ended_ms FROM sum_runs WHERE board_id = %s",
         (board_id,),
@@ -198,7 +202,7 @@ async def delete_board_keys(
     doomed: list[str] = []
     for window in windows:
         index = keys.periods_index(board_id, window)
-        for raw in await redis.zrange(index, 0, -1):
+        for raw in zmembers(await redis.zrange(index, 0, -1)):
             for pk in every_shard(board_id, window, raw.decode()):
                 doomed.append(pk.public)
                 if runs:
@@ -211,9 +215,11 @@ async def staging_keys(redis: Redis, board_id: str) -> list[bytes]:
     return [k async for k in redis.scan_iter(match=f"lb:{{{board_id}:*rebuild*", count=1000)]
 
 
-async def all_reads(client: httpx.AsyncClient, board_id: str, windows: list[str]) -> dict:
+async def all_reads(
+    client: httpx.AsyncClient, board_id: str, windows: list[str]
+) -> dict[tuple[str, ...], Any]:
     """Every read of every period of every window: periods, top, each player, around."""
-    reads: dict[tuple, Any] = {}
+    reads: dict[tuple[str, ...], Any] = {}
     base = f"/v1/boards/{board_id}"
     for window in windows:
         listing = await client.get(f"{base}/periods", params={"window": window})

@@ -130,8 +130,9 @@ def start(urls: Urls) -> Fuzz:
     tag = uuid.uuid4().hex[:8]
     boards = [f"fuzz-{tag}", f"fuzz.{tag}.asc"]
     players = ["p1", "p2"]
-    with asgi.get_client(app) as http:
-        configs = [
+    # schemathesis types an ASGI app's messages as dict, Starlette as MutableMapping
+    with asgi.get_client(app) as http:  # type: ignore[arg-type]
+        configs: list[dict[str, str | list[str]]] = [
             {"windows": ["all-time", "daily", "weekly", "monthly"]},
             {"windows": ["weekly", "all-time"], "order": "asc", "policy": "sum"},
         ]
@@ -139,7 +140,11 @@ def start(urls: Urls) -> Fuzz:
             response = http.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)
             assert response.status_code == 201, response.text
             for i, player in enumerate(players):
-                run = {"run_id": f"seed-{i}", "player_id": player, "score": 10 + i}
+                run: dict[str, str | int] = {
+                    "run_id": f"seed-{i}",
+                    "player_id": player,
+                    "score": 10 + i,
+                }
                 response = http.post(f"/v1/boards/{board}/runs", json=run, headers=SERVER_H)
                 assert response.status_code == 200, response.text
     return Fuzz(schema, boards, players)

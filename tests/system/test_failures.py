@@ -46,7 +46,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from redis.asyncio import Redis
 
 from rankd.embedded import EmbeddedServers, free_port, start_embedded
-from tests.support.durable import pg_best_at, wait_consumer_idle
+from tests.support.durable import PgBest, pg_best_at, wait_consumer_idle
 from tests.support.wire import daily_id, from_ms, iso
 
 ADMIN_KEY = "failures-admin"
@@ -878,7 +878,7 @@ async def test_nats_down_refuses_runs_with_503_and_recovers(server_dir: Path) ->
 
 async def snapshot(
     d: Deployment, wps: Iterable[WindowPeriod]
-) -> tuple[dict[WindowPeriod, list[dict[str, Any]]], dict[tuple[str, str, str], tuple]]:
+) -> tuple[dict[WindowPeriod, list[dict[str, Any]]], PgBest]:
     boards = await read_boards(d.http, d.board, wps)
     return boards, await pg_best_at(d.servers.postgres_url, d.board)
 

@@ -38,7 +38,11 @@ def node(port: int) -> sync_redis.Redis:
 
 def roles(tree: TopologyServers) -> tuple[int, int]:
     """(primary port, replica port)."""
-    by_role = {str(node(n.port).execute_command("ROLE")[0]): n.port for n in tree.redis_nodes}
+    # redis-py leaves execute_command unannotated
+    by_role = {
+        str(node(n.port).execute_command("ROLE")[0]): n.port  # type: ignore[no-untyped-call]
+        for n in tree.redis_nodes
+    }
     return by_role["master"], by_role["slave"]
 
 

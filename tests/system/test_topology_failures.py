@@ -108,8 +108,9 @@ async def cluster_primary(tree: TopologyServers, key: str) -> ServerProcess:
 async def sentinel_primary(tree: TopologyServers) -> ServerProcess:
     client = connect(parse_redis_url(tree.redis_url), max_connections=4, pool_timeout_s=5)
     try:
-        port = int((await client.config_get("port"))["port"])
-        return next(n for n in tree.redis_nodes if n.port == port)
+        port = (await client.config_get("port"))["port"]
+        assert port is not None
+        return next(n for n in tree.redis_nodes if n.port == int(port))
     finally:
         await client.aclose()
 

@@ -28,7 +28,7 @@ from rankd import metrics
 from rankd.embedded import free_port
 from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
-from tests.support.common import ADMIN, ADMIN_H, SERVER, SERVER_H, Urls, new_board_id
+from tests.support.common import ADMIN, ADMIN_H, SERVER, SERVER_H, MakeBoard, Urls, new_board_id
 from tests.support.durable import wait_consumer_idle
 
 pytestmark = pytest.mark.slow
@@ -115,7 +115,7 @@ async def test_every_new_best_says_improved_with_two_worker_processes(
 
 
 async def test_the_consumer_applies_a_run_no_submitter_applied(
-    client: httpx.AsyncClient, make_board, runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime
 ) -> None:
     """A run in the log that no submit path applied (its process died after the ack) has no
     mark: the consumer applies it to Redis once it is older than the mark wait."""
@@ -135,7 +135,7 @@ async def test_the_consumer_applies_a_run_no_submitter_applied(
 
 
 async def test_the_consumer_leaves_what_the_submit_path_marked(
-    client: httpx.AsyncClient, make_board, runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], segments=["country"])
     # The counter is process-wide: let the runtime's consumer finish what earlier tests

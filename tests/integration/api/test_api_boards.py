@@ -9,7 +9,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.support.common import ADMIN_H, SERVER_H, new_board_id
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id
 from tests.support.wire import assert_error
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -38,7 +38,8 @@ async def put_board(client: httpx.AsyncClient, board_id: str, body: Any) -> http
 async def get_board(client: httpx.AsyncClient, board_id: str) -> dict[str, Any]:
     response = await client.get(f"/v1/boards/{board_id}")
     assert response.status_code == 200, response.text
-    return response.json()
+    result: dict[str, Any] = response.json()
+    return result
 
 
 async def submit(client: httpx.AsyncClient, board_id: str, **run: Any) -> httpx.Response:
@@ -94,7 +95,9 @@ async def test_put_returns_the_stored_config(client: httpx.AsyncClient) -> None:
     assert {k: body[k] for k in CONFIG_FIELDS} == config
 
 
-async def test_update_keeps_omitted_fields(client: httpx.AsyncClient, make_board) -> None:
+async def test_update_keeps_omitted_fields(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(
         windows=["daily", "all-time"], grace_seconds=10, max_score=5000, max_run_score=200
     )
@@ -109,7 +112,9 @@ async def test_update_keeps_omitted_fields(client: httpx.AsyncClient, make_board
     assert await get_board(client, board_id) == body
 
 
-async def test_update_retention_merges_with_current(client: httpx.AsyncClient, make_board) -> None:
+async def test_update_retention_merges_with_current(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(windows=["daily"])
     response = await put_board(client, board_id, {"retention_days": {"daily": 2}})
     assert response.status_code == 200, response.text
@@ -122,14 +127,18 @@ async def test_max_run_score_follows_max_score_when_not_set(client: httpx.AsyncC
     assert response.json()["max_run_score"] == 500
 
 
-async def test_update_does_not_change_created_at(client: httpx.AsyncClient, make_board) -> None:
+async def test_update_does_not_change_created_at(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     before = (await get_board(client, board_id))["created_at"]
     response = await put_board(client, board_id, {"grace_seconds": 5})
     assert response.json()["created_at"] == before
 
 
-async def test_get_board_returns_the_config(client: httpx.AsyncClient, make_board) -> None:
+async def test_get_board_returns_the_config(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(windows=["monthly"], order="asc", max_score=999)
     body = await get_board(client, board_id)
     assert body["board_id"] == board_id
@@ -146,7 +155,9 @@ async def test_get_board_matches_put_response(client: httpx.AsyncClient) -> None
     assert await get_board(client, board_id) == put.json()
 
 
-async def test_list_boards_includes_created_boards(client: httpx.AsyncClient, make_board) -> None:
+async def test_list_boards_includes_created_boards(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     first = await make_board()
     second = await make_board(windows=["weekly"])
     response = await client.get("/v1/boards")
@@ -311,7 +322,7 @@ async def test_batch_to_unknown_board_is_404(client: httpx.AsyncClient) -> None:
     ],
 )
 async def test_immutable_field_cannot_change_after_a_run(
-    client: httpx.AsyncClient, make_board, change: dict[str, Any]
+    client: httpx.AsyncClient, make_board: MakeBoard, change: dict[str, Any]
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     assert (await submit(client, board_id)).status_code == 200
@@ -330,7 +341,7 @@ async def test_immutable_field_cannot_change_after_a_run(
     ],
 )
 async def test_immutable_field_can_change_before_any_run(
-    client: httpx.AsyncClient, make_board, change: dict[str, Any]
+    client: httpx.AsyncClient, make_board: MakeBoard, change: dict[str, Any]
 ) -> None:
     board_id = await make_board()
     response = await put_board(client, board_id, change)
@@ -340,7 +351,9 @@ async def test_immutable_field_can_change_before_any_run(
     assert (await get_board(client, board_id))[key] == value
 
 
-async def test_mutable_fields_can_change_after_a_run(client: httpx.AsyncClient, make_board) -> None:
+async def test_mutable_fields_can_change_after_a_run(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(max_score=1000, max_run_score=100)
     assert (await submit(client, board_id)).status_code == 200
     change = {
@@ -358,7 +371,7 @@ async def test_mutable_fields_can_change_after_a_run(client: httpx.AsyncClient, 
 
 
 async def test_restating_immutable_fields_unchanged_after_a_run_is_allowed(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(order="asc", max_score=7000)
     assert (await submit(client, board_id)).status_code == 200
@@ -368,7 +381,7 @@ async def test_restating_immutable_fields_unchanged_after_a_run_is_allowed(
 
 
 async def test_rejected_immutable_change_keeps_other_fields_of_the_same_put(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(grace_seconds=100)
     assert (await submit(client, board_id)).status_code == 200
@@ -379,7 +392,9 @@ async def test_rejected_immutable_change_keeps_other_fields_of_the_same_put(
     assert body["order"] == "desc"
 
 
-async def test_rejected_invalid_put_changes_nothing(client: httpx.AsyncClient, make_board) -> None:
+async def test_rejected_invalid_put_changes_nothing(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(windows=["daily"], grace_seconds=100)
     before = await get_board(client, board_id)
     for body in (
@@ -394,7 +409,7 @@ async def test_rejected_invalid_put_changes_nothing(client: httpx.AsyncClient, m
 
 @pytest.mark.parametrize("shards", [2, 16, 1024])
 async def test_shards_can_be_set_before_any_run_and_not_changed_after(
-    client: httpx.AsyncClient, make_board, shards: int
+    client: httpx.AsyncClient, make_board: MakeBoard, shards: int
 ) -> None:
     board_id = await make_board(windows=["daily"])
     response = await put_board(client, board_id, {"shards": shards})
@@ -411,7 +426,9 @@ async def test_shards_can_be_set_before_any_run_and_not_changed_after(
     assert response.status_code == 200, response.text
 
 
-async def test_hold_top_is_for_best_boards(client: httpx.AsyncClient, make_board) -> None:
+async def test_hold_top_is_for_best_boards(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(windows=["daily"], policy="sum")
     before = await get_board(client, board_id)
     error = assert_error(await put_board(client, board_id, {"hold_top": 5}), 400, "invalid_request")
@@ -447,7 +464,7 @@ async def test_put_board_with_server_key_is_403(client: httpx.AsyncClient) -> No
 
 
 async def test_server_key_cannot_update_existing_board(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(grace_seconds=100)
     response = await client.put(
@@ -457,7 +474,7 @@ async def test_server_key_cannot_update_existing_board(
     assert (await get_board(client, board_id))["grace_seconds"] == 100
 
 
-async def test_submit_without_key_is_401(client: httpx.AsyncClient, make_board) -> None:
+async def test_submit_without_key_is_401(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     response = await client.post(
         f"/v1/boards/{board_id}/runs", json={"run_id": "r", "player_id": "p", "score": 1}
@@ -466,7 +483,9 @@ async def test_submit_without_key_is_401(client: httpx.AsyncClient, make_board) 
     assert (await client.get(f"/v1/boards/{board_id}/top")).json()["total"] == 0
 
 
-async def test_submit_with_wrong_key_is_401(client: httpx.AsyncClient, make_board) -> None:
+async def test_submit_with_wrong_key_is_401(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     response = await client.post(
         f"/v1/boards/{board_id}/runs",
@@ -476,7 +495,9 @@ async def test_submit_with_wrong_key_is_401(client: httpx.AsyncClient, make_boar
     assert_error(response, 401, "unauthorized")
 
 
-async def test_admin_key_works_on_server_endpoints(client: httpx.AsyncClient, make_board) -> None:
+async def test_admin_key_works_on_server_endpoints(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     run = {"run_id": "r", "player_id": "p", "score": 1}
     response = await client.post(f"/v1/boards/{board_id}/runs", json=run, headers=ADMIN_H)
@@ -489,14 +510,14 @@ async def test_admin_key_works_on_server_endpoints(client: httpx.AsyncClient, ma
     assert response.status_code == 200, response.text
 
 
-async def test_board_reads_need_no_key(client: httpx.AsyncClient, make_board) -> None:
+async def test_board_reads_need_no_key(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     assert (await client.get(f"/v1/boards/{board_id}")).status_code == 200
     assert (await client.get("/v1/boards")).status_code == 200
 
 
 async def test_immutable_field_stays_locked_after_dropping_the_window_with_runs(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     # the all-time period holds runs packed for desc order; dropping the window from the
     # config must not make the board look run-free and unlock order
@@ -509,7 +530,7 @@ async def test_immutable_field_stays_locked_after_dropping_the_window_with_runs(
 
 
 async def test_changing_windows_and_order_together_after_a_run_is_409(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time"])
     assert (await submit(client, board_id)).status_code == 200

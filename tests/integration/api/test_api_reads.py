@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.common import ADMIN_H, SERVER_H
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard
 from tests.support.wire import assert_error, iso, weekly_id
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -37,7 +37,8 @@ async def submit(
         body["ended_at"] = iso(ended_at)
     response = await client.post(f"/v1/boards/{board_id}/runs", json=body, headers=SERVER_H)
     assert response.status_code == 200, response.text
-    return response.json()
+    result: dict[str, Any] = response.json()
+    return result
 
 
 async def fill(client: httpx.AsyncClient, board_id: str, scores: dict[str, int]) -> None:
@@ -48,14 +49,15 @@ async def fill(client: httpx.AsyncClient, board_id: str, scores: dict[str, int])
 async def get(client: httpx.AsyncClient, path: str, **params: Any) -> dict[str, Any]:
     response = await client.get(path, params=params)
     assert response.status_code == 200, response.text
-    return response.json()
+    result: dict[str, Any] = response.json()
+    return result
 
 
 FIVE = {"p1": 50, "p2": 40, "p3": 30, "p4": 20, "p5": 10}
 
 
 @pytest.fixture
-async def five(client: httpx.AsyncClient, make_board) -> str:
+async def five(client: httpx.AsyncClient, make_board: MakeBoard) -> str:
     """A board with p1..p5 holding 50, 40, 30, 20, 10 (so pN has rank N)."""
     board_id: str = await make_board()
     await fill(client, board_id, FIVE)
@@ -98,7 +100,7 @@ async def test_top_n_and_offset_page_through_the_board(
     assert beyond["total"] == 5
 
 
-async def test_top_default_n_is_10(client: httpx.AsyncClient, make_board) -> None:
+async def test_top_default_n_is_10(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     await fill(client, board_id, {f"p{i}": i for i in range(12)})
     body = await get(client, f"/v1/boards/{board_id}/top")
@@ -131,7 +133,7 @@ async def test_top_bad_paging_is_400(
     assert next(iter(params)) in error["message"]
 
 
-async def test_empty_board_top_is_empty(client: httpx.AsyncClient, make_board) -> None:
+async def test_empty_board_top_is_empty(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     body = await get(client, f"/v1/boards/{board_id}/top")
     assert (body["total"], body["entries"]) == (0, [])
@@ -141,7 +143,7 @@ async def test_empty_board_top_is_empty(client: httpx.AsyncClient, make_board) -
 
 
 async def test_player_returns_entry_total_and_percentile(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board()
     await fill(client, board_id, {"a": 40, "b": 30, "c": 20, "d": 10})
@@ -211,7 +213,7 @@ async def test_around_range_0_is_the_player_alone(client: httpx.AsyncClient, fiv
     assert [(e["rank"], e["player_id"]) for e in body["entries"]] == [(2, "p2")]
 
 
-async def test_around_default_range_is_5(client: httpx.AsyncClient, make_board) -> None:
+async def test_around_default_range_is_5(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     await fill(client, board_id, {f"p{i:02d}": 100 - i for i in range(1, 21)})
     body = await get(client, f"/v1/boards/{board_id}/players/p10/around")
@@ -319,13 +321,15 @@ async def test_rank_of_below_everyone_is_last(client: httpx.AsyncClient, five: s
     assert (body["rank"], body["total"]) == (6, 5)
 
 
-async def test_rank_of_on_empty_board_is_1(client: httpx.AsyncClient, make_board) -> None:
+async def test_rank_of_on_empty_board_is_1(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     body = await get(client, f"/v1/boards/{board_id}/rank-of", score=5)
     assert (body["rank"], body["total"]) == (1, 0)
 
 
-async def test_rank_of_on_asc_board(client: httpx.AsyncClient, make_board) -> None:
+async def test_rank_of_on_asc_board(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board(order="asc", max_score=10_000)
     await fill(client, board_id, {"a": 30, "b": 40, "c": 50})
     assert (await get(client, f"/v1/boards/{board_id}/rank-of", score=40))["rank"] == 3
@@ -352,7 +356,7 @@ async def test_rank_of_missing_score_is_400(client: httpx.AsyncClient, five: str
 
 
 async def test_rank_of_above_max_score_is_400_score_out_of_range(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(max_score=1000)
     response = await client.get(f"/v1/boards/{board_id}/rank-of", params={"score": 1001})
@@ -365,7 +369,7 @@ async def test_rank_of_above_max_score_is_400_score_out_of_range(
 
 
 async def test_reads_default_to_the_first_window_and_current_period(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["weekly", "all-time"])
     await submit(client, board_id, "p1", 5)
@@ -376,7 +380,9 @@ async def test_reads_default_to_the_first_window_and_current_period(
     assert body["total"] == 1
 
 
-async def test_periods_shows_the_current_week_open(client: httpx.AsyncClient, make_board) -> None:
+async def test_periods_shows_the_current_week_open(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(windows=["all-time", "weekly"])
     body = await get(client, f"/v1/boards/{board_id}/periods", window="weekly")
     now = datetime.now(UTC)
@@ -392,7 +398,7 @@ async def test_periods_shows_the_current_week_open(client: httpx.AsyncClient, ma
 
 
 async def test_periods_lists_past_period_closed_after_grace(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["weekly"], grace_seconds=30 * 86_400)
     ended = datetime.now(UTC) - timedelta(days=14)
@@ -416,7 +422,9 @@ async def test_periods_lists_past_period_closed_after_grace(
     assert [(e["player_id"], e["score"]) for e in body["entries"]] == [("p1", 7)]
 
 
-async def test_periods_unknown_window_is_400(client: httpx.AsyncClient, make_board) -> None:
+async def test_periods_unknown_window_is_400(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(windows=["all-time", "weekly"])
     response = await client.get(f"/v1/boards/{board_id}/periods", params={"window": "hourly"})
     error = assert_error(response, 400, "invalid_request")
@@ -427,7 +435,7 @@ async def test_periods_unknown_window_is_400(client: httpx.AsyncClient, make_boa
     "path", ["top", "players/p1", "players/p1/around", "players/p1/friends", "periods"]
 )
 async def test_window_not_on_the_board_is_400(
-    client: httpx.AsyncClient, make_board, path: str
+    client: httpx.AsyncClient, make_board: MakeBoard, path: str
 ) -> None:
     board_id = await make_board(windows=["all-time", "weekly"])
     await submit(client, board_id, "p1", 5)
@@ -437,7 +445,7 @@ async def test_window_not_on_the_board_is_400(
 
 
 async def test_rank_of_window_not_on_the_board_is_400(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time"])
     response = await client.get(
@@ -462,7 +470,7 @@ async def test_rank_of_window_not_on_the_board_is_400(
     ],
 )
 async def test_malformed_period_is_400(
-    client: httpx.AsyncClient, make_board, window: str, period: str
+    client: httpx.AsyncClient, make_board: MakeBoard, window: str, period: str
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily", "weekly", "monthly"])
     response = await client.get(
@@ -477,7 +485,7 @@ async def test_malformed_period_is_400(
     [("daily", "2021-01-01"), ("weekly", "2021-W01"), ("monthly", "2021-01")],
 )
 async def test_valid_period_without_data_is_empty(
-    client: httpx.AsyncClient, make_board, window: str, period: str
+    client: httpx.AsyncClient, make_board: MakeBoard, window: str, period: str
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily", "weekly", "monthly"])
     await submit(client, board_id, "p1", 5)
@@ -490,7 +498,9 @@ async def test_valid_period_without_data_is_empty(
     )
 
 
-async def test_player_in_period_without_data_is_404(client: httpx.AsyncClient, make_board) -> None:
+async def test_player_in_period_without_data_is_404(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(windows=["daily"])
     await submit(client, board_id, "p1", 5)
     response = await client.get(
@@ -511,7 +521,7 @@ async def test_reads_on_unknown_board_are_404(client: httpx.AsyncClient, path: s
 # --- names -----------------------------------------------------------------------------
 
 
-async def test_set_name_shows_in_entries(client: httpx.AsyncClient, make_board) -> None:
+async def test_set_name_shows_in_entries(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     player = f"named-{board_id[-12:]}".replace(".", "-")
     await submit(client, board_id, player, 5)
@@ -528,7 +538,7 @@ async def test_set_name_shows_in_entries(client: httpx.AsyncClient, make_board) 
     assert around["entries"][0]["name"] == "kai_runs"
 
 
-async def test_set_name_again_replaces_it(client: httpx.AsyncClient, make_board) -> None:
+async def test_set_name_again_replaces_it(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     player = f"renamed-{board_id[-12:]}".replace(".", "-")
     await submit(client, board_id, player, 5)

@@ -14,7 +14,7 @@ import pytest
 
 from rankd.codec import Codec
 from rankd.periods import SPAN_MS
-from tests.support.common import SERVER_H
+from tests.support.common import SERVER_H, MakeBoard
 from tests.support.wire import assert_error, daily_id, iso, monthly_id, now_ms, weekly_id
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -45,7 +45,9 @@ def same_day_pair(gap: timedelta) -> tuple[datetime, datetime]:
     return earlier, later
 
 
-def run(run_id: str, player_id: str, score: Any, ended_at: datetime | None = None) -> dict:
+def run(
+    run_id: str, player_id: str, score: Any, ended_at: datetime | None = None
+) -> dict[str, Any]:
     body: dict[str, Any] = {"run_id": run_id, "player_id": player_id, "score": score}
     if ended_at is not None:
         body["ended_at"] = iso(ended_at)
@@ -66,7 +68,8 @@ async def submit(
 ) -> dict[str, Any]:
     response = await post_run(client, board_id, run(run_id, player_id, score, ended_at))
     assert response.status_code == 200, response.text
-    return response.json()
+    result: dict[str, Any] = response.json()
+    return result
 
 
 async def post_batch(client: httpx.AsyncClient, board_id: str, body: Any) -> httpx.Response:
@@ -76,11 +79,13 @@ async def post_batch(client: httpx.AsyncClient, board_id: str, body: Any) -> htt
 async def top(client: httpx.AsyncClient, board_id: str, **params: Any) -> dict[str, Any]:
     response = await client.get(f"/v1/boards/{board_id}/top", params={"n": 100, **params})
     assert response.status_code == 200, response.text
-    return response.json()
+    result: dict[str, Any] = response.json()
+    return result
 
 
 async def board(client: httpx.AsyncClient, board_id: str) -> dict[str, Any]:
-    return (await client.get(f"/v1/boards/{board_id}")).json()
+    result: dict[str, Any] = (await client.get(f"/v1/boards/{board_id}")).json()
+    return result
 
 
 def by_window(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -91,7 +96,7 @@ def by_window(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 async def test_submit_response_matches_contract_example(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     # max_score 2000 leaves room for 1 ms time units, so achieved_at is the exact ended_at
     board_id = await make_board(windows=["all-time", "weekly"], max_score=2000)
@@ -130,7 +135,7 @@ async def test_submit_response_matches_contract_example(
 
 
 async def test_standing_has_exactly_the_contract_fields(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily", "weekly", "monthly"])
     result = await submit(client, board_id, "r1", "p1", 1284500)
@@ -143,7 +148,7 @@ async def test_standing_has_exactly_the_contract_fields(
 
 
 async def test_achieved_at_is_the_exact_ended_at_and_decides_ties_inside_a_time_unit(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     """Reads and submits report the run's exact end time (ms), not its time unit's start;
     equal scores within one unit of the composite (about 6 minutes for all-time with the
@@ -190,7 +195,7 @@ async def test_achieved_at_is_the_exact_ended_at_and_decides_ties_inside_a_time_
 
 
 async def test_ended_at_with_offset_is_converted_to_utc(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time"], max_score=1000)
     ended = now_ms() - timedelta(minutes=10)
@@ -202,7 +207,9 @@ async def test_ended_at_with_offset_is_converted_to_utc(
     assert response.json()["standings"][0]["achieved_at"] == iso(ended)
 
 
-async def test_ended_at_defaults_to_receive_time(client: httpx.AsyncClient, make_board) -> None:
+async def test_ended_at_defaults_to_receive_time(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(windows=["all-time", "daily"], max_score=1000)
     before = now_ms()
     result = by_window(await submit(client, board_id, "r1", "p1", 5))
@@ -213,7 +220,7 @@ async def test_ended_at_defaults_to_receive_time(client: httpx.AsyncClient, make
 
 
 async def test_one_standing_per_window_in_board_window_order(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     windows = ["monthly", "all-time", "daily", "weekly"]
     board_id = await make_board(windows=windows)
@@ -221,7 +228,7 @@ async def test_one_standing_per_window_in_board_window_order(
     assert [s["window"] for s in result["standings"]] == windows
 
 
-async def test_period_ids_follow_ended_at(client: httpx.AsyncClient, make_board) -> None:
+async def test_period_ids_follow_ended_at(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board(windows=["all-time", "daily", "weekly", "monthly"])
     ended = now_ms() - timedelta(minutes=10)
     result = by_window(await submit(client, board_id, "r1", "p1", 10, ended))
@@ -233,7 +240,7 @@ async def test_period_ids_follow_ended_at(client: httpx.AsyncClient, make_board)
 
 
 async def test_top_level_score_is_the_runs_score_not_the_entry(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board()
     await submit(client, board_id, "r1", "p1", 50)
@@ -247,7 +254,7 @@ async def test_top_level_score_is_the_runs_score_not_the_entry(
 
 
 async def test_resending_the_best_run_is_not_improved_but_is_best(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     ended = now_ms() - timedelta(minutes=10)
@@ -263,7 +270,7 @@ async def test_resending_the_best_run_is_not_improved_but_is_best(
 
 
 async def test_lower_later_run_leaves_the_entry_unchanged(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"], max_score=1000)
     earlier, later = same_day_pair(timedelta(minutes=1))
@@ -279,7 +286,9 @@ async def test_lower_later_run_leaves_the_entry_unchanged(
     assert (entry["score"], entry["achieved_at"]) == (100, iso(earlier))
 
 
-async def test_higher_run_improves_the_entry(client: httpx.AsyncClient, make_board) -> None:
+async def test_higher_run_improves_the_entry(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(max_score=1000)
     earlier, later = same_day_pair(timedelta(minutes=1))
     await submit(client, board_id, "r1", "p1", 100, earlier)
@@ -288,7 +297,9 @@ async def test_higher_run_improves_the_entry(client: httpx.AsyncClient, make_boa
     assert higher["achieved_at"] == iso(later)
 
 
-async def test_desc_board_ranks_higher_score_first(client: httpx.AsyncClient, make_board) -> None:
+async def test_desc_board_ranks_higher_score_first(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     for player, score in (("a", 30), ("b", 10), ("c", 20)):
         await submit(client, board_id, f"r-{player}", player, score)
@@ -296,7 +307,9 @@ async def test_desc_board_ranks_higher_score_first(client: httpx.AsyncClient, ma
     assert [(e["player_id"], e["rank"]) for e in entries] == [("a", 1), ("c", 2), ("b", 3)]
 
 
-async def test_asc_board_ranks_lower_score_first(client: httpx.AsyncClient, make_board) -> None:
+async def test_asc_board_ranks_lower_score_first(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(order="asc", max_score=100_000)
     ranks = {}
     for player, score in (("a", 30), ("b", 10), ("c", 20)):
@@ -308,7 +321,9 @@ async def test_asc_board_ranks_lower_score_first(client: httpx.AsyncClient, make
     assert [(e["player_id"], e["score"]) for e in entries] == [("b", 10), ("c", 20), ("a", 30)]
 
 
-async def test_asc_board_improves_on_lower_score(client: httpx.AsyncClient, make_board) -> None:
+async def test_asc_board_improves_on_lower_score(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(order="asc", max_score=100_000)
     await submit(client, board_id, "r1", "p1", 500)
     worse = (await submit(client, board_id, "r2", "p1", 900))["standings"][0]
@@ -317,7 +332,9 @@ async def test_asc_board_improves_on_lower_score(client: httpx.AsyncClient, make
     assert (better["improved"], better["is_best"], better["score"]) == (True, True, 300)
 
 
-async def test_asc_board_accepts_score_zero_and_max(client: httpx.AsyncClient, make_board) -> None:
+async def test_asc_board_accepts_score_zero_and_max(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(order="asc", max_score=1000)
     await submit(client, board_id, "r1", "slow", 1000)
     await submit(client, board_id, "r2", "fast", 0)
@@ -326,7 +343,7 @@ async def test_asc_board_accepts_score_zero_and_max(client: httpx.AsyncClient, m
 
 
 async def test_equal_scores_rank_the_earlier_run_first(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["daily"])
     assert (await board(client, board_id))["tie_resolution_ms"]["daily"] == 1
@@ -342,7 +359,7 @@ async def test_equal_scores_rank_the_earlier_run_first(
 
 
 async def test_equal_scores_rank_the_earlier_run_first_on_asc_board(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["daily"], order="asc")
     earlier, later = same_day_pair(timedelta(seconds=5))
@@ -352,21 +369,23 @@ async def test_equal_scores_rank_the_earlier_run_first_on_asc_board(
     assert [e["player_id"] for e in result["entries"]] == ["a-early", "z-late"]
 
 
-async def test_score_zero_is_accepted(client: httpx.AsyncClient, make_board) -> None:
+async def test_score_zero_is_accepted(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     standing = (await submit(client, board_id, "r1", "p1", 0))["standings"][0]
     assert (standing["score"], standing["rank"]) == (0, 1)
 
 
 async def test_score_equal_to_max_run_score_is_accepted(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(max_score=1000, max_run_score=100)
     standing = (await submit(client, board_id, "r1", "p1", 100))["standings"][0]
     assert standing["score"] == 100
 
 
-async def test_largest_max_score_round_trips_exactly(client: httpx.AsyncClient, make_board) -> None:
+async def test_largest_max_score_round_trips_exactly(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(max_score=2**53 - 1)
     standing = (await submit(client, board_id, "r1", "p1", 2**53 - 1))["standings"][0]
     assert standing["score"] == 2**53 - 1
@@ -377,7 +396,7 @@ async def test_largest_max_score_round_trips_exactly(client: httpx.AsyncClient, 
 # --- sum policy ------------------------------------------------------------------------
 
 
-async def test_sum_board_adds_runs(client: httpx.AsyncClient, make_board) -> None:
+async def test_sum_board_adds_runs(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board(policy="sum", windows=["all-time", "daily"])
     first = await submit(client, board_id, "r1", "p1", 10)
     second = await submit(client, board_id, "r2", "p1", 5)
@@ -389,7 +408,9 @@ async def test_sum_board_adds_runs(client: httpx.AsyncClient, make_board) -> Non
     assert entry["score"] == 15
 
 
-async def test_sum_board_counts_a_run_id_once(client: httpx.AsyncClient, make_board) -> None:
+async def test_sum_board_counts_a_run_id_once(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     # like a best board's resend: the counted run answers improved false, is_best true
     board_id = await make_board(policy="sum", windows=["all-time", "daily"])
     await submit(client, board_id, "r1", "p1", 10)
@@ -403,7 +424,9 @@ async def test_sum_board_counts_a_run_id_once(client: httpx.AsyncClient, make_bo
     assert entry["score"] == 10
 
 
-async def test_sum_board_zero_score_run_is_counted(client: httpx.AsyncClient, make_board) -> None:
+async def test_sum_board_zero_score_run_is_counted(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(policy="sum")
     standing = (await submit(client, board_id, "r1", "p1", 0))["standings"][0]
     assert (standing["score"], standing["is_best"], standing["rank"]) == (0, True, 1)
@@ -411,7 +434,7 @@ async def test_sum_board_zero_score_run_is_counted(client: httpx.AsyncClient, ma
 
 
 async def test_sum_board_total_saturates_at_max_score(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(policy="sum", max_score=100)
     await submit(client, board_id, "r1", "p1", 70)
@@ -419,7 +442,7 @@ async def test_sum_board_total_saturates_at_max_score(
     assert standing["score"] == 100
 
 
-async def test_sum_board_ranks_by_total(client: httpx.AsyncClient, make_board) -> None:
+async def test_sum_board_ranks_by_total(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board(policy="sum")
     await submit(client, board_id, "a1", "a", 30)
     await submit(client, board_id, "b1", "b", 20)
@@ -432,7 +455,9 @@ async def test_sum_board_ranks_by_total(client: httpx.AsyncClient, make_board) -
 # --- closed periods --------------------------------------------------------------------
 
 
-async def test_run_in_period_past_grace_is_closed(client: httpx.AsyncClient, make_board) -> None:
+async def test_run_in_period_past_grace_is_closed(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board(windows=["all-time", "daily"], grace_seconds=0, max_score=1000)
     ended = now_ms() - timedelta(days=2)
     result = by_window(await submit(client, board_id, "r1", "p1", 10, ended))
@@ -448,7 +473,9 @@ async def test_run_in_period_past_grace_is_closed(client: httpx.AsyncClient, mak
     assert closed_top["total"] == 0
 
 
-async def test_run_within_grace_is_still_ranked(client: httpx.AsyncClient, make_board) -> None:
+async def test_run_within_grace_is_still_ranked(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     # ended two days ago, with a grace of three days: the period still takes it
     board_id = await make_board(windows=["daily"], grace_seconds=3 * 86_400)
     ended = now_ms() - timedelta(days=2)
@@ -459,7 +486,7 @@ async def test_run_within_grace_is_still_ranked(client: httpx.AsyncClient, make_
 
 
 async def test_closed_sum_board_run_is_closed_in_daily(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(policy="sum", windows=["weekly", "daily"], grace_seconds=0)
     ended = now_ms() - timedelta(days=15)
@@ -501,7 +528,7 @@ BAD_RUNS = [
 
 @pytest.mark.parametrize(("change", "field"), BAD_RUNS)
 async def test_bad_run_is_400_invalid_request_naming_the_field(
-    client: httpx.AsyncClient, make_board, change: dict[str, Any], field: str
+    client: httpx.AsyncClient, make_board: MakeBoard, change: dict[str, Any], field: str
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     body = {"run_id": "r1", "player_id": "p1", "score": 10, **change}
@@ -512,7 +539,9 @@ async def test_bad_run_is_400_invalid_request_naming_the_field(
     assert (await top(client, board_id, window="daily"))["total"] == 0
 
 
-async def test_ended_at_far_in_the_future_is_400(client: httpx.AsyncClient, make_board) -> None:
+async def test_ended_at_far_in_the_future_is_400(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     body = run("r1", "p1", 10, now_ms() + timedelta(hours=1))
     error = assert_error(await post_run(client, board_id, body), 400, "invalid_request")
@@ -521,7 +550,7 @@ async def test_ended_at_far_in_the_future_is_400(client: httpx.AsyncClient, make
 
 
 async def test_ended_at_slightly_in_the_future_is_accepted(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board()
     await submit(client, board_id, "r1", "p1", 10, now_ms() + timedelta(seconds=30))
@@ -531,12 +560,14 @@ async def test_ended_at_slightly_in_the_future_is_accepted(
     "body",
     [pytest.param([], id="list"), pytest.param("run", id="string"), pytest.param(7, id="number")],
 )
-async def test_non_object_run_is_400(client: httpx.AsyncClient, make_board, body: Any) -> None:
+async def test_non_object_run_is_400(
+    client: httpx.AsyncClient, make_board: MakeBoard, body: Any
+) -> None:
     board_id = await make_board()
     assert_error(await post_run(client, board_id, body), 400, "invalid_request")
 
 
-async def test_invalid_json_run_is_400(client: httpx.AsyncClient, make_board) -> None:
+async def test_invalid_json_run_is_400(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     response = await client.post(
         f"/v1/boards/{board_id}/runs",
@@ -548,7 +579,7 @@ async def test_invalid_json_run_is_400(client: httpx.AsyncClient, make_board) ->
 
 
 async def test_score_above_max_run_score_is_400_score_out_of_range(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(max_score=1000, max_run_score=100)
     error = assert_error(
@@ -559,7 +590,7 @@ async def test_score_above_max_run_score_is_400_score_out_of_range(
 
 
 async def test_score_above_max_score_is_400_score_out_of_range(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(max_score=1000)
     response = await post_run(client, board_id, run("r1", "p1", 2**60))
@@ -567,7 +598,7 @@ async def test_score_above_max_score_is_400_score_out_of_range(
 
 
 async def test_integer_score_beyond_64_bits_is_score_out_of_range(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     # 10**20 is a JSON integer; it is out of range, not "not a non-negative integer"
     board_id = await make_board(max_score=1000)
@@ -580,7 +611,7 @@ async def test_integer_score_beyond_64_bits_is_score_out_of_range(
 
 
 async def test_rejected_run_leaves_existing_entry_unchanged(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(max_score=1000, max_run_score=100)
     await submit(client, board_id, "r1", "p1", 50)
@@ -590,14 +621,16 @@ async def test_rejected_run_leaves_existing_entry_unchanged(
     assert await top(client, board_id) == before
 
 
-async def test_body_over_1_mib_is_413(client: httpx.AsyncClient, make_board) -> None:
+async def test_body_over_1_mib_is_413(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     body = {"run_id": "r1", "player_id": "p1", "score": 10, "pad": "x" * (1 << 20)}
     assert_error(await post_run(client, board_id, body), 413, "body_too_large")
     assert (await top(client, board_id))["total"] == 0
 
 
-async def test_chunked_body_over_1_mib_is_413(client: httpx.AsyncClient, make_board) -> None:
+async def test_chunked_body_over_1_mib_is_413(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
 
     async def chunks() -> AsyncIterator[bytes]:
@@ -615,7 +648,9 @@ async def test_chunked_body_over_1_mib_is_413(client: httpx.AsyncClient, make_bo
     assert (await top(client, board_id))["total"] == 0
 
 
-async def test_batch_body_over_1_mib_is_413(client: httpx.AsyncClient, make_board) -> None:
+async def test_batch_body_over_1_mib_is_413(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     runs = [run(f"r{i}", f"p{i}", i) | {"ended_at": "x" * 1200} for i in range(900)]
     assert len(orjson.dumps({"runs": runs})) > 1 << 20
@@ -626,7 +661,7 @@ async def test_batch_body_over_1_mib_is_413(client: httpx.AsyncClient, make_boar
 
 
 async def test_batch_returns_one_result_per_run_in_order(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"], max_score=1000, max_run_score=500)
     runs = [
@@ -676,7 +711,7 @@ async def test_batch_returns_one_result_per_run_in_order(
 
 
 async def test_batch_with_the_same_player_matches_sequential_submits(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     config = {"windows": ["all-time", "daily"]}
     batch_board = await make_board(**config)
@@ -710,7 +745,7 @@ async def test_batch_with_the_same_player_matches_sequential_submits(
 
 
 async def test_sum_batch_counts_a_repeated_run_id_once(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(policy="sum")
     runs = [run("r1", "p1", 10), run("r2", "p1", 5), run("r1", "p1", 10)]
@@ -724,14 +759,18 @@ async def test_sum_batch_counts_a_repeated_run_id_once(
     ]
 
 
-async def test_empty_batch_is_200_with_no_results(client: httpx.AsyncClient, make_board) -> None:
+async def test_empty_batch_is_200_with_no_results(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     response = await post_batch(client, board_id, {"runs": []})
     assert response.status_code == 200, response.text
     assert response.json() == {"results": []}
 
 
-async def test_batch_of_1000_runs_is_accepted(client: httpx.AsyncClient, make_board) -> None:
+async def test_batch_of_1000_runs_is_accepted(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     runs = [run(f"r{i}", f"p{i}", i) for i in range(1000)]
     response = await post_batch(client, board_id, {"runs": runs})
@@ -740,7 +779,9 @@ async def test_batch_of_1000_runs_is_accepted(client: httpx.AsyncClient, make_bo
     assert (await top(client, board_id))["total"] == 1000
 
 
-async def test_batch_of_more_than_1000_runs_is_400(client: httpx.AsyncClient, make_board) -> None:
+async def test_batch_of_more_than_1000_runs_is_400(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board_id = await make_board()
     runs = [run(f"r{i}", f"p{i}", i) for i in range(1001)]
     error = assert_error(await post_batch(client, board_id, {"runs": runs}), 400, "invalid_request")
@@ -759,14 +800,14 @@ async def test_batch_of_more_than_1000_runs_is_400(client: httpx.AsyncClient, ma
     ],
 )
 async def test_batch_body_without_runs_list_is_400(
-    client: httpx.AsyncClient, make_board, body: Any
+    client: httpx.AsyncClient, make_board: MakeBoard, body: Any
 ) -> None:
     board_id = await make_board()
     assert_error(await post_batch(client, board_id, body), 400, "invalid_request")
     assert (await top(client, board_id))["total"] == 0
 
 
-async def test_batch_needs_server_key(client: httpx.AsyncClient, make_board) -> None:
+async def test_batch_needs_server_key(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     response = await client.post(
         f"/v1/boards/{board_id}/runs:batch", json={"runs": [run("r1", "p1", 1)]}
@@ -776,7 +817,7 @@ async def test_batch_needs_server_key(client: httpx.AsyncClient, make_board) -> 
 
 
 async def test_sum_all_time_counts_late_runs_once_however_late(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     """Redis remembers counted run ids for a horizon (max(grace, 1 day)); older runs are
     decided by PostgreSQL. Runs 1 hour, 3 days and 40 days late, each sent twice (and the
@@ -806,7 +847,7 @@ async def test_sum_all_time_counts_late_runs_once_however_late(
 
 
 async def test_batch_of_only_invalid_runs_is_200_with_errors(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board()
     runs = [run("a", "p1", -5), run("b", "p1", "x")]
@@ -820,7 +861,7 @@ async def test_batch_of_only_invalid_runs_is_200_with_errors(
     assert (await top(client, board_id))["total"] == 0
 
 
-async def test_non_utf8_body_is_400(client: httpx.AsyncClient, make_board) -> None:
+async def test_non_utf8_body_is_400(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board_id = await make_board()
     response = await client.post(
         f"/v1/boards/{board_id}/runs",
@@ -835,7 +876,7 @@ async def test_non_utf8_body_is_400(client: httpx.AsyncClient, make_board) -> No
     ["no-fraction", "one-digit-fraction", "nanoseconds", "offset", "lowercase-t-and-z"],
 )
 async def test_every_rfc3339_form_of_ended_at_is_accepted(
-    client: httpx.AsyncClient, make_board, style: str
+    client: httpx.AsyncClient, make_board: MakeBoard, style: str
 ) -> None:
     board_id = await make_board(max_score=1000)
     ended = (now_ms() - timedelta(minutes=10)).replace(microsecond=100_000)
@@ -855,7 +896,7 @@ async def test_every_rfc3339_form_of_ended_at_is_accepted(
 
 
 async def test_sum_board_refuses_another_players_reuse_of_a_run_id(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     # Contract v1.2: a run_id already seen on the board with another player is a conflict;
     # it neither borrows nor suppresses a count (tests/integration/services/test_run_conflict.py
@@ -871,7 +912,7 @@ async def test_sum_board_refuses_another_players_reuse_of_a_run_id(
 
 
 async def test_concurrent_resends_on_sum_board_count_the_run_once(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(policy="sum", windows=["all-time", "daily"])
     responses = await asyncio.gather(
@@ -887,7 +928,7 @@ async def test_concurrent_resends_on_sum_board_count_the_run_once(
 
 
 async def test_concurrent_runs_on_best_board_keep_the_max(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     scores = [17, 93, 5, 88, 93, 41, 60, 2, 75, 30]
@@ -901,7 +942,7 @@ async def test_concurrent_runs_on_best_board_keep_the_max(
 
 
 async def test_a_resend_without_ended_at_keeps_its_first_receipt_time(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     """ended_at defaults to the time the service first received the run: a resend (within
     RANKD_RUN_MEMORY_S) reports the same entry in every window."""

@@ -17,7 +17,7 @@ import pytest
 
 from rankd.api.app import create_app
 from rankd.api.fastpath import PLAYER, RUNS, TOP, _route
-from tests.support.common import ADMIN_H, SERVER_H, Urls, make_settings, new_board_id
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, Urls, make_settings, new_board_id
 
 
 @contextlib.asynccontextmanager
@@ -66,7 +66,7 @@ def test_which_requests_take_the_fast_path() -> None:
 
 
 async def test_fast_and_plain_answers_are_the_same(
-    client: httpx.AsyncClient, make_board, urls: Urls
+    client: httpx.AsyncClient, make_board: MakeBoard, urls: Urls
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], segments=["country"], max_run_score=900)
     missing = new_board_id("missing")

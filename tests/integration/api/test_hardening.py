@@ -14,7 +14,7 @@ import pytest
 
 from rankd.api.app import create_app
 from rankd.runtime import Runtime
-from tests.support.common import ADMIN_H, SERVER_H, Urls, make_settings, new_board_id
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, Urls, make_settings, new_board_id
 from tests.support.wire import assert_error
 
 RUN = {"run_id": "r-1", "player_id": "p1", "score": 5}
@@ -41,7 +41,7 @@ async def top_total(client: httpx.AsyncClient, board: str) -> int:
     ],
 )
 async def test_bodies_must_be_uncompressed_json(
-    client: httpx.AsyncClient, make_board, content_type: str | None, encoding: str | None
+    client: httpx.AsyncClient, make_board: MakeBoard, content_type: str | None, encoding: str | None
 ) -> None:
     board = await make_board()
     body = orjson.dumps(RUN)
@@ -61,7 +61,9 @@ async def test_bodies_must_be_uncompressed_json(
     assert await top_total(client, board) == 0
 
 
-async def test_json_with_a_charset_is_fine(client: httpx.AsyncClient, make_board) -> None:
+async def test_json_with_a_charset_is_fine(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board = await make_board()
     response = await post_raw(
         client,
@@ -81,7 +83,7 @@ async def test_json_with_a_charset_is_fine(client: httpx.AsyncClient, make_board
     ],
 )
 async def test_repeated_keys_are_refused_not_resolved(
-    client: httpx.AsyncClient, make_board, body: bytes
+    client: httpx.AsyncClient, make_board: MakeBoard, body: bytes
 ) -> None:
     board = await make_board()
     path = f"/v1/boards/{board}/runs" + (":batch" if b'"runs"' in body else "")
@@ -91,7 +93,9 @@ async def test_repeated_keys_are_refused_not_resolved(
     assert await top_total(client, board) == 0
 
 
-async def test_deep_nesting_and_huge_numbers_are_400(client: httpx.AsyncClient, make_board) -> None:
+async def test_deep_nesting_and_huge_numbers_are_400(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board = await make_board()
     for body in (
         b'{"runs": ' + b"[" * 999 + b"]" * 999 + b', "x": {"a": 1, "b": 2}}',
@@ -104,7 +108,9 @@ async def test_deep_nesting_and_huge_numbers_are_400(client: httpx.AsyncClient, 
         assert "error" in response.json()
 
 
-async def test_iso_week_dates_are_not_rfc3339(client: httpx.AsyncClient, make_board) -> None:
+async def test_iso_week_dates_are_not_rfc3339(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board = await make_board()
     response = await client.post(
         f"/v1/boards/{board}/runs",
@@ -125,7 +131,7 @@ async def test_iso_week_dates_are_not_rfc3339(client: httpx.AsyncClient, make_bo
     ],
 )
 async def test_periods_outside_the_calendar_are_400_on_every_read(
-    client: httpx.AsyncClient, make_board, window: str, period: str
+    client: httpx.AsyncClient, make_board: MakeBoard, window: str, period: str
 ) -> None:
     board = await make_board(windows=["daily", "weekly", "monthly"])
     assert (await client.post(f"/v1/boards/{board}/runs", json=RUN, headers=SERVER_H)).is_success
@@ -204,12 +210,12 @@ async def test_unknown_board_floods_ask_postgresql_once(
 
 
 async def test_a_client_gone_mid_body_is_not_a_server_error(
-    client: httpx.AsyncClient, app: Any, make_board, caplog: pytest.LogCaptureFixture
+    client: httpx.AsyncClient, app: Any, make_board: MakeBoard, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The ASGI app sees http.disconnect before the body ends: no ERROR log, no 5xx."""
     board = await make_board()
     sent: list[dict[str, Any]] = []
-    incoming = [
+    incoming: list[dict[str, Any]] = [
         {"type": "http.request", "body": b'{"run_id": "r', "more_body": True},
         {"type": "http.disconnect"},
     ]

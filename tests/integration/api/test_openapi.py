@@ -263,7 +263,7 @@ async def test_real_answers_of_every_route_match_the_document(
     batch = {"runs": [{"run_id": "r-2", "player_id": "p2", "score": 7}, {"run_id": "bad"}]}
     await call("POST", f"{runs}:batch", status=200, json=batch, headers=SERVER_H)
 
-    reads = {
+    reads: dict[str, dict[str, int | str]] = {
         "/v1/boards/{board_id}/top": {"n": 5},
         "/v1/boards/{board_id}/players/{player_id}": {},
         "/v1/boards/{board_id}/players/{player_id}/around": {"range": 2},

@@ -192,6 +192,7 @@ class Model:
                 # a tie in the same bucket keeps the first holder (and its exact time)
                 better = old is None or self.key(new) < self.key(old)
                 stored = new if better else old
+                assert stored is not None
                 improved = better
                 is_best = self.key(stored) == self.key(new)
             else:
@@ -207,9 +208,9 @@ class Model:
                             max(old.unit, unit),
                             max(old.at_ms, run.ended_ms),
                         )
+                assert stored is not None
                 improved = counted and (old is None or self.key(stored) != self.key(old))
                 is_best = True  # counted now or by an earlier send of the same run
-            assert stored is not None
             entries[run.player_id] = stored
             standings.append(
                 {
@@ -720,15 +721,15 @@ async def segmented_boards(client: httpx.AsyncClient, clock: int, shards: int) -
         model = board.model
         statuses = Counter(s["status"] for _, _, got in board.checked for s in got)
         assert statuses["closed"] > 0 and statuses["ranked"] > 0, statuses
-        segments = {s for _, _, s in model.periods if s is not None}
-        assert {s.split(":")[0] for s in segments} == set(DIMENSIONS), segments
+        seen = {s for _, _, s in model.periods if s is not None}
+        assert {s.split(":")[0] for s in seen} == set(DIMENSIONS), seen
         for window in WINDOWS:
             assert any(w == window and s is not None for w, _, s in model.periods), window
         assert len(data.late) >= 30 and len(data.storms) >= 3 and len(data.finale) >= 3
         print(
             f"{board.name}: {len(sends) + 4 * len(data.storms) + len(again)}"
             f" sends of {len(data.runs)} runs ({len(board.late)} late), {len(model.periods)}"
-            f" standings ({len(segments)} segment values), {statuses['closed']} closed and"
+            f" standings ({len(seen)} segment values), {statuses['closed']} closed and"
             f" {statuses['ranked']} ranked standings checked one by one, {board.retried}"
             " batches sent again after a 503"
         )
@@ -866,7 +867,7 @@ async def test_top_of_every_period_and_segment_matches_the_model(
                 break
         assert got == expected, where
     # paging in small steps gives the same list
-    wheres = [("all-time", "all-time", None)]
+    wheres: list[Where] = [("all-time", "all-time", None)]
     wheres += sorted((w for w in model.periods if w[2] is not None), key=where_order)[:2]
     for window, period, segment in wheres:
         expected = model.top((window, period, segment))

@@ -21,7 +21,9 @@ from rankd.runs import Run, decode_message, encode_message
 from rankd.runtime import Runtime
 from rankd.stores.redis import keys
 from rankd.stores.runlog import LogMessage
+from tests.support.common import MakeBoard
 from tests.support.durable import (
+    BoardState,
     pg_best,
     pg_composites,
     pg_snapshot,
@@ -37,6 +39,10 @@ from tests.support.durable import (
 from tests.support.wire import ago, ms, now_ms
 
 ALL_WINDOWS = ["all-time", "daily", "weekly", "monthly"]
+# (window, period, player) -> (score, ended_ms, run_id)
+ExpectedBest = dict[tuple[str, str, str], tuple[int, int, str]]
+# two boards' Redis state and counted runs, and their durable copies
+Snapshot = tuple[BoardState, BoardState, BoardState, dict[str, Any], dict[str, Any]]
 
 
 def fake_seq() -> int:
@@ -50,7 +56,7 @@ async def wait_pg_matches_redis(
     board_id: str,
     windows: list[str],
     timeout_s: float = 10.0,
-) -> tuple[dict, dict]:
+) -> tuple[BoardState, BoardState]:
     """Poll until player_best holds exactly the composites Redis holds for the board."""
     seen: dict[str, Any] = {}
 
@@ -64,11 +70,11 @@ async def wait_pg_matches_redis(
     return seen["redis"], seen["pg"]
 
 
-async def log_messages(runtime: Runtime, board_id: str, after_seq: int) -> list:
+async def log_messages(runtime: Runtime, board_id: str, after_seq: int) -> list[LogMessage]:
     """The board's log messages with sequence > after_seq, as the consumer sees them."""
     runlog = runtime.runlog
     last = await runlog.last_sequence()
-    found = []
+    found: list[LogMessage] = []
     reader = await runlog.read_from(after_seq + 1)
     try:
         while messages := await reader.fetch(1000, 2.0):
@@ -82,7 +88,9 @@ async def log_messages(runtime: Runtime, board_id: str, after_seq: int) -> list:
     return found
 
 
-def record(best: dict, result: dict[str, Any], player: str, score: int, ended_ms: int) -> None:
+def record(
+    best: ExpectedBest, result: dict[str, Any], player: str, score: int, ended_ms: int
+) -> None:
     """Fold one submitted run into the expected best entries (distinct scores per player)."""
     for window, period in ranked(result):
         key = (window, period, player)
@@ -91,10 +99,10 @@ def record(best: dict, result: dict[str, Any], player: str, score: int, ended_ms
             best[key] = (score, ended_ms, result["run_id"])
 
 
-async def populate_best(client: httpx.AsyncClient, board_id: str) -> dict:
+async def populate_best(client: httpx.AsyncClient, board_id: str) -> ExpectedBest:
     """Several players, several runs each, all windows; returns the expected best per entry:
     (window, period, player) -> (score, ended_ms, run_id)."""
-    best: dict[tuple[str, str, str], tuple[int, int, str]] = {}
+    best: ExpectedBest = {}
     rng = random.Random(7)
     scores = rng.sample(range(1000, 900_000), 30)
     first = ago(minutes=50)
@@ -111,7 +119,11 @@ async def populate_best(client: httpx.AsyncClient, board_id: str) -> dict:
 
 
 async def test_best_board_player_best_follows_redis(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
 ) -> None:
     board_id = await make_board(windows=ALL_WINDOWS)
     best = await populate_best(client, board_id)
@@ -132,7 +144,11 @@ async def test_best_board_player_best_follows_redis(
 
 
 async def test_sum_board_totals_and_sum_runs_follow_redis(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
 ) -> None:
     windows = ["all-time", "daily", "weekly"]
     board_id = await make_board(windows=windows, policy="sum")
@@ -169,7 +185,11 @@ async def test_sum_board_totals_and_sum_runs_follow_redis(
 
 
 async def test_applying_the_same_batch_twice_changes_nothing(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
 ) -> None:
     start = await runtime.runlog.last_sequence()
     best_id = await make_board(windows=ALL_WINDOWS)
@@ -179,7 +199,7 @@ async def test_applying_the_same_batch_twice_changes_nothing(
         await submit(client, sum_id, f"q{i}", f"s{i % 4}", 5 + i, ago(minutes=30 - i))
     await wait_consumer_idle(client, runtime)
 
-    async def snapshot() -> tuple:
+    async def snapshot() -> Snapshot:
         return (
             await redis_state(redis, best_id, ALL_WINDOWS),
             await redis_state(redis, sum_id, ["all-time", "daily"]),
@@ -199,7 +219,7 @@ async def test_applying_the_same_batch_twice_changes_nothing(
 
 
 async def test_malformed_messages_are_parked_and_the_rest_applies(
-    runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    runtime: Runtime, make_board: MakeBoard, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     now = ms(now_ms())
@@ -249,7 +269,7 @@ async def test_malformed_messages_are_parked_and_the_rest_applies(
 
 
 async def test_a_run_the_board_cannot_hold_is_parked_not_retried(
-    runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    runtime: Runtime, make_board: MakeBoard, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     """A well-formed message whose run can never apply (a score above the board's
     max_score, e.g. written by another producer) must be parked like any malformed
@@ -272,7 +292,11 @@ async def test_a_run_the_board_cannot_hold_is_parked_not_retried(
 
 
 async def test_closed_daily_period_writes_only_the_other_windows(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"], grace_seconds=0)
     old = ago(days=3)
@@ -302,7 +326,7 @@ async def test_closed_daily_period_writes_only_the_other_windows(
 
 
 async def test_conditional_max_never_lowers_player_best(
-    runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    runtime: Runtime, make_board: MakeBoard, redis: Redis, pg: AsyncConnection[Any]
 ) -> None:
     # max_score 2000 leaves 1 ms time units in every window, so every time tie-break shows
     board_id = await make_board(windows=["all-time", "daily"], max_score=2000)
@@ -345,7 +369,11 @@ async def test_conditional_max_never_lowers_player_best(
 
 
 async def test_asc_sum_board_is_copied_to_player_best(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
 ) -> None:
     """An ``asc`` sum board (lowest total first, e.g. total time over runs) is written to
     PostgreSQL like any other board. Applied directly, not through the log: a batch that
@@ -364,7 +392,11 @@ async def test_asc_sum_board_is_copied_to_player_best(
 
 
 async def test_ids_with_copy_special_characters_are_written_as_they_are(
-    client: httpx.AsyncClient, make_board, redis: Redis, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    runtime: Runtime,
 ) -> None:
     """The durable copy writes ids exactly, whatever bytes they hold. The API never lets a
     tab, newline or backslash into an id, but the log may hold messages from elsewhere; COPY

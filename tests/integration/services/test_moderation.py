@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 from rankd.plan import Visibility
 from rankd.runtime import Runtime
 from rankd.services.replay import replay
-from tests.support.common import ADMIN_H, SERVER_H, new_board_id
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id
 from tests.support.durable import wait_consumer_idle
 from tests.support.wire import assert_error
 
@@ -46,7 +46,7 @@ async def submit(
 
 
 async def read(
-    client: httpx.AsyncClient, path: str, status: int = 200, **params: Any
+    client: httpx.AsyncClient, path: str, status: int = 200, /, **params: Any
 ) -> dict[str, Any]:
     headers = SERVER_H if "viewer" in params else {}
     response = await client.get(path, params=params, headers=headers)
@@ -86,7 +86,7 @@ async def ban(client: httpx.AsyncClient, player: str, banned: bool = True) -> No
 
 
 async def test_a_banned_player_vanishes_from_every_public_read(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], segments=["country"])
     cheat = new_board_id("cheat")  # any id matching player ids
@@ -115,7 +115,7 @@ async def test_a_banned_player_vanishes_from_every_public_read(
 
 
 async def test_a_banned_players_answers_look_like_anyones_and_their_runs_are_kept(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board(windows=["all-time", "weekly"])
     await submit(client, board, "r1", "a", 50)
@@ -142,7 +142,7 @@ async def test_a_banned_players_answers_look_like_anyones_and_their_runs_are_kep
 
 
 async def test_the_own_view_shows_a_banned_player_where_they_would_stand(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board(windows=["all-time"])
     for i, score in enumerate([100, 90, 80, 70, 60, 50]):
@@ -178,7 +178,7 @@ async def test_the_own_view_shows_a_banned_player_where_they_would_stand(
     assert await read(client, f"{base}/top", viewer="p0") == public
 
 
-async def test_viewer_needs_a_server_key(client: httpx.AsyncClient, make_board) -> None:
+async def test_viewer_needs_a_server_key(client: httpx.AsyncClient, make_board: MakeBoard) -> None:
     board = await make_board()
     response = await client.get(f"/v1/boards/{board}/top", params={"viewer": "p"})
     assert_error(response, 401, "unauthorized")
@@ -197,7 +197,7 @@ async def test_bans_need_an_admin_key_and_a_valid_id(client: httpx.AsyncClient) 
 
 
 async def test_a_ban_on_a_sum_board_keeps_every_run_counted_once(
-    client: httpx.AsyncClient, make_board, runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], policy="sum")
     await submit(client, board, "s1", "summer", 10)
@@ -224,7 +224,7 @@ async def test_a_ban_on_a_sum_board_keeps_every_run_counted_once(
 
 
 async def test_a_ban_the_instance_did_not_know_of_is_healed_by_the_next_write(
-    client: httpx.AsyncClient, make_board, runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime
 ) -> None:
     """An instance whose ban set is stale writes a banned player's run to the public key;
     the next script call that knows (the log consumer's second apply, here a resend) moves
@@ -246,7 +246,7 @@ async def test_a_ban_the_instance_did_not_know_of_is_healed_by_the_next_write(
 
 
 async def test_ban_and_unban_under_a_concurrent_submit_stream_lose_and_double_nothing(
-    client: httpx.AsyncClient, make_board, runtime: Runtime, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime, pg: AsyncConnection[Any]
 ) -> None:
     best = await make_board(windows=["all-time", "daily"])
     total = await make_board(windows=["all-time"], policy="sum")
@@ -285,7 +285,7 @@ async def test_ban_and_unban_under_a_concurrent_submit_stream_lose_and_double_no
 
 
 async def test_invisible_within_a_second_while_runs_keep_coming(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board(windows=["all-time", "daily"])
     stop = asyncio.Event()
@@ -316,7 +316,7 @@ async def test_invisible_within_a_second_while_runs_keep_coming(
 
 
 async def test_a_run_entering_the_top_is_held_until_approved(
-    client: httpx.AsyncClient, make_board, runtime: Runtime, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime, pg: AsyncConnection[Any]
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], hold_top=2)
     base = f"/v1/boards/{board}"
@@ -325,7 +325,7 @@ async def test_a_run_entering_the_top_is_held_until_approved(
     assert [s["rank"] for s in held["standings"]] == [1, 1]  # provisional
     assert (await read(client, f"{base}/top"))["total"] == 0
 
-    holds = await read(client, f"{base}/holds", status=401)  # admin only
+    holds = await read(client, f"{base}/holds", 401)  # admin only
     response = await client.get(f"{base}/holds", headers=ADMIN_H)
     holds = response.json()["holds"]
     assert {(h["run_id"], h["player_id"], h["score"], h["window"]) for h in holds} == {
@@ -359,7 +359,7 @@ async def test_a_run_entering_the_top_is_held_until_approved(
 
 async def test_a_run_held_before_a_ban_and_applied_after_it_still_waits_for_review(
     client: httpx.AsyncClient,
-    make_board,
+    make_board: MakeBoard,
     runtime: Runtime,
     pg: AsyncConnection[Any],
     monkeypatch: pytest.MonkeyPatch,
@@ -400,7 +400,7 @@ async def test_a_run_held_before_a_ban_and_applied_after_it_still_waits_for_revi
 
 
 async def test_a_rejected_run_never_shows_and_the_next_best_hold_stays(
-    client: httpx.AsyncClient, make_board, runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime
 ) -> None:
     board = await make_board(windows=["all-time"], hold_top=1)
     base = f"/v1/boards/{board}"
@@ -423,7 +423,7 @@ async def test_a_rejected_run_never_shows_and_the_next_best_hold_stays(
 
 
 async def test_runs_below_the_top_are_published_at_once(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board(windows=["all-time"], hold_top=1)
     base = f"/v1/boards/{board}"
@@ -443,7 +443,7 @@ async def test_runs_below_the_top_are_published_at_once(
 
 
 async def test_rebuild_restores_shadow_and_pending_from_postgres(
-    client: httpx.AsyncClient, make_board, runtime: Runtime, redis: Redis
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime, redis: Redis
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], hold_top=1, segments=["country"])
     base = f"/v1/boards/{board}"
@@ -476,7 +476,7 @@ async def test_rebuild_restores_shadow_and_pending_from_postgres(
 
 
 async def test_a_replay_of_the_log_reproduces_bans_and_hold_decisions(
-    client: httpx.AsyncClient, make_board, runtime: Runtime, redis: Redis
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime, redis: Redis
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], hold_top=1)
     base = f"/v1/boards/{board}"

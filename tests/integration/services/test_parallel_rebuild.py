@@ -21,7 +21,7 @@ from rankd.services import parallel_rebuild
 from rankd.services import rebuild as rebuild_module
 from rankd.stores import rebuild_slices
 from rankd.stores.redis import loads as loads_module
-from tests.support.common import ADMIN_H, SERVER_H
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, zmembers
 from tests.support.durable import (
     all_reads,
     delete_board_keys,
@@ -73,7 +73,11 @@ async def fill(client: httpx.AsyncClient, board_id: str, players: int = PLAYERS)
 
 
 async def test_a_parallel_rebuild_restores_every_entry_and_read(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, slices: list[int]
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    slices: list[int],
 ) -> None:
     board_id = await make_board(windows=WINDOWS)
     await fill(client, board_id)
@@ -103,7 +107,7 @@ async def test_a_parallel_rebuild_restores_every_entry_and_read(
 async def test_a_parallel_rebuild_agrees_with_postgresql_on_a_sum_board(
     client: httpx.AsyncClient,
     runtime: Runtime,
-    make_board,
+    make_board: MakeBoard,
     redis: Redis,
     pg: AsyncConnection[Any],
     slices: list[int],
@@ -125,7 +129,7 @@ async def test_a_parallel_rebuild_agrees_with_postgresql_on_a_sum_board(
 async def test_a_submit_during_a_parallel_rebuild_leaves_one_entry(
     client: httpx.AsyncClient,
     runtime: Runtime,
-    make_board,
+    make_board: MakeBoard,
     redis: Redis,
     pg: AsyncConnection[Any],
     monkeypatch: pytest.MonkeyPatch,
@@ -158,7 +162,7 @@ async def test_a_submit_during_a_parallel_rebuild_leaves_one_entry(
 
     members = []
     for pk in every_shard(board_id, ALL_TIME, ALL_TIME):
-        members += [m.decode()[7:] for m in await redis.zrange(pk.public, 0, -1)]
+        members += [m.decode()[7:] for m in zmembers(await redis.zrange(pk.public, 0, -1))]
     assert sorted(members) == sorted(f"p{i}" for i in range(40)), "one entry per player"
     top = (await client.get(f"/v1/boards/{board_id}/top", params={"window": ALL_TIME})).json()
     assert top["entries"][0]["player_id"] == "p3" and top["total"] == 40
@@ -186,4 +190,5 @@ def test_the_slices_cover_every_composite_once(
     )
     assert all(lo <= hi for lo, hi in ranges)
     assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges))
-    assert parallel_rebuild.rebuild_slices is rebuild_slices
+    # the module it imports, not one it exports: looked up in the module's namespace
+    assert vars(parallel_rebuild)["rebuild_slices"] is rebuild_slices

@@ -36,6 +36,7 @@ from rankd.stores.postgres import _reachable as pg_reachable
 from rankd.stores.redis.connection import reachable as redis_reachable
 from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import LogMessage
+from tests.support.common import MakeBoard
 from tests.support.durable import pg_best, wait_consumer_idle, wait_until
 from tests.support.wire import ms, now_ms
 
@@ -50,7 +51,7 @@ async def parked_rows(pg: AsyncConnection[Any], seqs: list[int]) -> dict[int, tu
 
 
 async def test_a_message_postgresql_rejects_is_parked_and_the_rest_of_the_log_applies(
-    client: httpx.AsyncClient, make_board, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, pg: AsyncConnection[Any], runtime: Runtime
 ) -> None:
     rt = runtime
     board_id = await make_board(windows=["all-time"])
@@ -120,7 +121,7 @@ async def poison_batch(
 
 
 async def test_a_batch_failing_in_postgresql_applies_all_but_the_message_at_fault(
-    client: httpx.AsyncClient, make_board, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, pg: AsyncConnection[Any], runtime: Runtime
 ) -> None:
     rt = runtime
     board_id = await make_board(windows=["all-time", "daily"])
@@ -138,7 +139,7 @@ async def test_a_batch_failing_in_postgresql_applies_all_but_the_message_at_faul
 
 
 async def test_a_transient_failure_parks_nothing_and_the_batch_applies_later(
-    client: httpx.AsyncClient, make_board, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, pg: AsyncConnection[Any], runtime: Runtime
 ) -> None:
     """PostgreSQL or Redis unreachable is not the messages' fault: the batch is raised back
     (the log delivers it again), nothing is parked, not even the messages that would be."""
@@ -187,7 +188,7 @@ async def test_a_transient_failure_parks_nothing_and_the_batch_applies_later(
 
 
 async def test_a_message_naming_no_possible_board_is_parked(
-    client: httpx.AsyncClient, make_board, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, pg: AsyncConnection[Any], runtime: Runtime
 ) -> None:
     """A board field PostgreSQL cannot even look up (NUL) is the message's fault too."""
     rt = runtime
@@ -249,7 +250,7 @@ def test_transient_or_poison(exc: Exception, transient: bool) -> None:
 
 
 async def test_readyz_is_degraded_while_anything_is_parked(
-    client: httpx.AsyncClient, make_board, pg: AsyncConnection[Any], runtime: Runtime
+    client: httpx.AsyncClient, make_board: MakeBoard, pg: AsyncConnection[Any], runtime: Runtime
 ) -> None:
     rt = runtime
     board_id = await make_board(windows=["all-time"])

@@ -22,7 +22,7 @@ from rankd.runtime import Runtime
 from rankd.services.rebuild import Rebuilder
 from rankd.services.restart import CHANGE_MARGIN_MS
 from rankd.stores.redis import keys, loads
-from tests.support.common import ADMIN_H, SERVER_H, new_board_id
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id, zmembers
 from tests.support.durable import (
     all_reads,
     delete_board_keys,
@@ -69,7 +69,7 @@ async def populate(client: httpx.AsyncClient, board_id: str, runs: int = 36) -> 
 async def ttls(redis: Redis, board_id: str, windows: list[str]) -> dict[str, int]:
     found = {}
     for window in windows:
-        for raw in await redis.zrange(keys.periods_index(board_id, window), 0, -1):
+        for raw in zmembers(await redis.zrange(keys.periods_index(board_id, window), 0, -1)):
             for pk in every_shard(board_id, window, raw.decode()):
                 if await redis.exists(pk.public):
                     found[pk.public] = int(await redis.pttl(pk.public))
@@ -77,7 +77,7 @@ async def ttls(redis: Redis, board_id: str, windows: list[str]) -> dict[str, int
 
 
 async def test_rebuild_restores_every_read_of_a_best_board(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
     board_id = await make_board(windows=ALL_WINDOWS, grace_seconds=TEN_DAYS_S)
     bystander = await make_board(windows=["all-time", "daily"])
@@ -105,7 +105,7 @@ async def test_rebuild_restores_every_read_of_a_best_board(
 
 
 async def test_rebuild_sets_no_ttls_and_leaves_no_staging_keys(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
     """Period keys carry no TTL, written or rebuilt: the season job removes them once their
     period is archived (services/seasons.py)."""
@@ -124,7 +124,7 @@ async def test_rebuild_sets_no_ttls_and_leaves_no_staging_keys(
         assert await staging_keys(redis, board) == []
 
     for window in ALL_WINDOWS:  # nor do a sum board's counted-run sets
-        for raw in await redis.zrange(keys.periods_index(board_id, window), 0, -1):
+        for raw in zmembers(await redis.zrange(keys.periods_index(board_id, window), 0, -1)):
             found = {
                 await redis.pttl(pk.runs) for pk in every_shard(board_id, window, raw.decode())
             }
@@ -132,7 +132,11 @@ async def test_rebuild_sets_no_ttls_and_leaves_no_staging_keys(
 
 
 async def test_rebuild_of_a_sum_board_restores_counted_runs(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
 ) -> None:
     windows = ["all-time", "daily", "weekly"]
     board_id = await make_board(windows=windows, policy="sum")
@@ -168,7 +172,11 @@ async def test_rebuild_of_a_sum_board_restores_counted_runs(
 
 
 async def test_rebuild_while_submits_flow_keeps_every_acknowledged_run(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
 ) -> None:
     windows = ["all-time", "daily"]
     board_id = await make_board(windows=windows)
@@ -270,12 +278,17 @@ class _RedisSpy:
                 await self.fire()
             return result
 
-        pipe.execute = spied
+        # a spy on this one pipeline's execute (mypy forbids assigning to a method)
+        pipe.execute = spied  # type: ignore[method-assign]
         return pipe
 
 
 async def test_sum_rebuild_keeps_a_run_submitted_during_the_swap(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis, pg: AsyncConnection[Any]
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
 ) -> None:
     """Submits do not take the apply lock, so one may land right after a sum period's
     counted-runs set is swapped in. The run must still be on the board once the consumer
@@ -327,7 +340,7 @@ async def _metric(client: httpx.AsyncClient, name: str) -> float:
 
 
 async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     await populate(client, board_id, runs=8)
@@ -353,7 +366,7 @@ async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
 
 
 async def test_watchdog_replays_only_the_tail_when_the_log_position_is_readable(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     await populate(client, board_id, runs=8)
@@ -385,7 +398,7 @@ async def test_watchdog_replays_only_the_tail_when_the_log_position_is_readable(
 
 
 async def test_missing_mode_restores_only_periods_whose_key_is_gone(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     await populate(client, board_id, runs=12)
@@ -401,7 +414,7 @@ async def test_missing_mode_restores_only_periods_whose_key_is_gone(
 
 
 async def test_names_are_restored_into_redis_from_postgresql(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
     board_id = await make_board()
     player = f"named-{board_id}"
@@ -438,7 +451,7 @@ async def segment_tops(
 
 
 async def test_many_small_periods_are_restored_in_batches_exactly(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
     """Small periods (here every one, global and per segment) take the batched path: a
     query and a round trip for many periods. Every read comes back as it was, exact times
@@ -477,7 +490,7 @@ async def test_many_small_periods_are_restored_in_batches_exactly(
 
 
 async def test_a_period_still_being_restored_answers_503_and_the_others_are_served(
-    client: httpx.AsyncClient, runtime: Runtime, make_board
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time", "daily"])
     await submit(client, board_id, "r-1", "p1", 10, ago(minutes=1))
@@ -500,7 +513,7 @@ async def test_a_period_still_being_restored_answers_503_and_the_others_are_serv
 
 
 async def test_a_ban_since_the_log_position_means_a_rebuild_not_a_tail_replay(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
     """A ban reaches Redis outside the log (PostgreSQL first, then Redis): one made since
     the recorded position may be in the AOF's lost last second, so the tail cannot do."""
@@ -579,7 +592,7 @@ async def test_a_submit_between_the_times_load_and_the_swap_leaves_one_entry(
 
     members = []
     for pk in every_shard(board_id, ALL_TIME, ALL_TIME):
-        members += [m.decode()[7:] for m in await redis.zrange(pk.public, 0, -1)]
+        members += [m.decode()[7:] for m in zmembers(await redis.zrange(pk.public, 0, -1))]
     assert sorted(members) == ["pA", "pB"], "one entry per player"
     top = (await client.get(f"/v1/boards/{board_id}/top", params={"window": ALL_TIME})).json()
     assert top["total"] == 2

@@ -24,8 +24,9 @@ from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
 from rankd.services.replay import replay, replay_parked
 from rankd.stores.runlog import LogMessage
-from tests.support.common import ADMIN_H, Urls, new_board_id
+from tests.support.common import ADMIN_H, MakeBoard, Urls, new_board_id
 from tests.support.durable import (
+    BoardState,
     all_reads,
     delete_board_keys,
     pg_best,
@@ -56,7 +57,9 @@ async def next_sequence(rt: Runtime) -> int:
     return await rt.runlog.last_sequence() + 1
 
 
-async def two_boards(client: httpx.AsyncClient, runtime: Runtime, make_board) -> tuple[str, str]:
+async def two_boards(
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard
+) -> tuple[str, str]:
     """A best board over every window (runs over five days) and a sum board."""
     best_id = await make_board(windows=ALL_WINDOWS, grace_seconds=TEN_DAYS_S)
     sum_id = await make_board(windows=SUM_WINDOWS, policy="sum")
@@ -70,7 +73,9 @@ async def two_boards(client: httpx.AsyncClient, runtime: Runtime, make_board) ->
     return best_id, sum_id
 
 
-async def snapshot(redis: Redis, pg: AsyncConnection[Any], best_id: str, sum_id: str) -> tuple:
+async def snapshot(
+    redis: Redis, pg: AsyncConnection[Any], best_id: str, sum_id: str
+) -> tuple[BoardState, BoardState, BoardState, dict[str, Any], dict[str, Any]]:
     return (
         await redis_state(redis, best_id, ALL_WINDOWS),
         await redis_state(redis, sum_id, SUM_WINDOWS),
@@ -83,7 +88,7 @@ async def snapshot(redis: Redis, pg: AsyncConnection[Any], best_id: str, sum_id:
 async def test_replaying_twice_changes_nothing(
     client: httpx.AsyncClient,
     runtime: Runtime,
-    make_board,
+    make_board: MakeBoard,
     redis: Redis,
     pg: AsyncConnection[Any],
     own: Runtime,
@@ -113,7 +118,7 @@ async def test_replay_from_past_the_end_applies_nothing(own: Runtime) -> None:
 async def test_replay_restores_a_board_lost_from_redis_and_postgres(
     client: httpx.AsyncClient,
     runtime: Runtime,
-    make_board,
+    make_board: MakeBoard,
     redis: Redis,
     pg: AsyncConnection[Any],
     own: Runtime,
@@ -222,7 +227,12 @@ async def run_cli(urls: Urls, *args: str) -> tuple[int, str, str]:
 
 
 async def test_cli_replay(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, urls: Urls, redis: Redis, own: Runtime
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    urls: Urls,
+    redis: Redis,
+    own: Runtime,
 ) -> None:
     first = await next_sequence(own)
     board_id = await make_board(windows=["all-time", "daily"])
@@ -264,7 +274,7 @@ async def test_cli_replay_parked(
 
 
 async def test_cli_rebuild_one_board(
-    client: httpx.AsyncClient, runtime: Runtime, make_board, urls: Urls, redis: Redis
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, urls: Urls, redis: Redis
 ) -> None:
     board_id = await make_board(windows=ALL_WINDOWS)
     for i in range(9):

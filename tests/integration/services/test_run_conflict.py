@@ -24,7 +24,7 @@ from rankd.runtime import Runtime
 from rankd.services.group_commit import message_id
 from rankd.services.run_ids import RunIds
 from rankd.stores.redis import keys
-from tests.support.common import ADMIN_H, SERVER_H
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard
 from tests.support.durable import pg_composites, redis_state, wait_consumer_idle, wait_until
 from tests.support.wire import assert_error, iso
 
@@ -47,7 +47,9 @@ async def post(client: httpx.AsyncClient, board: str, run: dict[str, Any]) -> ht
     return await client.post(f"/v1/boards/{board}/runs", json=run, headers=SERVER_H)
 
 
-async def top(client: httpx.AsyncClient, board: str, window: str = "all-time") -> list[tuple]:
+async def top(
+    client: httpx.AsyncClient, board: str, window: str = "all-time"
+) -> list[tuple[str, int]]:
     response = await client.get(f"/v1/boards/{board}/top", params={"window": window, "n": 100})
     assert response.status_code == 200, response.text
     return [(e["player_id"], e["score"]) for e in response.json()["entries"]]
@@ -67,7 +69,11 @@ async def assert_stores_agree(
 
 
 async def test_a_sum_run_id_resent_for_another_player_is_refused(
-    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, pg: AsyncConnection[Any], make_board
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    make_board: MakeBoard,
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], policy="sum")
     assert (await post(client, board, body("run-1", "alice", 10))).status_code == 200
@@ -80,7 +86,11 @@ async def test_a_sum_run_id_resent_for_another_player_is_refused(
 
 
 async def test_a_best_run_resent_with_another_score_is_refused(
-    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, pg: AsyncConnection[Any], make_board
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    make_board: MakeBoard,
 ) -> None:
     board = await make_board(windows=["all-time", "daily"])
     assert (await post(client, board, body("carol-1", "carol", 5))).status_code == 200
@@ -89,7 +99,9 @@ async def test_a_best_run_resent_with_another_score_is_refused(
     assert await top(client, board) == [("carol", 5)]
 
 
-async def test_an_identical_resend_stays_harmless(client: httpx.AsyncClient, make_board) -> None:
+async def test_an_identical_resend_stays_harmless(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     board = await make_board(windows=["all-time", "daily"])
     ended = datetime.now(UTC) - timedelta(seconds=5)
     first = await post(client, board, body("same", "dan", 7, ended))
@@ -104,7 +116,7 @@ async def test_an_identical_resend_stays_harmless(client: httpx.AsyncClient, mak
 
 
 async def test_another_ended_at_conflicts_only_when_both_sends_carry_one(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board()
     ended = datetime.now(UTC) - timedelta(seconds=30)
@@ -122,7 +134,11 @@ async def test_another_ended_at_conflicts_only_when_both_sends_carry_one(
 
 
 async def test_a_batch_with_conflicts_refuses_only_those_runs(
-    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, pg: AsyncConnection[Any], make_board
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    make_board: MakeBoard,
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], policy="sum")
     url = f"/v1/boards/{board}/runs:batch"
@@ -151,7 +167,11 @@ async def test_a_batch_with_conflicts_refuses_only_those_runs(
 
 
 async def test_concurrent_conflicting_sends_have_exactly_one_winner(
-    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, pg: AsyncConnection[Any], make_board
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    make_board: MakeBoard,
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], policy="sum")
     players = [f"p{i}" for i in range(12)]
@@ -173,7 +193,11 @@ async def forget_registry(redis: Redis, board: str) -> None:
 
 
 async def test_a_lost_registry_is_restored_from_postgresql(
-    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, pg: AsyncConnection[Any], make_board
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    make_board: MakeBoard,
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], policy="sum")
     assert (await post(client, board, body("k1", "alice", 10))).status_code == 200
@@ -189,7 +213,11 @@ async def test_a_lost_registry_is_restored_from_postgresql(
 
 
 async def test_a_lost_registry_takes_the_runs_the_consumer_has_not_applied_from_the_log(
-    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, pg: AsyncConnection[Any], make_board
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    make_board: MakeBoard,
 ) -> None:
     """Restoring reads the log after the consumer's ack floor. A consumer that does not
     exist yet has applied nothing, so the whole log is the tail: the run is found there
@@ -210,7 +238,11 @@ async def test_a_lost_registry_takes_the_runs_the_consumer_has_not_applied_from_
 
 
 async def test_the_consumer_applies_only_the_first_content_of_a_run_id(
-    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, pg: AsyncConnection[Any], make_board
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    make_board: MakeBoard,
 ) -> None:
     """Should conflicting content reach the log (a registry lost between a claim and its
     restore), the consumer keeps the first in log order, in Redis and PostgreSQL alike."""
@@ -229,7 +261,7 @@ async def test_the_consumer_applies_only_the_first_content_of_a_run_id(
 
 
 async def test_a_resent_rejected_run_does_not_return_to_review(
-    client: httpx.AsyncClient, redis: Redis, make_board
+    client: httpx.AsyncClient, redis: Redis, make_board: MakeBoard
 ) -> None:
     board = await make_board(hold_top=1)
     held = await post(client, board, body("h1", "mallory", 900))
@@ -248,7 +280,7 @@ async def test_a_resent_rejected_run_does_not_return_to_review(
 
 
 async def test_an_approved_run_id_reused_by_another_player_is_a_conflict(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board(hold_top=1)
     await post(client, board, body("a1", "alice", 900))
@@ -260,7 +292,7 @@ async def test_an_approved_run_id_reused_by_another_player_is_a_conflict(
 
 
 async def test_the_registry_forgets_after_its_memory(
-    runtime: Runtime, make_board, redis: Redis
+    runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
     """Memory is bounded: each bucket expires, a run is remembered memory_s to 1.25x."""
     board = await make_board()
@@ -281,7 +313,11 @@ async def test_the_registry_forgets_after_its_memory(
 
 
 async def test_redis_is_healed_when_a_conflicting_run_reached_it(
-    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, pg: AsyncConnection[Any], make_board
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    make_board: MakeBoard,
 ) -> None:
     """A registry lost between a claim and its restore could let a submitter log and apply a
     conflicting run; the consumer applies it nowhere and rebuilds its periods from

@@ -29,11 +29,11 @@ from rankd.api.app import create_app
 from rankd.periods import PeriodRef, parse_period
 from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
-from rankd.services.applier import LogMessage
 from rankd.services.reads import Reader, Scope
 from rankd.services.seasons import SEASON_LOCK, SeasonJob
 from rankd.stores.archive import ArchiveStore, FrozenEntry
 from rankd.stores.redis import keys
+from rankd.stores.runlog import LogMessage
 from tests.support.common import ADMIN_H, SERVER_H, Urls, make_settings, new_board_id
 from tests.support.durable import every_shard, wait_consumer_idle, wait_until
 from tests.support.wire import iso
@@ -198,8 +198,10 @@ async def every_read(
     return reads
 
 
-async def closed_periods(client: httpx.AsyncClient, board_id: str, config: dict[str, Any]) -> set:
-    found = set()
+async def closed_periods(
+    client: httpx.AsyncClient, board_id: str, config: dict[str, Any]
+) -> set[tuple[str, str, str]]:
+    found: set[tuple[str, str, str]] = set()
     for window in config["windows"]:
         if window != "all-time":
             for period, status in (await listed_periods(client, board_id, window)).items():
@@ -208,7 +210,10 @@ async def closed_periods(client: httpx.AsyncClient, board_id: str, config: dict[
     return found
 
 
-async def archive_rows(pg: AsyncConnection[Any], board_id: str) -> dict[tuple[str, str], tuple]:
+async def archive_rows(
+    pg: AsyncConnection[Any], board_id: str
+) -> dict[tuple[str, str], tuple[int, str, bool, int]]:
+    """(window, period) -> (entries, source, archived, archive_entries rows)."""
     cur = await pg.execute(
         "SELECT win, period, entries, source, archived_ms IS NOT NULL,"
         " (SELECT count(*) FROM archive_entries e WHERE e.archive_id = a.archive_id)"

@@ -15,7 +15,7 @@ from rankd.boards import BoardConfig
 from rankd.plan import plan
 from rankd.runs import Run, decode_message, encode_message
 from rankd.runtime import Runtime
-from tests.support.common import ADMIN_H, SERVER_H
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard
 from tests.support.durable import wait_consumer_idle
 from tests.support.wire import assert_error
 
@@ -58,7 +58,7 @@ def test_the_log_carries_a_runs_segments_and_reads_old_messages() -> None:
 
 
 async def test_a_run_lands_globally_and_in_each_of_its_segments(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board(windows=["all-time", "daily"], segments=["country", "platform"])
     runs = [
@@ -112,7 +112,7 @@ async def test_a_run_lands_globally_and_in_each_of_its_segments(
 
 
 async def test_the_profile_fills_what_a_run_leaves_out_and_the_run_wins(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board(segments=["country", "platform"])
     profile = {"name": "kai", "segments": {"country": "FR", "platform": "pc", "guild": "x"}}
@@ -154,7 +154,7 @@ async def test_the_profile_fills_what_a_run_leaves_out_and_the_run_wins(
     ],
 )
 async def test_bad_run_segments_are_400_and_change_nothing(
-    client: httpx.AsyncClient, make_board, segments: Any, word: str
+    client: httpx.AsyncClient, make_board: MakeBoard, segments: Any, word: str
 ) -> None:
     board = await make_board(segments=["country"])
     body = {"run_id": "r", "player_id": "p", "score": 1, "segments": segments}
@@ -165,7 +165,7 @@ async def test_bad_run_segments_are_400_and_change_nothing(
 
 @pytest.mark.parametrize("segment", ["country", "guild:x", "country:F R", ":FR", "country:"])
 async def test_bad_read_segments_are_400(
-    client: httpx.AsyncClient, make_board, segment: str
+    client: httpx.AsyncClient, make_board: MakeBoard, segment: str
 ) -> None:
     board = await make_board(segments=["country"])
     for path in ("top", "players/p", "periods"):
@@ -183,7 +183,7 @@ async def test_bad_board_segments_are_400(client: httpx.AsyncClient, segments: A
 
 
 async def test_a_dimension_added_after_runs_fills_from_the_next_run(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board()
     assert (await post(client, board, {"run_id": "r1", "player_id": "p1", "score": 5})).is_success
@@ -200,7 +200,7 @@ async def test_a_dimension_added_after_runs_fills_from_the_next_run(
 
 async def test_the_durable_copy_rebuild_and_replay_keep_segments(
     client: httpx.AsyncClient,
-    make_board,
+    make_board: MakeBoard,
     redis: Redis,
     pg: AsyncConnection[Any],
     runtime: Runtime,

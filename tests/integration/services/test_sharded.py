@@ -18,6 +18,7 @@ import httpx
 import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
+from redis.typing import EncodableT, FieldT
 
 from rankd import codec
 from rankd.histogram import bucket, floor_of
@@ -26,7 +27,7 @@ from rankd.runtime import Runtime
 from rankd.stores.redis import keys
 from rankd.stores.redis.scripts import HIST_REBUILD, Script, _read
 from rankd.stores.standings import shard_sql
-from tests.support.common import ADMIN_H, SERVER_H, new_board_id
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id, zscored
 from tests.support.durable import wait_consumer_idle
 
 ODD_IDS = ["a", "Z", "player-1", "ünï-çødé", "x" * 64, "日本語", "a b", "0", "~"]
@@ -66,7 +67,7 @@ async def histograms(redis: Redis, board_id: str, shards: int) -> list[dict[int,
     for pk in keys.shard_keys(board_id, ALL_TIME, ALL_TIME, "", shards):
         raw = await redis.hgetall(pk.hist)
         held.append({int(k): int(v) for k, v in raw.items() if k != b"#" and int(v)})
-        scores = await redis.zrange(pk.public, 0, -1, withscores=True)
+        scores = zscored(await redis.zrange(pk.public, 0, -1, withscores=True))
         counted.append(dict(Counter(bucket(int(s)) for _, s in scores)))
     return [*held, *counted]
 
@@ -104,7 +105,7 @@ async def test_histograms_follow_submits_bans_holds_and_a_rebuild(
 
 
 async def test_approx_is_exact_where_it_cannot_estimate(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=[ALL_TIME])
     body = {"run_id": "r1", "player_id": "solo", "score": 5}
@@ -130,7 +131,7 @@ async def load_members(
     for shard, mine in per_shard.items():
         pk = keys.period_keys(board_id, ALL_TIME, ALL_TIME, "", shard)
         pipe = redis.pipeline(transaction=False)
-        times: dict[str, dict[str, int]] = {}
+        times: dict[str, dict[FieldT, EncodableT]] = {}
         for i in range(0, len(mine), 5000):
             pipe.zadd(
                 pk.public, {member: composite for _, composite, _, member in mine[i : i + 5000]}

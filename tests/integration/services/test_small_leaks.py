@@ -20,7 +20,7 @@ from tests.integration.services.test_seasons import (
     put_board,
     random_board,
 )
-from tests.support.common import ADMIN_H, SERVER_H
+from tests.support.common import ADMIN_H, SERVER_H, MakeBoard
 from tests.support.durable import wait_consumer_idle
 from tests.support.wire import iso
 
@@ -32,7 +32,9 @@ async def _consumer_idle_after(client: httpx.AsyncClient, runtime: Runtime) -> A
     await wait_consumer_idle(client, runtime)
 
 
-async def test_public_metrics_do_not_count_bans(client: httpx.AsyncClient, make_board) -> None:
+async def test_public_metrics_do_not_count_bans(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
     response = await client.post("/v1/players/metrics-banned/ban", headers=ADMIN_H)
     assert response.status_code == 200
     text = (await client.get("/metrics")).text
@@ -43,7 +45,7 @@ async def test_public_metrics_do_not_count_bans(client: httpx.AsyncClient, make_
 
 
 async def test_periods_lists_no_period_whose_only_entries_are_banned_or_held(
-    client: httpx.AsyncClient, make_board
+    client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board = await make_board(windows=["daily"], grace_seconds=30 * 86_400, hold_top=1)
     now = datetime.now(UTC)

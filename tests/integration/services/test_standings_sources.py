@@ -53,7 +53,7 @@ async def test_a_key_shards_and_the_archive_answer_alike(
     day = (datetime.now(UTC) - timedelta(days=3)).replace(hour=12, minute=0, microsecond=0)
     tag = new_board_id("src").split("-")[1][:6]
     players = [f"{tag}-p{i:02d}" for i in range(30)]
-    runs = [
+    runs: list[dict[str, Any]] = [
         {
             "run_id": f"r{i}",
             "player_id": rng.choice(players),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from rankd.codec import (
     STAMP_MAX,
     STAMP_WIDTH,
     Codec,
+    Order,
     achieved_of,
     member,
     player_of,
@@ -40,7 +42,7 @@ from rankd.services.replay import replay
 from rankd.stores.redis import keys
 from rankd.stores.redis.scripts import OWN_ENTRY, SUBMIT_BEST, run_pipeline
 from rankd.stores.standings import member_sql
-from tests.support.common import ADMIN_H, SERVER_H, Urls, new_board_id
+from tests.support.common import ADMIN_H, SERVER_H, Urls, new_board_id, zmembers
 from tests.support.durable import delete_board_keys, wait_consumer_idle
 from tests.support.wire import from_ms, iso, now_ms
 
@@ -48,6 +50,7 @@ WINDOWS = ["all-time", "daily", "weekly", "monthly"]
 # ids whose byte order disagrees with their time order, and with "natural" order
 IDS = ["a", "B", "z", "_x", "-y", "9", "aa", "Z1", "zz", "\u00e9t\u00e9"]
 DEFAULT_MAX = 1_000_000_000
+ORDERS: list[Order] = ["desc", "asc"]
 
 
 # --- the layout alone ----------------------------------------------------------------------
@@ -72,7 +75,7 @@ def redis_order(codec: Codec, start_ms: int, entries: dict[str, tuple[int, int]]
 
 @st.composite
 def tie_cases(draw: st.DrawFn) -> tuple[Codec, int, dict[str, tuple[int, int]]]:
-    order = draw(st.sampled_from(["desc", "asc"]))
+    order = draw(st.sampled_from(ORDERS))
     max_score = draw(st.sampled_from([1, 3, 1000, DEFAULT_MAX, 2**40, MAX_SCORE_LIMIT]))
     window = draw(st.sampled_from(list(SPAN_MS)))
     codec = Codec.create(max_score, order, SPAN_MS[window])
@@ -143,7 +146,7 @@ async def test_python_lua_and_sql_build_the_same_members(
     ]
     replies = await run_pipeline(redis, calls)
     assert [r[4] for r in replies] == EDGE_TIMES  # the exact time as sent
-    stored = {m.decode() for m in await redis.zrange(pk.public, 0, -1)}
+    stored = {m.decode() for m in zmembers(await redis.zrange(pk.public, 0, -1))}
     expected = [member(p, at) for p, at in zip(players, EDGE_TIMES, strict=True)]
     assert stored == set(expected)
     async with await psycopg.AsyncConnection.connect(urls.postgres, autocommit=True) as conn:
@@ -263,7 +266,9 @@ class Tied:
 
     def rank_of(self, score: int) -> int:
         """After every entry already holding the score (or better)."""
-        better = (lambda s: s >= score) if self.order == "desc" else (lambda s: s <= score)
+        better: Callable[[int], bool] = (
+            (lambda s: s >= score) if self.order == "desc" else (lambda s: s <= score)
+        )
         return 1 + sum(1 for s, _ in self.entries.values() if better(s))
 
 

@@ -134,7 +134,8 @@ async def test_run_id_claims_fold(redis: Redis) -> None:
         batcher.call(claim("r1", 3)),
         batcher.call(claim("r1", 1)),
     )
-    assert replies == [[5], [5], [-1], [5]]  # the first send of r1 wins, its resend agrees
+    # gather's result is a list (typeshed calls it a tuple)
+    assert list(replies) == [[5], [5], [-1], [5]]  # the first send of r1 wins, its resend agrees
     await redis.delete(armed)
     assert await batcher.call(claim("r3", 1)) == -2
 
@@ -205,7 +206,9 @@ async def period_state(redis: Redis, board: str) -> dict[str, Any]:
             names.append(f"{pk.public}:at:{h}")
     state: dict[str, Any] = {}
     for name in names:
-        kind = (await redis.type(name)).decode()
+        raw_kind = await redis.type(name)
+        assert isinstance(raw_kind, bytes)
+        kind = raw_kind.decode()
         if kind == "zset":
             if name.endswith(":applied"):
                 state[name.replace(board, "B")] = sorted(await redis.zrange(name, 0, -1))

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from rankd.codec import Codec, player_of
+from rankd.codec import Codec, Order, player_of
 from rankd.codec import member as member_of
 from rankd.periods import DAY_MS, SPAN_MS, period_at
 from rankd.stores.redis import keys
@@ -32,6 +32,7 @@ from rankd.stores.redis.scripts import (
     load_all,
     run_pipeline,
 )
+from tests.support.common import zmembers, zscored
 
 T = TypeVar("T")
 
@@ -44,6 +45,7 @@ PROPS = settings(
 # Member names chosen so that byte order differs from "natural" order.
 PLAYERS = ["a", "B", "z", "_x", "-y", "9", "aa", "Z1"]
 PERIOD_START = period_at("daily", 1_790_000_000_000).start_ms
+ORDERS: list[Order] = ["desc", "asc"]
 
 
 def fresh_keys(window: str = "all-time", period: str = "all-time") -> PeriodKeys:
@@ -112,18 +114,18 @@ def sum_call(
 
 async def board(redis: Redis, pk: PeriodKeys) -> list[tuple[bytes, float]]:
     """The public board, worst first, as (player id, composite): members less their stamps."""
-    raw = await redis.zrange(pk.public, 0, -1, withscores=True)
+    raw = zscored(await redis.zrange(pk.public, 0, -1, withscores=True))
     return [(player_of(m.decode()).encode(), s) for m, s in raw]
 
 
 async def players_desc(redis: Redis, key: str) -> list[str]:
     """Player ids best first, as a reversed range reads the members."""
-    return [player_of(m.decode()) for m in await redis.zrevrange(key, 0, -1)]
+    return [player_of(m.decode()) for m in zmembers(await redis.zrevrange(key, 0, -1))]
 
 
 async def score_of(redis: Redis, key: str, player: str) -> float | None:
     """A player's composite on ``key`` (None: no entry), found among the stamped members."""
-    for m, s in await redis.zrange(key, 0, -1, withscores=True):
+    for m, s in zscored(await redis.zrange(key, 0, -1, withscores=True)):
         if player_of(m.decode()) == player:
             return float(s)
     return None
@@ -167,7 +169,9 @@ def test_best_is_a_running_max(urls: Any, runs: list[tuple[str, int]]) -> None:
                 assert changed == int(before is None or expected > before)
                 assert mine == int(expected == composite)
                 assert await score_of(redis, pk.public, member) == stored
-                assert rank == await rank0_of(redis, pk.public, member) + 1
+                rank0 = await rank0_of(redis, pk.public, member)
+                assert rank0 is not None
+                assert rank == rank0 + 1
                 assert rank == redis_order(model).index(member) + 1
             stored_board = {m.decode(): s for m, s in await board(redis, pk)}
             assert stored_board == model
@@ -232,7 +236,7 @@ async def test_best_equal_scores_rank_the_earlier_run_first(redis: Redis) -> Non
 
 @st.composite
 def ranked_entries(draw: st.DrawFn) -> tuple[Codec, dict[str, tuple[int, int]]]:
-    order = draw(st.sampled_from(["desc", "asc"]))
+    order = draw(st.sampled_from(ORDERS))
     max_score = draw(st.sampled_from([3, 1000, 1_000_000_000, 2**40]))
     window = draw(st.sampled_from(list(SPAN_MS)))
     codec = Codec.create(max_score, order, SPAN_MS[window])
@@ -276,7 +280,7 @@ def test_best_order_is_score_then_earlier_time_then_member_desc(
 
 @st.composite
 def sum_cases(draw: st.DrawFn) -> tuple[Codec, dict[str, tuple[str, int, int]], list[str]]:
-    order = draw(st.sampled_from(["desc", "asc"]))
+    order = draw(st.sampled_from(ORDERS))
     max_score = draw(st.sampled_from([50, 1000, 1_000_000_000, 2**40, LIMIT - 1]))
     codec = Codec.create(max_score, order, SPAN_MS["daily"])
     score = st.one_of(
@@ -333,7 +337,9 @@ def test_sum_counts_each_run_once_in_any_order(
                 # a later time alone changes the entry too (it moves among its ties)
                 assert changed == int((expected, latest[member]) != before)
                 assert await score_of(redis, pk.public, member) == stored
-                assert rank == await rank0_of(redis, pk.public, member) + 1
+                rank0 = await rank0_of(redis, pk.public, member)
+                assert rank0 is not None
+                assert rank == rank0 + 1
             # the end state: the sum over distinct run ids, at the latest counted run's time
             expected_board: dict[str, int] = {}
             for member in {m for m, _, _ in runs.values()}:
@@ -342,7 +348,7 @@ def test_sum_counts_each_run_once_in_any_order(
                 expected_board[member] = codec.pack(total, max(t for _, t in mine))
             got = {m.decode(): s for m, s in await board(redis, pk)}
             assert got == expected_board
-            counted = sorted(m.decode() for m in await redis.zrange(pk.runs, 0, -1))
+            counted = sorted(m.decode() for m in zmembers(await redis.zrange(pk.runs, 0, -1)))
             assert counted == sorted(f"{m}|{run_id}" for run_id, (m, _, _) in runs.items())
         finally:
             await drop(redis, pk)
@@ -403,7 +409,7 @@ async def test_sum_refuses_runs_older_than_the_trim_horizon(redis: Redis) -> Non
     later = sum_call(pk, codec, "newer", "p", 1, 90_000, trim_before=PERIOD_START + 70_000)
     [reply] = await run_pipeline(redis, [later])
     assert codec.unpack(reply[2])[0] == 8
-    assert [m.decode() for m in await redis.zrange(pk.runs, 0, -1)] == ["p|newer"]
+    assert [m.decode() for m in zmembers(await redis.zrange(pk.runs, 0, -1))] == ["p|newer"]
     await drop(redis, pk)
 
 
@@ -489,9 +495,12 @@ async def test_best_composites_at_the_top_of_the_exact_range_round_trip(redis: R
     assert [r[2] for r in replies] == values
     assert all(r[3] == 1 for r in replies)
     for i, v in enumerate(values):
-        assert int(await score_of(redis, pk.public, f"p{i}")) == v
+        score = await score_of(redis, pk.public, f"p{i}")
+        assert score is not None
+        assert int(score) == v
         member = member_of(f"p{i}", 1_000)
-        raw = await redis.execute_command("ZSCORE", pk.public, member)
+        # redis-py leaves execute_command unannotated
+        raw = await redis.execute_command("ZSCORE", pk.public, member)  # type: ignore[no-untyped-call]
         assert int(float(raw)) == v
     # one below the entry never lowers it, one above raises it
     replies = await run_pipeline(
@@ -524,7 +533,9 @@ def test_sum_totals_near_the_limit_are_exact(
                 total = min(total + s, max_score)
                 latest = max(latest, offsets[i])
                 assert reply[2] == codec.pack(total, latest)
-            assert int(await score_of(redis, pk.public, "p")) == replies[-1][2]
+            score = await score_of(redis, pk.public, "p")
+            assert score is not None
+            assert int(score) == replies[-1][2]
             assert await score_of(redis, pk.public, "p") == float(replies[-1][2])
         finally:
             await drop(redis, pk)
