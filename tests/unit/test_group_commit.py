@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import cast
 
 import pytest
 
 from rankd.errors import Unavailable
 from rankd.runs import Run, decode_message, encode_message
 from rankd.services.group_commit import GroupCommitter, message_id
-from rankd.stores.runlog import RunLog
 
 
 @dataclass
@@ -76,8 +74,7 @@ def runs(*run_ids: str) -> list[Run]:
 
 
 def committer(runlog: StandInLog, **limits: int) -> GroupCommitter:
-    # the committer calls only publish(), which the stand-in has
-    return GroupCommitter(cast(RunLog, runlog), **limits)
+    return GroupCommitter(runlog, **limits)
 
 
 def append(group: GroupCommitter, board_id: str, *run_ids: str) -> asyncio.Task[int]:

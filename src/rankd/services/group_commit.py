@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Protocol
 
 from rankd.inflight import InFlight
 from rankd.runs import Run, encode_message
-from rankd.stores.runlog import RunLog
 
 
 def message_id(board_id: str, payload: bytes) -> str:
@@ -25,8 +25,14 @@ def message_id(board_id: str, payload: bytes) -> str:
     return f"{board_id}/{hashlib.sha256(payload).hexdigest()[:32]}"
 
 
+class Appends(Protocol):
+    """What group commit needs of the run log (stores/runlog.py's RunLog has it)."""
+
+    async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int: ...
+
+
 class GroupCommitter:
-    def __init__(self, runlog: RunLog, *, max_in_flight: int = 4, max_runs: int = 2000) -> None:
+    def __init__(self, runlog: Appends, *, max_in_flight: int = 4, max_runs: int = 2000) -> None:
         self.runlog = runlog
         self.max_in_flight = max_in_flight
         self.max_runs = max_runs
