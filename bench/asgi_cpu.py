@@ -34,7 +34,9 @@ from typing import Any
 
 from bench.common import SERVER, create_board, servers, service_process
 from bench.submits import drain
-from bench.wrk import BOARD, PLAYERS, code_at, fill_board, settle
+from bench.wrk_ab import code_at
+from bench.wrk_measure import fill_board, settle
+from bench.wrk_runs import BOARD, PLAYERS
 
 CONCURRENCY = 50
 

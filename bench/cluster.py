@@ -40,16 +40,14 @@ from typing import Any, cast
 
 from bench.common import create_board, machine_line, servers, service_process, write_result
 from bench.submits import drain
-from bench.wrk import (
+from bench.wrk_measure import REPEATS, fill_board, median
+from bench.wrk_runs import (
     BOARD,
     CONNECTIONS,
     PLAYERS,
-    REPEATS,
     THREADS,
     LagPoller,
     WrkRun,
-    fill_board,
-    median,
     run_wrk,
     wrk_version,
 )

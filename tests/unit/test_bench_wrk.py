@@ -1,10 +1,10 @@
-"""bench/wrk.py reads wrk's text output right: rates, the latency distribution in any unit,
+"""bench/wrk_runs.py reads wrk's text output right: rates, the latency distribution in any unit,
 and the errors that must fail the stage (wrk prints those lines only when they occur)."""
 
 from __future__ import annotations
 
 import pytest
-from bench.wrk import parse_wrk
+from bench.wrk_runs import parse_wrk
 
 CLEAN = """Running 10s test @ http://127.0.0.1:8000
   1 threads and 50 connections
