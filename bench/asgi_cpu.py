@@ -33,7 +33,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from bench.common import SERVER, create_board, servers, service_process
-from bench.submits import drain
+from bench.submits_measure import drain
 from bench.wrk_ab import code_at
 from bench.wrk_measure import fill_board, settle
 from bench.wrk_runs import BOARD, PLAYERS

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from bench.common import create_board, machine_line, servers, service_process, write_result
-from bench.submits import drain
+from bench.submits_measure import drain
 from bench.wrk_measure import REPEATS, fill_board, median
 from bench.wrk_runs import (
     BOARD,

@@ -38,7 +38,7 @@ from typing import Any
 import psycopg
 
 from bench.common import machine_line, write_result
-from bench.rebuild_rate import emptied, primaries_used
+from bench.rebuild_rate_streams import emptied, primaries_used
 from rankd.embedded import start_embedded
 from rankd.embedded.topology import start_topology
 from rankd.periods import ALL_TIME, PeriodRef

@@ -32,7 +32,8 @@ from redis.asyncio import Redis
 
 from bench.common import create_board, machine_line, servers, service, write_result
 from bench.rawhttp import Connection
-from bench.reads import check_board, load_board, multiplier, player_id, run, score_at
+from bench.reads_data import check_board, load_board, multiplier, player_id, score_at
+from bench.reads_load import run
 from rankd.codec import member
 from rankd.stores.redis import keys
 

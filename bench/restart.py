@@ -30,7 +30,7 @@ from pathlib import Path
 import psycopg
 
 from bench.common import machine_line, write_result
-from bench.rebuild_rate import BOARD, fill, prepare
+from bench.rebuild_rate_measure import BOARD, fill, prepare
 from rankd.embedded import EmbeddedServers, start_embedded
 from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime

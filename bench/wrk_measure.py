@@ -21,8 +21,8 @@ import httpx
 from bench import cpu
 from bench.common import SERVER_H, create_board, servers, service_process
 from bench.floor import floor_process
-from bench.reads import wait_for_aof_rewrite
-from bench.submits import drain
+from bench.reads_data import wait_for_aof_rewrite
+from bench.submits_measure import drain
 from bench.wrk_runs import BOARD, PLAYERS, LagPoller, WrkRun, run_wrk
 from rankd.embedded import EmbeddedServers
 

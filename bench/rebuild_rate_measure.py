@@ -1,0 +1,134 @@
+"""The default mode of ``python -m bench.rebuild_rate`` (bench/rebuild_rate.py): one
+all-time period of N members filled into PostgreSQL, restored by ``rankd rebuild``'s code
+path and, beside it, loaded raw by ``redis-cli --pipe``; the board (``prepare``, ``fill``)
+also serves the other modes and bench/restart.py."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+
+import psycopg
+from redis.asyncio import Redis
+
+from rankd.embedded import find_redis_server
+from rankd.runtime import Runtime
+from rankd.settings import Settings
+from rankd.stores.redis import keys
+
+BOARD = "bench-rebuild"
+CHUNK = 1000
+
+
+def fill(pg_url: str, n: int, board: str = BOARD) -> None:
+    """N members of one all-time period, generated inside PostgreSQL (default codec: 23
+    time bits, so composite = score << 23 | reversed time units)."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM player_best WHERE board_id = %s", (board,))
+        conn.execute(
+            "INSERT INTO player_best (board_id, win, period, player_id, composite, score,"
+            " achieved_ms, run_id, time_bucket)"
+            " SELECT %s, 'all-time', 'all-time', 'p' || i, (s::bigint << 23) | t, s,"
+            "  1793730127123 + i, 'r' || i, rankd_time_bucket('p' || i)"
+            " FROM (SELECT i, (random() * 1e9)::bigint AS s, (random() * 8388607)::bigint AS t"
+            "       FROM generate_series(1, %s) AS i) g",
+            (board, n),
+        )
+        conn.execute(
+            "INSERT INTO periods_seen VALUES (%s, 'all-time', 'all-time', 0)"
+            " ON CONFLICT DO NOTHING",
+            (board,),
+        )
+        conn.execute("VACUUM ANALYZE player_best")
+
+
+def write_pipe_file(pg_url: str, key: str, path: Path) -> None:
+    """RESP-encoded multi-member ZADDs of the period, in composite order."""
+
+    def bulk(value: bytes) -> bytes:
+        return b"$%d\r\n%s\r\n" % (len(value), value)
+
+    with psycopg.connect(pg_url) as conn, path.open("wb") as out:
+        cur = conn.cursor()
+        cur.execute(
+            "SELECT player_id, composite FROM player_best WHERE board_id = %s ORDER BY composite",
+            (BOARD,),
+        )
+        while rows := cur.fetchmany(CHUNK):
+            parts = [b"*%d\r\n" % (2 + 2 * len(rows)), bulk(b"ZADD"), bulk(key.encode())]
+            for player, composite in rows:
+                parts.append(bulk(str(composite).encode()))
+                parts.append(bulk(player.encode()))
+            out.write(b"".join(parts))
+
+
+async def used_memory(redis: Redis) -> int:
+    info = await redis.info("memory")
+    return int(info["used_memory"])
+
+
+async def prepare(settings: Settings) -> None:
+    """Migrations and the board config."""
+    runtime = Runtime.build(settings)
+    await runtime.open(background=False)
+    try:
+        await runtime.boards.put(BOARD, {"windows": ["all-time"]})
+    finally:
+        await runtime.close()
+
+
+async def rankd_rebuild(settings: Settings, n: int) -> tuple[float, float]:
+    """(seconds, Redis bytes per member) of the rebuild of the whole period."""
+    runtime = Runtime.build(settings)
+    await runtime.open(background=False)
+    try:
+        await runtime.redis.client.flushall()
+        empty = await used_memory(runtime.redis.client)
+        report = await runtime.rebuilder.rebuild(board=BOARD)
+        assert report is not None and report.members == n, report
+        per_member = (await used_memory(runtime.redis.client) - empty) / n
+        print(f"rebuilt {n:,} members in {report.seconds:.1f}s, {per_member:.1f} B/member")
+        await runtime.redis.client.flushall(asynchronous=True)  # a large flush blocks seconds
+    finally:
+        await runtime.close()
+    return report.seconds, per_member
+
+
+def raw_load(settings: Settings, redis_port: int, n: int, tmp: Path) -> float:
+    """Seconds for redis-cli --pipe to load the same entries (file prepared untimed)."""
+    raw_key = keys.period_keys(BOARD, "all-time", "all-time").public + ":raw"
+    pipe_file = tmp / "load.resp"
+    write_pipe_file(settings.postgres_url or "", raw_key, pipe_file)
+    cli = find_redis_server().parent / "redis-cli"
+    started = time.perf_counter()
+    with pipe_file.open("rb") as source:
+        subprocess.run(
+            [str(cli), "-p", str(redis_port), "--pipe"],
+            stdin=source,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    seconds = time.perf_counter() - started
+    pipe_file.unlink()
+    count = subprocess.run(
+        [str(cli), "-p", str(redis_port), "ZCARD", raw_key], capture_output=True, text=True
+    ).stdout.strip()
+    assert int(count) == n, count
+    subprocess.run([str(cli), "-p", str(redis_port), "FLUSHALL"], check=True, capture_output=True)
+    return seconds
+
+
+def measure(settings: Settings, redis_port: int, n: int, tmp: Path) -> dict[str, float]:
+    rankd_s, per_member = asyncio.run(rankd_rebuild(settings, n))
+    raw_s = raw_load(settings, redis_port, n, tmp)
+    return {
+        "members": n,
+        "rankd_members_per_s": n / rankd_s,
+        "rankd_seconds": rankd_s,
+        "raw_members_per_s": n / raw_s,
+        "raw_seconds": raw_s,
+        "ratio": raw_s / rankd_s,
+        "redis_bytes_per_member": per_member,
+    }
