@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rankd.runs import Run
-from rankd.stores.postgres import Conn
+from rankd.stores.postgres import ANY_IDS_UNPREPARED, Conn
 
 
 async def record(conn: Conn, board_id: str, runs: Sequence[Run], memory_ms: int) -> list[bool]:
@@ -22,6 +22,7 @@ async def record(conn: Conn, board_id: str, runs: Sequence[Run], memory_ms: int)
         "SELECT run_id, player_id, score, ended_ms, received_ms FROM run_fingerprints"
         " WHERE board_id = %s AND run_id = ANY(%s) ORDER BY run_id FOR UPDATE",
         (board_id, ids),
+        prepare=ANY_IDS_UNPREPARED,
     )
     known: dict[str, tuple[str, int, int, int]] = {
         r[0]: (r[1], int(r[2]), int(r[3]), int(r[4])) for r in await cur.fetchall()

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rankd.periods import PeriodRef
-from rankd.stores.postgres import Conn, PostgresStore
+from rankd.stores.postgres import ANY_IDS_UNPREPARED, Conn, PostgresStore
 
 
 async def set_banned(pg: PostgresStore, player_id: str, banned: bool, now_ms: int) -> None:
@@ -210,6 +210,7 @@ async def held_windows(conn: Conn, board_id: str, run_ids: Sequence[str]) -> dic
     cur = await conn.execute(
         "SELECT run_id, win FROM holds WHERE board_id = %s AND run_id = ANY(%s)",
         (board_id, list(set(run_ids))),
+        prepare=ANY_IDS_UNPREPARED,
     )
     found: dict[str, set[str]] = {}
     for run_id, win in await cur.fetchall():
@@ -227,5 +228,6 @@ async def decisions(
         "SELECT run_id, win, status, player_id, score FROM holds"
         " WHERE board_id = %s AND run_id = ANY(%s) ORDER BY run_id, win FOR SHARE",
         (board_id, list(run_ids)),
+        prepare=ANY_IDS_UNPREPARED,
     )
     return {(r[0], r[1]): (r[2], r[3], int(r[4])) for r in await cur.fetchall()}

@@ -26,6 +26,15 @@ from rankd.errors import InvalidRequest, Unavailable
 # A connection handed to the durable-copy functions in stores/standings.py.
 Conn = AsyncConnection[Any]
 
+# ``prepare=`` for a lookup of many ids by ``= ANY(%s)`` on a table that grows (run
+# fingerprints, holds). psycopg prepares a statement after a few runs, and PostgreSQL may
+# then keep a generic plan chosen while the table was small: one that scans the board's rows
+# and tests each against the whole array (a parameter, so not hashed), rows x ids. The log
+# consumer's fingerprint lookup took seconds a batch that way after a few batch submits of
+# 30,000 runs on a new board. Planned each time, the array is a constant: an index probe
+# per id, or a hashed test.
+ANY_IDS_UNPREPARED = False
+
 # Readers of player_best (rebuild) take this exclusively; appliers share it, so a rebuild's
 # snapshot and its RENAME see either all of a consumer batch or none of it.
 APPLY_LOCK = 0x72616E6B65
