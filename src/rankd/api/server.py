@@ -130,6 +130,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     config: ServerConfig
     _deadline: asyncio.TimerHandle | None = None
     _address: str | None = None  # set while this connection counts against its address
+    _begun = False  # a request's first bytes arrived and it is not complete yet
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -181,6 +182,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._begun = True
         self._arm(self.config.header_timeout_s)
 
     def on_headers_complete(self) -> None:
@@ -192,6 +194,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._disarm()
+        self._begun = False
         super().on_message_complete()
 
     def shutdown(self) -> None:
@@ -229,7 +232,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             return
         logger.debug("closing a connection that sent its request too slowly")
         self._flush_held()
-        if self.cycle is None or not self.cycle.response_started:
+        # A connection that has sent nothing is idle, not slow: it is closed as keep-alive
+        # closes one, with no answer, since a client reads an unasked 408 as the answer to
+        # the request it sends next (a pool's connection opened ahead and not used yet).
+        if self._begun and (self.cycle is None or not self.cycle.response_started):
             self.transport.write(
                 _error(b"408 Request Timeout", "request_timeout", "the request came too slowly")
             )

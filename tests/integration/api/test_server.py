@@ -94,6 +94,13 @@ async def test_a_slow_header_sender_is_cut_with_408(server: int) -> None:
     assert took < 4
 
 
+async def test_a_connection_that_sends_nothing_is_closed_without_an_answer(server: int) -> None:
+    # idle, not slow: an unasked 408 would be read as the answer to the next request sent
+    response, took = await exchange(server)
+    assert response == b""
+    assert 0.4 < took < 4
+
+
 async def test_a_slow_body_sender_is_cut(server: int) -> None:
     head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
     response, took = await exchange(server, head, b"x" * 10, b"y" * 10, pause_s=0.4)
