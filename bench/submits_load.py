@@ -51,10 +51,18 @@ class Pool:
 
     async def _acquire(self) -> Connection:
         async with self._free:
-            while not self.idle and self.opened >= self.limit:
-                await self._free.wait()
-            if self.idle:
-                return self.idle.pop()
+            while True:
+                while not self.idle and self.opened >= self.limit:
+                    await self._free.wait()
+                if not self.idle:
+                    break
+                conn = self.idle.pop()
+                if not conn.reader.at_eof():
+                    return conn
+                # closed by the server while idle (as a client's pool would, take another)
+                self.opened -= 1
+                with contextlib.suppress(Exception):
+                    await conn.close()
             self.opened += 1
             self.peak = max(self.peak, self.opened)
         try:
