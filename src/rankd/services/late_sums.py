@@ -24,6 +24,13 @@ from rankd.stores.redis.reads import Reads
 from rankd.stores.redis.writes import Writes
 from rankd.stores.standings import SumRun
 
+# How long the submit path waits for a player's count lock (standings.count_once) once it
+# holds the apply lock (for which it waits 2 s: a rebuild holds that one for long). The log
+# consumer may hold a count lock for its whole batch, which can wait up to its mark wait
+# (consumer_mark_wait_s, 2 s) for the submit path's marks on other boards before its
+# commit: a 2 s wait here turned that into a rare 503 under load.
+COUNT_LOCK_WAIT_MS = 8_000
+
 
 async def settle(
     pg: PostgresStore,
@@ -51,6 +58,7 @@ async def settle(
     ordered = [targets[i] for i in order]
     if conn is None:
         async with pg.apply_lock(exclusive=False, lock_timeout_s=2.0) as own:
+            await own.execute(f"SET LOCAL lock_timeout = '{COUNT_LOCK_WAIT_MS}ms'")
             decided = await _count(own, board, ordered)
     else:
         decided = await _count(conn, board, ordered)
