@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import httpx
@@ -339,6 +339,22 @@ async def _metric(client: httpx.AsyncClient, name: str) -> float:
     return 0.0
 
 
+def _restored(
+    runtime: Runtime, redis: Redis, run_id: str, timeout_s: float
+) -> Coroutine[Any, Any, bool]:
+    """Awaits a restore begun after this call: the marker names this Redis again *and* the
+    restorer has recorded a new report. The rebuild marks the node verified before it
+    returns, so the marker alone can be seen while ``restorer.last`` still holds an earlier
+    report (seen once in CI). Call it before breaking the marker."""
+    before = runtime.restorer.last
+
+    async def done() -> bool:
+        marked = await redis.get(keys.VERIFIED_MARKER) == run_id.encode()
+        return marked and runtime.restorer.last is not before
+
+    return wait_until(done, timeout_s=timeout_s)
+
+
 async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
     client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
 ) -> None:
@@ -352,14 +368,12 @@ async def test_watchdog_rebuilds_when_the_redis_run_id_changes(
 
     # no recorded log position (as on a wiped Redis): a rebuild from PostgreSQL
     await redis.delete(keys.LOG_POSITION)
+    restored = _restored(runtime, redis, real_run_id, WHOLE_REBUILD_S)
     await redis.set(keys.VERIFIED_MARKER, "not-this-redis")
-
-    async def verified() -> bool:
-        return await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
 
     # every board of the shared test database is rebuilt: by now it holds the oracle's
     # sharded boards, whose periods are finished a shard at a time (docs/giant-boards.md)
-    assert await wait_until(verified, timeout_s=WHOLE_REBUILD_S), "the watchdog did not rebuild"
+    assert await restored, "the watchdog did not rebuild"
     assert await _metric(client, "rankd_rebuilds_total") > rebuilt_before
     assert await all_reads(client, board_id, ["all-time", "daily"]) == reads
     assert runtime.restorer.last is not None and runtime.restorer.last.how == "rebuild"
@@ -383,13 +397,11 @@ async def test_watchdog_replays_only_the_tail_when_the_log_position_is_readable(
     rebuilt_before = await _metric(client, "rankd_rebuilds_total")
     # bans made by earlier tests in this session are not this restart's business
     runtime.restorer.change_margin_ms = 0
+    restored = _restored(runtime, redis, real_run_id, 30.0)
     await redis.set(keys.VERIFIED_MARKER, "not-this-redis")
 
-    async def verified() -> bool:
-        return await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
-
     try:
-        assert await wait_until(verified, timeout_s=30.0), "the watchdog did not restore in 30 s"
+        assert await restored, "the watchdog did not restore in 30 s"
     finally:
         runtime.restorer.change_margin_ms = CHANGE_MARGIN_MS
     assert await _metric(client, "rankd_rebuilds_total") == rebuilt_before
@@ -530,13 +542,10 @@ async def test_a_ban_since_the_log_position_means_a_rebuild_not_a_tail_replay(
     response = await client.post(f"/v1/players/{player}/ban", headers=ADMIN_H)
     assert response.status_code == 200, response.text
     try:
+        restored = _restored(runtime, redis, real_run_id, WHOLE_REBUILD_S)
         await redis.set(keys.VERIFIED_MARKER, "not-this-redis")
-
-        async def verified() -> bool:
-            return await redis.get(keys.VERIFIED_MARKER) == real_run_id.encode()
-
         # a whole rebuild: in the full suite the shared database holds every test's boards
-        assert await wait_until(verified, timeout_s=WHOLE_REBUILD_S), "not restored"
+        assert await restored, "not restored"
         last = runtime.restorer.last
         assert last is not None and last.how == "rebuild", last
         assert "a ban or unban" in last.reason, last.reason
