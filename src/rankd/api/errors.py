@@ -89,8 +89,20 @@ def rankd_error_response(exc: errors.RankdError) -> Response:
         logger.debug("client gone: %s", exc.message)
     elif status >= 500:
         # a store that cannot answer: the client retries; the cause is for the operator
-        logger.warning("%s: %s (%r)", exc.code, exc.message, exc.__cause__)
+        logger.warning("%s: %s (%s)", exc.code, exc.message, causes(exc))
     return response_for(exc)
+
+
+def causes(exc: BaseException, depth: int = 4) -> str:
+    """The chain beneath ``exc``, innermost last: a wrapped error (a run logged but not
+    applied, over PostgreSQL unavailable, over a lock timeout) says what failed only at its
+    root."""
+    chain: list[str] = []
+    cause = exc.__cause__
+    while cause is not None and len(chain) < depth:
+        chain.append(repr(cause)[:300])
+        cause = cause.__cause__
+    return " <- ".join(chain) if chain else "no cause"
 
 
 async def _validation_error(_: Request, exc: Exception) -> Response:
