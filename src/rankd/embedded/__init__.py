@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from rankd.embedded.lifecycle import EmbeddedServers, start_all, start_embedded, stop_all
 from rankd.embedded.nats_server import NatsServer, find_nats_server
+from rankd.embedded.ports import free_port
 from rankd.embedded.postgres_server import PostgresServer, find_postgres_bin_dir
-from rankd.embedded.process import EmbeddedServerError, ServerProcess, free_port
+from rankd.embedded.process import EmbeddedServerError, ServerProcess
 from rankd.embedded.redis_server import RedisServer, find_redis_server
 
 __all__ = [

@@ -17,12 +17,11 @@ import sysconfig
 import urllib.request
 from pathlib import Path
 
+from rankd.embedded.ports import HOST, free_port
 from rankd.embedded.process import (
-    HOST,
     EmbeddedServerError,
     ServerProcess,
     _same_path,
-    free_port,
 )
 
 

@@ -20,8 +20,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+from rankd.embedded.ports import HOST
 from rankd.embedded.process import (
-    HOST,
     EmbeddedServerError,
     ServerProcess,
     _is_executable,

@@ -25,18 +25,17 @@ import importlib.util
 import logging
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import ClassVar
 
+from rankd.embedded.ports import free_port
 from rankd.embedded.process_tree import POLL_INTERVAL, kill_tree, process_cmdline
 
 logger = logging.getLogger("rankd.embedded")
 
-HOST = "127.0.0.1"
 STOP_TIMEOUT = 15.0
 
 _PORT_RETRIES = 3  # attempts with fresh ports if an auto-picked port was taken meanwhile
@@ -47,14 +46,6 @@ class EmbeddedServerError(RuntimeError):
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def free_port() -> int:
-    """Return a currently free TCP port on 127.0.0.1 (bind to port 0, read it, close)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _package_dir(name: str) -> Path | None:

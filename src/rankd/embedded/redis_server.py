@@ -17,8 +17,8 @@ import signal
 import socket
 from pathlib import Path
 
+from rankd.embedded.ports import HOST
 from rankd.embedded.process import (
-    HOST,
     EmbeddedServerError,
     ServerProcess,
     _is_executable,

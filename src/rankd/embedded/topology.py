@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,9 @@ from typing import Any, Literal
 
 from rankd.embedded.lifecycle import start_all, stop_all
 from rankd.embedded.nats_server import NatsNode
+from rankd.embedded.ports import HOST, pick_ports
 from rankd.embedded.postgres_server import PostgresServer
-from rankd.embedded.process import HOST, EmbeddedServerError, ServerProcess
+from rankd.embedded.process import EmbeddedServerError, ServerProcess
 from rankd.embedded.redis_server import (
     MASTER_NAME,
     RedisNode,
@@ -93,32 +93,6 @@ def _save(data_dir: Path, recorded: dict[str, Any]) -> None:
     tmp = data_dir / (MARKER + ".tmp")
     tmp.write_text(json.dumps(recorded))
     tmp.replace(data_dir / MARKER)
-
-
-def _free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def _pick_ports(count: int, taken: set[int], *, bus: bool = False) -> list[int]:
-    """Free loopback ports not in ``taken`` (and, with ``bus``, each one's cluster bus
-    port, +10000, free too); all are added to ``taken``."""
-    picked: list[int] = []
-    while len(picked) < count:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((HOST, 0))
-            port: int = sock.getsockname()[1]
-        if port in taken or (
-            bus and (port + 10000 > 65535 or port + 10000 in taken or not _free(port + 10000))
-        ):
-            continue
-        picked.append(port)
-        taken.update((port, port + 10000) if bus else (port,))
-    return picked
 
 
 # ------------------------------------------------------------------------------ the tree
@@ -272,13 +246,13 @@ def start_topology(data_dir: Path, topology: Topology) -> TopologyServers:
     if "nats" not in recorded:
         taken: set[int] = set()
         if topology == "cluster":
-            recorded["redis"] = _pick_ports(6, taken, bus=True)
+            recorded["redis"] = pick_ports(6, taken, bus=True)
         else:
-            recorded["redis"] = _pick_ports(2, taken)
-            recorded["sentinel"] = _pick_ports(3, taken)
-        recorded["nats"] = _pick_ports(3, taken)
-        recorded["nats_monitor"] = _pick_ports(3, taken)
-        recorded["nats_routes"] = _pick_ports(3, taken)
+            recorded["redis"] = pick_ports(2, taken)
+            recorded["sentinel"] = pick_ports(3, taken)
+        recorded["nats"] = pick_ports(3, taken)
+        recorded["nats_monitor"] = pick_ports(3, taken)
+        recorded["nats_routes"] = pick_ports(3, taken)
         _save(data_dir, recorded)
     nats = [
         NatsNode(data_dir, i, p, recorded["nats_monitor"][i], recorded["nats_routes"])
