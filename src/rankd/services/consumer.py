@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,6 +34,12 @@ from rankd.stores.runlog import Durable, LogMessage, LogSubscription, RunLog
 logger = logging.getLogger("rankd.consumer")
 
 DURABLE = "rankd-applier"
+
+
+def progress_every_s(backoff_s: Sequence[float]) -> float:
+    """How often a batch still applying is reported to the log: a quarter of its ack wait,
+    which JetStream takes from the consumer's first backoff (30 s without one)."""
+    return max(0.05, (backoff_s[0] if backoff_s else 30.0) / 4)
 
 
 @dataclass
@@ -182,6 +188,7 @@ class LogConsumer:
                         fetch_timeout_s=1.0,
                         stop=self._stopping,
                         on_batch=applied,
+                        progress_every_s=progress_every_s(self.durable.backoff_s),
                     )
                 except asyncio.CancelledError:
                     raise

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Callable
 
+from rankd.errors import LogUnavailable
 from rankd.services.applier import Applier, Outcome
 from rankd.stores.runlog import LogMessage, LogSubscription
+
+logger = logging.getLogger("rankd.consumer")
 
 
 async def apply_log(
@@ -18,6 +23,7 @@ async def apply_log(
     until: int | None = None,
     stop: asyncio.Event | None = None,
     on_batch: Callable[[list[LogMessage], Outcome], None] | None = None,
+    progress_every_s: float | None = None,
 ) -> None:
     """Apply what ``sub`` delivers, a batch at a time, acking each batch once applied.
 
@@ -27,7 +33,8 @@ async def apply_log(
     swallow a cancellation that arrives together with a message, so cancelling the task
     alone may not end the loop. A message that can never apply is parked by the applier
     and acked with its batch; a failure that may pass (a store unreachable) propagates
-    with the batch unacked, so the log delivers it again.
+    with the batch unacked, so the log delivers it again. With ``progress_every_s`` the log
+    is told that often that a batch still applying is being worked on (see _applying).
     """
     seen = 0
     while (until is None or seen < until) and not (stop is not None and stop.is_set()):
@@ -36,8 +43,37 @@ async def apply_log(
             if until is None:
                 continue
             return
-        outcome = await applier.apply(messages)
+        if progress_every_s is None:
+            outcome = await applier.apply(messages)
+        else:
+            outcome = await _applying(sub, applier, messages, progress_every_s)
         await sub.ack(messages)
         seen = max(seen, *(m.seq for m in messages))
         if on_batch is not None:
             on_batch(messages, outcome)
+
+
+async def _applying(
+    sub: LogSubscription, applier: Applier, messages: list[LogMessage], every_s: float
+) -> Outcome:
+    """``applier.apply(messages)``, telling the log every ``every_s`` that the batch is still
+    being worked on. A batch slower than the consumer's ack wait (its first backoff, 2 s by
+    default) would otherwise be delivered again meanwhile, to this instance or another:
+    applied twice (harmless, but work done twice when the stores are already slow) and one
+    delivery of its ``max_deliver`` spent each time. One task per batch, ended with it."""
+
+    async def tell() -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                await sub.working(messages)
+            except LogUnavailable as exc:  # the ack will fail too, and the batch come again
+                logger.debug("log consumer: progress not told: %s", exc)
+
+    teller = asyncio.create_task(tell(), name="log-progress")
+    try:
+        return await applier.apply(messages)
+    finally:
+        teller.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await teller

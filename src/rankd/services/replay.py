@@ -54,6 +54,7 @@ async def replay(
             fetch_timeout_s=2.0,
             until=report.last_sequence,
             on_batch=count,
+            progress_every_s=10.0,  # the private reader's ack wait is JetStream's 30 s
         )
     finally:
         await sub.close()

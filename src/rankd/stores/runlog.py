@@ -69,6 +69,11 @@ class LogSubscription(Protocol):
         """Done with ``messages``: they are not delivered again."""
         ...
 
+    async def working(self, messages: Sequence[LogMessage]) -> None:
+        """Still applying ``messages``: the log waits another ack wait before it would
+        deliver them again."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -175,6 +180,14 @@ class JetStreamSubscription:
                     await m.handle.ack()
         except (nats.errors.Error, OSError) as exc:
             raise LogUnavailable(f"cannot ack in the run log: {exc!r}") from exc
+
+    async def working(self, messages: Sequence[LogMessage]) -> None:
+        try:
+            for m in messages:
+                if isinstance(m.handle, Msg):
+                    await m.handle.in_progress()  # +WPI: restarts the message's ack wait
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"cannot tell the run log about progress: {exc!r}") from exc
 
     async def close(self) -> None:
         sub, self._sub = self._sub, None

@@ -17,8 +17,8 @@ from rankd.formats import is_board_id
 from rankd.periods import ALL_TIME
 from rankd.services.applier import Outcome
 from rankd.services.log_loop import apply_log
-from rankd.stores.runlog import LogMessage, subject_token
-from tests.support.common import ADMIN_H
+from rankd.stores.runlog import Durable, JetStreamLog, LogMessage, subject_token
+from tests.support.common import ADMIN_H, Urls
 from tests.support.durable import pg_best, submit, wait_until
 from tests.support.wire import ago
 
@@ -69,6 +69,7 @@ class ScriptedSubscription:
     def __init__(self, batches: list[list[LogMessage]]) -> None:
         self.batches = batches
         self.acked: list[int] = []
+        self.told: list[list[int]] = []  # the batches reported as still being worked on
 
     async def fetch(self, n: int, timeout_s: float) -> list[LogMessage]:
         return self.batches.pop(0) if self.batches else []
@@ -76,16 +77,21 @@ class ScriptedSubscription:
     async def ack(self, messages: Sequence[LogMessage]) -> None:
         self.acked += [m.seq for m in messages]
 
+    async def working(self, messages: Sequence[LogMessage]) -> None:
+        self.told.append([m.seq for m in messages])
+
     async def close(self) -> None:
         pass
 
 
 class RecordingApplier:
-    def __init__(self, fail_on: int | None = None) -> None:
+    def __init__(self, fail_on: int | None = None, takes_s: float = 0.0) -> None:
         self.fail_on = fail_on
+        self.takes_s = takes_s
         self.applied: list[int] = []
 
     async def apply(self, messages: list[LogMessage]) -> Outcome:
+        await asyncio.sleep(self.takes_s)
         if any(m.seq == self.fail_on for m in messages):
             raise Unavailable("PostgreSQL is down")
         self.applied += [m.seq for m in messages]
@@ -142,3 +148,69 @@ async def test_the_loop_ends_when_told_to_stop_even_if_not_cancelled() -> None:
         on_batch=applied,
     )
     assert sub.acked == [1, 2]
+
+
+async def test_a_slow_batch_is_reported_as_worked_on_until_it_is_applied() -> None:
+    sub = ScriptedSubscription([messages(1, 2), messages(3)])
+    applier = RecordingApplier(takes_s=0.35)
+    await apply_log(
+        sub,
+        applier,  # type: ignore[arg-type]
+        batch=10,
+        fetch_timeout_s=0.1,
+        until=3,
+        progress_every_s=0.1,
+    )
+    assert sub.acked == [1, 2, 3]
+    # about three reports a batch, each naming the whole batch, none after its ack
+    assert 4 <= len(sub.told) <= 8, sub.told
+    assert sub.told[0] == [1, 2] and sub.told[-1] == [3]
+    assert set(map(tuple, sub.told)) == {(1, 2), (3,)}
+
+    quiet = ScriptedSubscription([messages(1)])
+    slow = RecordingApplier(takes_s=0.2)
+    await apply_log(quiet, slow, batch=10, fetch_timeout_s=0.1, until=1)  # type: ignore[arg-type]
+    assert quiet.told == []  # without progress_every_s: never
+
+
+async def _one_slow_batch(urls: Urls, progress_every_s: float | None) -> list[int]:
+    """A real JetStream consumer whose ack wait is 0.3 s applies one message in 1.2 s; what
+    a second instance on the same consumer is delivered meanwhile."""
+    tag = uuid.uuid4().hex[:10]
+    log = JetStreamLog(
+        urls.nats, stream=f"PROGRESS_{tag}", subject_prefix=f"progress{tag}", timeout_s=5
+    )
+    await log.open()
+    try:
+        await log.publish("board", b"{}", f"m-{tag}")
+        durable = Durable(f"slow-{tag}", backoff_s=[0.3, 0.3], max_deliver=5, max_ack_pending=100)
+        first, second = await log.subscribe(durable), await log.subscribe(durable)
+        applier = RecordingApplier(takes_s=1.2)
+        applying = asyncio.create_task(
+            apply_log(
+                first,
+                applier,  # type: ignore[arg-type]
+                batch=10,
+                fetch_timeout_s=2.0,
+                until=1,
+                progress_every_s=progress_every_s,
+            )
+        )
+        await asyncio.sleep(0.1)  # the first instance has the message
+        again = await second.fetch(10, timeout_s=1.0)
+        await applying
+        assert applier.applied == [1]
+        await first.close()
+        await second.close()
+        return [m.seq for m in again]
+    finally:
+        js = log.js
+        if js is not None:
+            await js.delete_stream(f"PROGRESS_{tag}")
+        await log.close()
+
+
+async def test_a_batch_applying_past_the_ack_wait_is_not_delivered_again(urls: Urls) -> None:
+    assert await _one_slow_batch(urls, progress_every_s=0.075) == []
+    # the control: without the reports the log hands the same message to the other instance
+    assert await _one_slow_batch(urls, progress_every_s=None) == [1]
