@@ -26,7 +26,7 @@ from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
 from rankd.api.app import create_app
-from rankd.periods import PeriodRef, parse_period
+from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
 from rankd.services.reads import Reader, Scope
@@ -352,6 +352,26 @@ async def test_cached_archive_states_still_give_the_right_answers(urls: Urls, re
         assert report.archived == report.frozen > 0
         await asyncio.sleep(1.0)
         assert await every_read(http, board_id, config, players) == live
+
+
+async def test_a_period_archived_since_the_listing_was_cached_is_listed_within_a_second(
+    urls: Urls,
+) -> None:
+    """GET /periods lists what Redis holds and the archive's states: a period the season
+    job archives leaves Redis, so a cached listing of the states from before the pass left
+    it out altogether (for the whole cache time; CI saw it as an empty read set)."""
+    async with app_client(urls, archive_state_cache_s=60.0) as (http, rt):
+        board_id, config, _ = await random_board(http, random.Random(14))
+        windows = [w for w in config["windows"] if w != ALL_TIME]
+        before = {w: await listed_periods(http, board_id, w) for w in windows}  # cached
+        assert any(s == "closed" for periods in before.values() for s in periods.values())
+        await put_board(http, board_id, {"retention_days": dict.fromkeys(WINDOWS, 0)})
+        report = await job(rt).run_pass(boards=[board_id])  # frozen and gone in one pass
+        assert report.archived == report.frozen > 0
+        await asyncio.sleep(1.05)
+        for window in windows:
+            expected = {p: ("archived" if s == "closed" else s) for p, s in before[window].items()}
+            assert await listed_periods(http, board_id, window) == expected, window
 
 
 # --- configuration changes apply to periods that exist ------------------------------------

@@ -108,9 +108,11 @@ class ArchiveStates:
         return states.get(ref.segment)
 
     async def of_window(self, board_id: str, window: str) -> dict[str, ArchiveState]:
-        """Every frozen period of a board window's global standings, by period id."""
+        """Every frozen period of a board window's global standings, by period id; at most
+        RECHECK_S old, as a read's recheck: a period the season job archives leaves Redis,
+        so a listing from before would leave it out of GET /periods altogether."""
         hit = self._listed.get((board_id, window))
-        if hit is not None:
+        if hit is not None and hit.age_s < RECHECK_S:
             return hit.value
         states = await self.archive.states(board_id, window)
         self._listed.put((board_id, window), states)
