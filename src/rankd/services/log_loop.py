@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
+from rankd.aio import stop_tasks, wait_or_stop
 from rankd.errors import LogUnavailable
 from rankd.services.applier import Applier, Outcome
 from rankd.stores.runlog import LogMessage, LogSubscription
@@ -62,9 +62,10 @@ async def _applying(
     applied twice (harmless, but work done twice when the stores are already slow) and one
     delivery of its ``max_deliver`` spent each time. One task per batch, ended with it."""
 
+    done = asyncio.Event()
+
     async def tell() -> None:
-        while True:
-            await asyncio.sleep(every_s)
+        while not await wait_or_stop(done, every_s):
             try:
                 await sub.working(messages)
             except LogUnavailable as exc:  # the ack will fail too, and the batch come again
@@ -74,6 +75,7 @@ async def _applying(
     try:
         return await applier.apply(messages)
     finally:
-        teller.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await teller
+        # the flag as well as the cancel: the NATS client may swallow a cancel that lands
+        # mid-publish; the wait is bounded either way
+        done.set()
+        await stop_tasks([teller], 1.0)
