@@ -62,22 +62,20 @@ def pick_ports(count: int, taken: set[int] | None = None, *, bus: bool = False) 
     low, _ = ephemeral_range()
     top = low - (BUS_OFFSET if bus else 0)  # exclusive
     picked: list[int] = []
+
+    def claim(port: int) -> None:
+        wanted = (port, port + BUS_OFFSET) if bus else (port,)
+        if any(p in taken or p > 65_535 for p in wanted) or not all(is_free(p) for p in wanted):
+            return
+        picked.append(port)
+        taken.update(wanted)
+
     for _ in range(_ATTEMPTS):
         if len(picked) == count or top - LOWEST < 4 * count:
             break
-        port = random.randrange(LOWEST, top)
-        wanted = (port, port + BUS_OFFSET) if bus else (port,)
-        if any(p in taken for p in wanted) or not all(is_free(p) for p in wanted):
-            continue
-        picked.append(port)
-        taken.update(wanted)
+        claim(random.randrange(LOWEST, top))
     while len(picked) < count:
-        port = _kernel_pick()
-        wanted = (port, port + BUS_OFFSET) if bus else (port,)
-        if any(p in taken or p > 65_535 for p in wanted) or not all(is_free(p) for p in wanted):
-            continue
-        picked.append(port)
-        taken.update(wanted)
+        claim(_kernel_pick())
     return picked
 
 
