@@ -19,9 +19,11 @@ periods) and compared with the model; standings only closed runs went to must be
 The model is written out plainly here and shares no code with the service beyond
 ``rankd.periods.period_at`` (which period a time falls in) and the board's reported
 ``tie_resolution_ms``. Set ``RANKD_ORACLE_SEED`` to replay another data set; a failing test
-prints the seed and clock it ran with. Discrepancies it found are pinned down at the end
-of the file, each in its smallest form (fixed since). One remains and is set aside where
-it shows: late sum runs sent concurrently may be answered ``improved`` more than once.
+prints the seed and clock it ran with. Every board is split over 1, 3 and 16 shards in turn
+(``RANKD_TEST_ORACLE_SHARDS``, e.g. ``16`` or ``1,3``, picks some of them). Discrepancies it
+found are pinned down at the end of the file, each in its smallest form (fixed since). One
+remains and is set aside where it shows: late sum runs sent concurrently may be answered
+``improved`` more than once.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from tests.support.common import ADMIN_H, SERVER_H, new_board_id
 from tests.support.durable import wait_consumer_idle
 
 SEED = int(os.environ.get("RANKD_ORACLE_SEED", "20261103"))
+SHARD_COUNTS = [int(n) for n in os.environ.get("RANKD_TEST_ORACLE_SHARDS", "1,3,16").split(",")]
 WINDOWS = ["all-time", "daily", "weekly", "monthly"]
 MAX_SCORE = 1_000_000_000  # the boards' default
 DAY_MS = 86_400_000
@@ -621,7 +624,7 @@ def _show_the_seed(request: pytest.FixtureRequest) -> None:
         print(f"oracle seed {SEED} (RANKD_ORACLE_SEED), clock {clock} ms")
 
 
-@pytest.fixture(scope="module", params=[1, 3, 16], ids=lambda n: f"shards{n}")
+@pytest.fixture(scope="module", params=SHARD_COUNTS, ids=lambda n: f"shards{n}")
 def shards(request: pytest.FixtureRequest) -> int:
     """Every board of the run is split over this many shards: the answers must not differ."""
     return int(request.param)
