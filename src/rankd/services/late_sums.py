@@ -57,7 +57,7 @@ async def settle(
     )
     ordered = [targets[i] for i in order]
     if conn is None:
-        async with pg.apply_lock(exclusive=False, lock_timeout_s=2.0) as own:
+        async with pg.request_slot(), pg.apply_lock(exclusive=False, lock_timeout_s=2.0) as own:
             await own.execute(f"SET LOCAL lock_timeout = '{COUNT_LOCK_WAIT_MS}ms'")
             decided = await _count(own, board, ordered)
     else:

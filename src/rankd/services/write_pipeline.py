@@ -110,7 +110,7 @@ class WritePipeline:
             # a held run follows the decision already made on it (a resent rejected run is
             # applied nowhere), as the log consumer will; the hold rows stay locked until
             # Redis has the run, so a decision made meanwhile settles after it
-            async with self.pg.connection() as own, own.transaction():
+            async with self.pg.request_slot(), self.pg.connection() as own, own.transaction():
                 plans = await self.moderation.follow_decisions(own, board, plans)
                 replies = await self._send(board, plans, marked, announce)
         else:

@@ -7,6 +7,7 @@ the stores knows the driver.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import re
@@ -108,6 +109,7 @@ class PostgresStore:
         self, url: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 5.0
     ) -> None:
         self.url = url
+        self.timeout_s = timeout_s
         self.pool = AsyncConnectionPool(
             url,
             min_size=min_size,
@@ -116,6 +118,14 @@ class PostgresStore:
             timeout=timeout_s,  # no request waits on a dead PostgreSQL for the default 30 s
             kwargs={"autocommit": True},
         )
+        # Requests' own PostgreSQL work (a late run's count, a held run's decision) waits on
+        # players' locks while holding its connection; a burst of it could take the whole
+        # pool from the log consumer and the rest. At most half the pool is theirs.
+        self._request_slots = asyncio.Semaphore(max(1, max_size // 2))
+        # The health probe's connection, apart from the pool: a pool busy with requests is
+        # not PostgreSQL down (it was: /readyz said "postgres: down" under a burst).
+        self._probe: Conn | None = None
+        self._probe_lock = asyncio.Lock()
 
     async def open(self) -> None:
         await self.pool.open(wait=True, timeout=30)
@@ -123,12 +133,43 @@ class PostgresStore:
             await migrate(conn)
 
     async def close(self) -> None:
+        await self._drop_probe()
         await self.pool.close()
 
     async def ping(self) -> None:
-        with _reachable():
-            async with self.pool.connection(timeout=2) as conn:
-                await conn.execute("SELECT 1")
+        """Whether PostgreSQL answers, on the probe's own connection (made again after any
+        failure, a cancelled ping's included: its state is unknown)."""
+        async with self._probe_lock:
+            try:
+                with _reachable():
+                    if self._probe is None or self._probe.closed:
+                        self._probe = await AsyncConnection.connect(
+                            self.url, autocommit=True, connect_timeout=2
+                        )
+                    await self._probe.execute("SELECT 1")
+            except BaseException:
+                await self._drop_probe()
+                raise
+
+    async def _drop_probe(self) -> None:
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            with contextlib.suppress(Exception):
+                await probe.close()
+
+    @contextlib.asynccontextmanager
+    async def request_slot(self) -> AsyncIterator[None]:
+        """One of the pool's connections a request may hold (half the pool), waited for as
+        long as a pooled connection is; Unavailable past that."""
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self._request_slots.acquire()
+        except TimeoutError as exc:
+            raise Unavailable("PostgreSQL is busy right now; retry shortly") from exc
+        try:
+            yield
+        finally:
+            self._request_slots.release()
 
     @contextlib.asynccontextmanager
     async def connection(self, timeout_s: float | None = None) -> AsyncIterator[Conn]:

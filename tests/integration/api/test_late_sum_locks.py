@@ -1,6 +1,7 @@
 """A late run on a sum board waits out a player's count lock that the log consumer may hold
 for its whole batch (services/late_sums.py, COUNT_LOCK_WAIT_MS), rather than answering 503
-after 2 s."""
+after 2 s; and late runs waiting so hold at most half the PostgreSQL pool, whose other half
+stays free for the log consumer, moderation and the health probe."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 import httpx
 import psycopg
 
+from rankd.runtime import Runtime
 from tests.integration.api.test_oracle import DAY_MS, iso, sum_board
 from tests.support.common import SERVER_H, Urls
 
@@ -41,3 +43,45 @@ async def test_a_late_run_waits_out_a_count_lock_held_for_seconds(
     assert response.status_code == 200, response.text
     [standing] = response.json()["standings"]
     assert (standing["score"], standing["improved"]) == (7, True)
+
+
+async def test_late_runs_waiting_on_a_count_lock_leave_half_the_pool_to_the_rest(
+    client: httpx.AsyncClient, urls: Urls, runtime: Runtime
+) -> None:
+    """A burst of late runs for one player, all waiting on the player's count lock, held
+    every pooled connection while they waited (each settles in a transaction of its own):
+    the log consumer, a review decision and /readyz's probe then waited for the pool, and
+    the probe called PostgreSQL down. Now they hold at most half of it."""
+    board_id = await sum_board(client)
+    player = "p-burst"
+    ended_at = iso(int(time.time() * 1000) - 3 * DAY_MS)  # past Redis's horizon
+    burst = 2 * runtime.settings.postgres_pool_max
+    count_lock = "|".join((board_id, "all-time", "all-time", "", player))
+    holder = await psycopg.AsyncConnection.connect(urls.postgres)
+    async with holder, holder.transaction():
+        await holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (count_lock,))
+        submits = [
+            asyncio.create_task(
+                client.post(
+                    f"/v1/boards/{board_id}/runs",
+                    json={
+                        "run_id": f"burst-{i}",
+                        "player_id": player,
+                        "score": 1,
+                        "ended_at": ended_at,
+                    },
+                    headers=SERVER_H,
+                )
+            )
+            for i in range(burst)
+        ]
+        await asyncio.sleep(1.0)  # every submit has logged its run and waits on the lock
+        assert not any(s.done() for s in submits)
+        # another user of the pool gets a connection at once, and the probe says "ok"
+        async with runtime.pg.connection(timeout_s=1.0) as conn:
+            await conn.execute("SELECT 1")
+        assert (await runtime.health.probe(timeout_s=1.0))["postgres"] == "ok"
+    answers = await asyncio.gather(*submits)
+    assert [a.status_code for a in answers] == [200] * burst, [a.text for a in answers]
+    counted = [a.json()["standings"][0]["score"] for a in answers]
+    assert max(counted) == burst  # each run counted once
