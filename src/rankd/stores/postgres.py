@@ -104,6 +104,24 @@ async def migrate(conn: AsyncConnection[Any]) -> list[str]:
     return applied_now
 
 
+async def _server_start(conn: Conn) -> object:
+    cur = await conn.execute("SELECT pg_postmaster_start_time()")
+    row = await cur.fetchone()
+    return row[0] if row else None
+
+
+async def _close_quietly(conn: Conn) -> None:
+    with contextlib.suppress(Exception):
+        await conn.close()
+
+
+async def _close_after(query: asyncio.Future[Any], conn: Conn) -> None:
+    """Close ``conn`` once ``query`` on it has ended, however it ended."""
+    with contextlib.suppress(BaseException):
+        await query
+    await _close_quietly(conn)
+
+
 class PostgresStore:
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 5.0
@@ -118,14 +136,17 @@ class PostgresStore:
             timeout=timeout_s,  # no request waits on a dead PostgreSQL for the default 30 s
             kwargs={"autocommit": True},
         )
-        # Requests' own PostgreSQL work (a late run's count, a held run's decision) waits on
+        # A submit's own PostgreSQL work (a late run's count, a held run's decision) waits on
         # players' locks while holding its connection; a burst of it could take the whole
-        # pool from the log consumer and the rest. At most half the pool is theirs.
+        # pool from the log consumer and the rest. At most half the pool (at least one).
         self._request_slots = asyncio.Semaphore(max(1, max_size // 2))
         # The health probe's connection, apart from the pool: a pool busy with requests is
         # not PostgreSQL down (it was: /readyz said "postgres: down" under a burst).
         self._probe: Conn | None = None
         self._probe_lock = asyncio.Lock()
+        self._started: object = None  # the server's start time as the probe last saw it
+        self._closed = False
+        self._background: set[asyncio.Task[Any]] = set()  # probes cut short, pool checks
 
     async def open(self) -> None:
         await self.pool.open(wait=True, timeout=30)
@@ -133,29 +154,47 @@ class PostgresStore:
             await migrate(conn)
 
     async def close(self) -> None:
-        await self._drop_probe()
+        self._closed = True
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            await _close_quietly(probe)
+        for task in list(self._background):
+            task.cancel()
         await self.pool.close()
 
     async def ping(self) -> None:
-        """Whether PostgreSQL answers, on the probe's own connection (made again after any
-        failure, a cancelled ping's included: its state is unknown)."""
+        """Whether PostgreSQL answers, on the probe's own connection. A ping cut short
+        (the health watch waits 1 s) returns at once: its query is left to finish (psycopg
+        cancels it server-side, which can take seconds) on a connection no longer the
+        probe's, closed when it ends. A server that restarted since the last ping has the
+        pool's connections checked, as they died with it."""
         async with self._probe_lock:
+            with _reachable():
+                if self._probe is None or self._probe.closed:
+                    probe = await AsyncConnection.connect(
+                        self.url, autocommit=True, connect_timeout=2
+                    )
+                    if self._closed:
+                        await _close_quietly(probe)
+                        raise Unavailable("PostgreSQL store closed")
+                    self._probe = probe
+            probe = self._probe
+            query = asyncio.ensure_future(_server_start(probe))
             try:
                 with _reachable():
-                    if self._probe is None or self._probe.closed:
-                        self._probe = await AsyncConnection.connect(
-                            self.url, autocommit=True, connect_timeout=2
-                        )
-                    await self._probe.execute("SELECT 1")
+                    started = await asyncio.shield(query)
             except BaseException:
-                await self._drop_probe()
+                if self._probe is probe:
+                    self._probe = None
+                self._keep(asyncio.ensure_future(_close_after(query, probe)))
                 raise
+        if self._started is not None and started != self._started:
+            self._keep(asyncio.ensure_future(self.pool.check()))
+        self._started = started
 
-    async def _drop_probe(self) -> None:
-        probe, self._probe = self._probe, None
-        if probe is not None:
-            with contextlib.suppress(Exception):
-                await probe.close()
+    def _keep(self, task: asyncio.Task[Any]) -> None:
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     @contextlib.asynccontextmanager
     async def request_slot(self) -> AsyncIterator[None]:

@@ -24,10 +24,20 @@ async def test_the_probe_answers_while_every_pooled_connection_is_taken(
             for _ in range(2):
                 await taken.enter_async_context(pg.connection())
             await asyncio.wait_for(pg.ping(), 1.0)
-        # a ping cut short leaves no half-used connection behind: the next one works
+        # a ping cut short gives up its connection (its query may still be running: it is
+        # closed when that ends); the next ping makes another and answers
+        first = pg._probe
+        assert first is not None
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(pg.ping(), 0.000_001)
+        assert pg._probe is None
         await asyncio.wait_for(pg.ping(), 1.0)
+        assert pg._probe is not None and pg._probe is not first
+        for _ in range(50):  # the given-up connection is closed once its query ends
+            if first.closed:
+                break
+            await asyncio.sleep(0.02)
+        assert first.closed
     finally:
         await pg.close()
 
