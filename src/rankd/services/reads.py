@@ -246,11 +246,14 @@ class Reader:
         hit = self._tops.get(cache_key)
         if hit is not None and (max_age_s is None or hit.age_s <= max_age_s):
             return hit.value
+        started = time.monotonic()
         if source is None:
             source = await self.standings(scope)
         rows, total = await self._ask(scope, source, lambda s: s.top(offset, n), _total)
         body = _listed(scope, rows, total)
-        self._tops.put(cache_key, body)
+        # as old as the read: a change noticed while it ran may be missing from it, so a
+        # live stream told of that change must not take it for a list read after it
+        self._tops.put(cache_key, body, age_s=time.monotonic() - started)
         return body
 
     async def player(

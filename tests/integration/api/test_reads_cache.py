@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from typing import Any
 
 import httpx
+import pytest
 
 from rankd.api.app import create_app
+from rankd.runtime import Runtime
 from rankd.services.invalidation import Invalidations
+from rankd.services.reads import resolve_scope
 from tests.support.common import ADMIN_H, SERVER_H, Urls, make_settings
 
 
@@ -93,3 +98,47 @@ def test_a_failing_listener_does_not_keep_the_others_from_hearing() -> None:
     hub.subscribe(lambda: heard.append("reader"))
     hub.publish()
     assert heard == ["reader"]
+
+
+async def test_a_list_read_while_a_change_landed_counts_as_read_before_it(
+    urls: Urls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live stream told of a change asks for a list no older than the notice. A list whose
+    read began before the change landed and ended after the notice was cached as new, so
+    the stream took it (without the change) and waited for the next notice. Cached lists
+    now count their age from when their read began."""
+    app = create_app(make_settings(urls, top_cache_s=5.0))
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://rankd.test") as http,
+    ):
+        board = f"tc-{uuid.uuid4().hex[:8]}"
+        assert (await http.put(f"/v1/boards/{board}", json={}, headers=ADMIN_H)).status_code == 201
+
+        async def submit(player: str, score: int) -> None:
+            body = {"run_id": player, "player_id": player, "score": score}
+            response = await http.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+            assert response.status_code == 200
+
+        await submit("early", 1)
+        rt: Runtime = app.state.runtime
+        scope = resolve_scope(await rt.boards.get(board), None, None)
+        ask, replied, go_on = rt.reader._ask, asyncio.Event(), asyncio.Event()
+
+        async def read_then_wait(*args: Any, **kwargs: Any) -> Any:
+            answer = await ask(*args, **kwargs)  # Redis has answered...
+            replied.set()
+            await go_on.wait()  # ...and the list is cached only later
+            return answer
+
+        monkeypatch.setattr(rt.reader, "_ask", read_then_wait)
+        slow = asyncio.create_task(rt.reader.top(scope, 10, 0))
+        await replied.wait()
+        monkeypatch.undo()
+        await submit("late", 2)  # lands after that read
+        noticed = time.monotonic()  # a stream's notice of it, at the earliest
+        go_on.set()
+        assert (await slow)["total"] == 1
+        fresh = await rt.reader.top(scope, 10, 0, max_age_s=time.monotonic() - noticed)
+        assert fresh["total"] == 2
