@@ -251,8 +251,7 @@ class Reader:
             source = await self.standings(scope)
         rows, total = await self._ask(scope, source, lambda s: s.top(offset, n), _total)
         body = _listed(scope, rows, total)
-        # as old as the read: a change noticed while it ran may be missing from it, so a
-        # live stream told of that change must not take it for a list read after it
+        # aged from the read's start: a change noticed meanwhile (live streams) may be missing
         self._tops.put(cache_key, body, age_s=time.monotonic() - started)
         return body
 
