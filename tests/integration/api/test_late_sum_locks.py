@@ -6,7 +6,9 @@ stays free for the log consumer and other work."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import httpx
 import psycopg
@@ -18,23 +20,32 @@ from tests.support.common import SERVER_H, Urls
 HELD_S = 3.0  # past the apply lock's 2 s, within the count lock's wait
 
 
+def late_run(run_id: str, player: str, score: int) -> dict[str, object]:
+    ended_ms = int(time.time() * 1000) - 3 * DAY_MS  # past Redis's horizon
+    return {"run_id": run_id, "player_id": player, "score": score, "ended_at": iso(ended_ms)}
+
+
+@contextlib.asynccontextmanager
+async def holding_count_lock(urls: Urls, board_id: str, player: str) -> AsyncIterator[None]:
+    """The player's count lock on the board's all-time standings, held by another session
+    (as the log consumer's batch holds it) until the block ends."""
+    count_lock = "|".join((board_id, "all-time", "all-time", "", player))
+    holder = await psycopg.AsyncConnection.connect(urls.postgres)
+    async with holder, holder.transaction():
+        await holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (count_lock,))
+        yield
+
+
 async def test_a_late_run_waits_out_a_count_lock_held_for_seconds(
     client: httpx.AsyncClient, urls: Urls
 ) -> None:
     board_id = await sum_board(client)
     player = "p-held"
-    late = {
-        "run_id": "late-1",
-        "player_id": player,
-        "score": 7,
-        "ended_at": iso(int(time.time() * 1000) - 3 * DAY_MS),  # past Redis's horizon
-    }
-    count_lock = "|".join((board_id, "all-time", "all-time", "", player))
-    holder = await psycopg.AsyncConnection.connect(urls.postgres)
-    async with holder, holder.transaction():
-        await holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (count_lock,))
+    async with holding_count_lock(urls, board_id, player):
         submit = asyncio.create_task(
-            client.post(f"/v1/boards/{board_id}/runs", json=late, headers=SERVER_H)
+            client.post(
+                f"/v1/boards/{board_id}/runs", json=late_run("late-1", player, 7), headers=SERVER_H
+            )
         )
         await asyncio.sleep(HELD_S)
         # still waiting: the late path takes this very lock (and did not give up at 2 s)
@@ -54,22 +65,13 @@ async def test_late_runs_waiting_on_a_count_lock_leave_half_the_pool_to_the_rest
     the probe called PostgreSQL down. Now they hold at most half of it."""
     board_id = await sum_board(client)
     player = "p-burst"
-    ended_at = iso(int(time.time() * 1000) - 3 * DAY_MS)  # past Redis's horizon
     burst = 2 * runtime.settings.postgres_pool_max
-    count_lock = "|".join((board_id, "all-time", "all-time", "", player))
-    holder = await psycopg.AsyncConnection.connect(urls.postgres)
-    async with holder, holder.transaction():
-        await holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (count_lock,))
+    async with holding_count_lock(urls, board_id, player):
         submits = [
             asyncio.create_task(
                 client.post(
                     f"/v1/boards/{board_id}/runs",
-                    json={
-                        "run_id": f"burst-{i}",
-                        "player_id": player,
-                        "score": 1,
-                        "ended_at": ended_at,
-                    },
+                    json=late_run(f"burst-{i}", player, 1),
                     headers=SERVER_H,
                 )
             )
