@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 
 from rankd.codec import member, player_of
 from rankd.runtime import Runtime
+from rankd.services.consumer import applied_through
 from rankd.stores.redis import keys
 from tests.support.common import SERVER_H, zmembers, zscored
 from tests.support.wire import iso
@@ -157,9 +158,10 @@ async def wait_consumer_idle(
 
     /readyz reports the lag of the consumer's latest refresh, which runs only every 2 s. Given
     the ``runtime`` of an app in this process, the lag is refreshed here before each look, so
-    one answer where the live consumer info and the endpoint both say idle settles it. A
-    service in another process is watched through /readyz alone, which must then say idle
-    for 2.5 s in a row.
+    one answer where the live consumer info and the endpoint both say idle settles it, with
+    nothing in the log past the consumer's ack floor (a replicated log acknowledges a publish
+    before the consumer's server counts it). A service in another process is watched through
+    /readyz alone, which must then say idle for 2.5 s in a row.
     """
     started = time.monotonic()
     idle_since: float | None = None
@@ -170,6 +172,8 @@ async def wait_consumer_idle(
             assert runtime.consumer is not None
             lag = await runtime.consumer.refresh_lag()
             refreshed_idle = not (lag.pending or lag.ack_pending)
+            if refreshed_idle:
+                refreshed_idle = await applied_through(runtime.runlog) is None
         response: httpx.Response | None
         try:
             response = await http.get("/readyz")

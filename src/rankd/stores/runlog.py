@@ -353,6 +353,10 @@ class JetStreamLog:
     async def lag(self, durable: str) -> LogLag:
         js = self._js()
         try:
+            # Read first: on a replicated log a publish is acknowledged once a quorum stored
+            # it, and the consumer's server may count it a moment later, so a consumer that
+            # answers idle while its floor is short of this has a message in flight.
+            last = int((await js.stream_info(self.stream)).state.last_seq or 0)
             try:
                 try:
                     info = await js.consumer_info(self.stream, durable)
@@ -371,7 +375,7 @@ class JetStreamLog:
                 ack_pending = int(info.num_ack_pending or 0)
                 floor = int(info.ack_floor.stream_seq if info.ack_floor else 0)
             oldest: bytes | None = None
-            if pending or ack_pending:
+            if pending or ack_pending or floor < last:
                 with contextlib.suppress(NotFoundError):  # removed from the stream since
                     oldest = (await js.get_msg(self.stream, floor + 1)).data or None
         except (nats.errors.Error, OSError) as exc:

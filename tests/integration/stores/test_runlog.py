@@ -15,10 +15,12 @@ from psycopg import AsyncConnection
 from rankd.errors import Unavailable
 from rankd.formats import is_board_id
 from rankd.periods import ALL_TIME
+from rankd.runtime import Runtime
 from rankd.services.applier import Outcome
+from rankd.services.consumer import DURABLE, applied_through
 from rankd.services.log_loop import apply_log
 from rankd.stores.runlog import Durable, JetStreamLog, LogMessage, subject_token
-from tests.support.common import ADMIN_H, Urls
+from tests.support.common import ADMIN_H, MakeBoard, Urls
 from tests.support.durable import pg_best, submit, wait_until
 from tests.support.wire import ago
 
@@ -61,6 +63,27 @@ def test_subject_tokens_are_distinct_and_valid_for_every_board_id_shape() -> Non
     for token in tokens:
         assert token and not set(token) & {".", "*", ">", " ", "\t"}
     assert subject_token("plain-board_1") == "plain-board_1"  # old subjects unchanged
+
+
+async def test_the_consumer_is_never_reported_idle_short_of_a_logged_run(
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime, pg: AsyncConnection[Any]
+) -> None:
+    """On a replicated log (the topology runs) a publish is acknowledged before every
+    server has it, and the consumer's server could answer "nothing pending" for a moment
+    (each of three runs of 200 submits on three NATS servers saw it). A run the log holds
+    past the ack floor must show as the oldest unapplied one whatever the consumer says, so
+    a ban's sweep or a season freeze waits for it: "every run applied" means it is in
+    PostgreSQL."""
+    board = await make_board(windows=["all-time"])
+    for k in range(200):
+        await submit(client, board, f"r{k}", f"p{k % 7}", k, ago(seconds=5))
+        logged = await runtime.runlog.last_sequence()
+        lag = await runtime.runlog.lag(DURABLE)
+        if lag.ack_floor < logged:
+            assert lag.oldest_unacked is not None, (k, logged, lag)
+        if await applied_through(runtime.runlog) is None:
+            best = await pg_best(pg, board)
+            assert best.get((ALL_TIME, ALL_TIME, f"p{k % 7}"), (0, -1))[1] == k, k
 
 
 class ScriptedSubscription:
