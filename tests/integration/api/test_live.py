@@ -145,7 +145,8 @@ async def test_a_segment_stream_sees_its_segment_only(http: httpx.AsyncClient, s
         await submit(http, board_id, "de1", 80, segments={"country": "DE"})
         assert await stream.quiet(0.4) == []
         await submit(http, board_id, "fr1", 30, segments={"country": "FR"})
-        assert players((await stream.next(within=2)).data) == [("fr1", 30)]
+        # what the segment sees, not how fast: 2 s ran out once on a loaded cluster run
+        assert players((await stream.next(within=5)).data) == [("fr1", 30)]
 
 
 @pytest.mark.parametrize(
