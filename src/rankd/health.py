@@ -115,7 +115,7 @@ class Health:
             self.recovery.back(name, await self.runlog.last_sequence())
         if any(p.target is not None for p in self.recovery.pending.values()):
             lag = await self.runlog.lag(DURABLE)
-            self.recovery.applied(lag.ack_floor, not lag.pending and not lag.ack_pending)
+            self.recovery.applied(lag.ack_floor, lag.caught_up)
 
     async def check_redis_settings(self) -> int | None:
         """Warn once if Redis would keep the exact-times hashes as hashtables early: a

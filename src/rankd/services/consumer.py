@@ -92,9 +92,10 @@ async def applied_through(runlog: RunLog) -> int | None:
     cannot tell (the job then freezes nothing).
     """
     lag = await runlog.lag(DURABLE)
+    if lag.caught_up:
+        return None
     if lag.oldest_unacked is None:
-        # nothing after the floor (an idle consumer), or it was erased meanwhile
-        return None if not (lag.pending or lag.ack_pending) else 0
+        return 0
     _, runs = decode_message(lag.oldest_unacked)
     return min((r.received_at_ms for r in runs), default=0)
 

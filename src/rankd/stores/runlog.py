@@ -57,7 +57,23 @@ class LogLag:
     pending: int  # not delivered yet
     ack_pending: int  # delivered, not acked yet
     ack_floor: int  # every message up to this sequence is acked
-    oldest_unacked: bytes | None  # the payload of the message after the floor, if any
+    oldest_unacked: bytes | None  # the payload of the oldest message still to apply, if any
+    caught_up: bool  # every message the log holds is applied (or gone from it)
+
+
+def unapplied_from(
+    pending: int, ack_pending: int, floor: int, delivered: int, last: int
+) -> int | None:
+    """Where the oldest message still to apply may be: past the ack floor while the consumer
+    has messages waiting; past what it delivered while it says idle but the log holds more
+    (a replicated log acknowledges a publish once a quorum stored it, and the consumer's
+    server may count it a moment later); None when nothing waits. A message at or below
+    ``delivered`` that is neither waiting nor acked ran out of deliveries: not waited for."""
+    if pending or ack_pending:
+        return floor + 1
+    if last > delivered:
+        return delivered + 1
+    return None
 
 
 class LogSubscription(Protocol):
@@ -353,9 +369,7 @@ class JetStreamLog:
     async def lag(self, durable: str) -> LogLag:
         js = self._js()
         try:
-            # Read first: on a replicated log a publish is acknowledged once a quorum stored
-            # it, and the consumer's server may count it a moment later, so a consumer that
-            # answers idle while its floor is short of this has a message in flight.
+            # before the consumer's state: what the log held by then must be counted
             last = int((await js.stream_info(self.stream)).state.last_seq or 0)
             try:
                 try:
@@ -369,15 +383,21 @@ class JetStreamLog:
                 # never created: nothing consumed yet, so every message in the stream waits
                 state = (await js.stream_info(self.stream)).state
                 pending, ack_pending = int(state.messages or 0), 0
-                floor = max(0, int(state.first_seq or 1) - 1)
+                floor = delivered = max(0, int(state.first_seq or 1) - 1)
             else:
                 pending = int(info.num_pending or 0)
                 ack_pending = int(info.num_ack_pending or 0)
                 floor = int(info.ack_floor.stream_seq if info.ack_floor else 0)
+                delivered = int(info.delivered.stream_seq if info.delivered else floor)
             oldest: bytes | None = None
-            if pending or ack_pending or floor < last:
-                with contextlib.suppress(NotFoundError):  # removed from the stream since
-                    oldest = (await js.get_msg(self.stream, floor + 1)).data or None
+            since = unapplied_from(pending, ack_pending, floor, delivered, last)
+            if since is not None:
+                # the first message at or after it: the one there may have been erased
+                subject = f"{self.subject_prefix}.>"
+                with contextlib.suppress(NotFoundError):  # none left in the stream
+                    found = await js.get_msg(self.stream, since, subject=subject, next=True)
+                    oldest = found.data or None
         except (nats.errors.Error, OSError) as exc:
             raise LogUnavailable(f"cannot read the log consumer's state: {exc!r}") from exc
-        return LogLag(pending, ack_pending, floor, oldest)
+        caught_up = not (pending or ack_pending) and oldest is None
+        return LogLag(pending, ack_pending, floor, oldest, caught_up)
