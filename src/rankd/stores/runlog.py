@@ -64,11 +64,9 @@ class LogLag:
 def unapplied_from(
     pending: int, ack_pending: int, floor: int, delivered: int, last: int
 ) -> int | None:
-    """Where the oldest message still to apply may be: past the ack floor while the consumer
-    has messages waiting; past what it delivered while it says idle but the log holds more
-    (a replicated log acknowledges a publish once a quorum stored it, and the consumer's
-    server may count it a moment later); None when nothing waits. A message at or below
-    ``delivered`` that is neither waiting nor acked ran out of deliveries: not waited for."""
+    """Where the oldest message still to apply may be: past the ack floor while messages wait;
+    past what was delivered while the consumer says idle but the log holds more (a replicated
+    log acks a publish before the consumer's server counts it); None when nothing waits."""
     if pending or ack_pending:
         return floor + 1
     if last > delivered:
@@ -392,9 +390,8 @@ class JetStreamLog:
             oldest: bytes | None = None
             since = unapplied_from(pending, ack_pending, floor, delivered, last)
             if since is not None:
-                # the first message at or after it: the one there may have been erased
                 subject = f"{self.subject_prefix}.>"
-                with contextlib.suppress(NotFoundError):  # none left in the stream
+                with contextlib.suppress(NotFoundError):  # none at or after it (erased: skipped)
                     found = await js.get_msg(self.stream, since, subject=subject, next=True)
                     oldest = found.data or None
         except (nats.errors.Error, OSError) as exc:
