@@ -1,10 +1,10 @@
-"""Small asyncio helpers shared by the stores."""
+"""Small asyncio helpers shared by the stores and services."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import TypeVar
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -42,6 +42,17 @@ async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+def keep_task(
+    tasks: set[asyncio.Task[Any]], work: Coroutine[Any, Any, Any], name: str | None = None
+) -> asyncio.Task[Any]:
+    """Run ``work`` as a task held in ``tasks`` until it ends: the loop keeps only weak
+    references to tasks, and the owner cancels what is left when it closes."""
+    task = asyncio.create_task(work, name=name)
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+    return task
 
 
 async def stop_tasks(tasks: list[asyncio.Task[None]], timeout_s: float) -> list[str]:

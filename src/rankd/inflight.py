@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from rankd.aio import keep_task
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -81,9 +83,7 @@ class InFlight(Generic[Item, Result]):
                 size += self._waiting[0].size
                 taken.append(self._waiting.popleft())
             self.in_flight += 1
-            task = asyncio.create_task(self._send(taken))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            keep_task(self._tasks, self._send(taken))
 
     async def _send(self, taken: list[_Waiting[Item, Result]]) -> None:
         try:

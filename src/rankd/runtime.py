@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankd.aio import stop_tasks
+from rankd.aio import keep_task, stop_tasks
 from rankd.auth import Authenticator
 from rankd.health import Health
 from rankd.services.applier import Applier
@@ -309,9 +309,7 @@ class Runtime:
                 except Exception as exc:
                     logger.warning("heal of %s %s %s: %r", board, window, period, exc)
 
-        task = asyncio.create_task(later(), name="run-id-conflict-heal")
-        self._heals.add(task)
-        task.add_done_callback(self._heals.discard)
+        keep_task(self._heals, later(), name="run-id-conflict-heal")
 
     async def close(self) -> None:
         """Stop the background work, then the connections; bounded, so a task stuck in a

@@ -42,7 +42,7 @@ import time
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from rankd.aio import stop_tasks, wait_or_stop
+from rankd.aio import keep_task, stop_tasks, wait_or_stop
 from rankd.errors import BoardNotFound, Unavailable
 from rankd.periods import PeriodRef
 from rankd.runs import decode_batch, encode_message
@@ -112,9 +112,7 @@ class Deletions:
         if len(self._later) >= MAX_LATER_TASKS:
             await work  # too many at once: this caller waits for its own
             return
-        task = asyncio.create_task(work, name=name)
-        self._later.add(task)
-        task.add_done_callback(self._later.discard)
+        keep_task(self._later, work, name=name)
 
     async def close(self) -> list[str]:
         return await stop_tasks(list(self._later), 1.0)

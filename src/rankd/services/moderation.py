@@ -39,7 +39,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 
-from rankd.aio import stop_tasks, wait_or_stop
+from rankd.aio import keep_task, stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.errors import HoldNotFound
 from rankd.formats import clip
@@ -233,11 +233,8 @@ class Moderation:
         await self.caught_up(at_ms, FIRST_SWEEP_WAIT_S)
         await self.sweep(player_id, banned)
         if len(self._later) < MAX_SWEEP_TASKS:
-            task = asyncio.create_task(
-                self._sweep_later(player_id, banned, at_ms), name=f"ban-sweep-{player_id}"
-            )
-            self._later.add(task)
-            task.add_done_callback(self._later.discard)
+            work = self._sweep_later(player_id, banned, at_ms)
+            keep_task(self._later, work, name=f"ban-sweep-{player_id}")
         else:
             await self._sweep_later(player_id, banned, at_ms)
         self.invalidations.publish()  # this process's next read shows the move at once

@@ -21,6 +21,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from rankd.aio import keep_task
 from rankd.boards import BoardConfig, from_settings
 from rankd.errors import InvalidRequest, Unavailable
 
@@ -186,15 +187,11 @@ class PostgresStore:
             except BaseException:
                 if self._probe is probe:
                     self._probe = None
-                self._keep(asyncio.ensure_future(_close_after(query, probe)))
+                keep_task(self._background, _close_after(query, probe))
                 raise
         if self._started is not None and started != self._started:
-            self._keep(asyncio.ensure_future(self.pool.check()))
+            keep_task(self._background, self.pool.check())
         self._started = started
-
-    def _keep(self, task: asyncio.Task[Any]) -> None:
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     @contextlib.asynccontextmanager
     async def request_slot(self) -> AsyncIterator[None]:

@@ -368,7 +368,8 @@ class JetStreamLog:
         js = self._js()
         try:
             # before the consumer's state: what the log held by then must be counted
-            last = int((await js.stream_info(self.stream)).state.last_seq or 0)
+            state = (await js.stream_info(self.stream)).state
+            last = int(state.last_seq or 0)
             try:
                 try:
                     info = await js.consumer_info(self.stream, durable)
@@ -379,7 +380,6 @@ class JetStreamLog:
                     info = await js.consumer_info(self.stream, durable)
             except NotFoundError:
                 # never created: nothing consumed yet, so every message in the stream waits
-                state = (await js.stream_info(self.stream)).state
                 pending, ack_pending = int(state.messages or 0), 0
                 floor = delivered = max(0, int(state.first_seq or 1) - 1)
             else:
