@@ -10,22 +10,46 @@ RANKD_ADMIN_KEYS ?= dev-admin-key
 RANKD_SERVER_KEYS ?= dev-server-key
 export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS
 
-.PHONY: install dev run run-cluster test test-fast test-ts lint typecheck format bench bench-quick bench-giant bench-deps clean
+.PHONY: install dev run run-cluster test test-fast test-ts lint typecheck format lock lock-check \
+	bench bench-quick bench-giant bench-deps clean
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+# Every install comes from the lock (uv.lock, hashes included) through uv, itself pinned and
+# hashed in requirements/uv.txt and installed by pip into a venv of its own (.uv), so a fresh
+# machine needs only Python 3.11 and make. uv never downloads a Python: it uses $(PYTHON).
+UV_DIR ?= .uv
+UV := $(UV_DIR)/bin/uv
+export UV_PYTHON_DOWNLOADS := never
+# the system's certificate store, as the machine's own tools use it
+export UV_NATIVE_TLS := 1
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+# --locked: refuse to run when pyproject.toml and uv.lock disagree (`make lock` first)
+SYNC := $(UV) sync --locked --quiet --python '$(PYTHON)'
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+$(UV): requirements/uv.txt
+	rm -rf $(UV_DIR)
+	$(PYTHON) -m venv $(UV_DIR)
+	$(UV_DIR)/bin/pip install --quiet --require-hashes --no-deps -r requirements/uv.txt
 	touch $@
 
-$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(VENV)/.installed $@
+# Each target syncs the venv to the locked set it needs: exact for the dev and bench tools
+# (a package the lock no longer names is removed), inexact for `make run`, which leaves the
+# dev tools of an earlier `make test` in place. A sync with nothing to do takes a blink.
+install: $(UV)
+	$(SYNC) --inexact
 
-install: $(VENV)/.installed
-dev: $(VENV)/.dev-installed
+dev: $(UV)
+	$(SYNC) --extra dev
+
+# `make lock` moves every package to today's newest release the ranges in pyproject.toml
+# allow; uv itself moves only when requirements/uv.in and [tool.uv] required-version do.
+lock: $(UV)
+	$(UV) lock --upgrade --python '$(PYTHON)'
+	$(UV) pip compile --quiet --generate-hashes --universal --python-version 3.11 --no-header \
+	  requirements/uv.in -o requirements/uv.txt
+
+# fails when pyproject.toml changed and the lock was not refreshed with it
+lock-check: $(UV)
+	$(UV) lock --check --python '$(PYTHON)'
 
 run: install
 	$(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)'
@@ -45,7 +69,7 @@ typecheck: dev
 # whole): much of the suite waits on timers and outages, so two of them on two cores took
 # 10-11.5 min where one took 13-17. `make test TEST_WORKERS=0` runs in one process.
 TEST_WORKERS ?= 2
-test: lint typecheck test-ts
+test: lock-check lint typecheck test-ts
 	$(BIN)/pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 # The unit tests alone (tests/unit: pure code, no servers started), in seconds.
@@ -65,11 +89,8 @@ format: dev
 
 # The benchmark suite: each measurement beside its baseline, results and plots in
 # bench/results/. `bench` takes a while (10M-member boards); `bench-quick` stays under 5 minutes.
-$(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
-	touch $(VENV)/.installed $(VENV)/.dev-installed $@
-
-bench-deps: $(VENV)/.bench-installed
+bench-deps: $(UV)
+	$(SYNC) --extra dev --extra bench
 
 # One all-time board of 50 million players, unsharded beside 16 shards (docs/giant-boards.md):
 # about 20 GB of PostgreSQL and 8 GB of Redis at its peak; 35 minutes on two quiet cores
@@ -106,4 +127,4 @@ bench-quick: bench-deps
 	$(BIN)/python -m bench.report
 
 clean:
-	rm -rf $(VENV) .rankd .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(UV_DIR) .rankd .pytest_cache .mypy_cache .ruff_cache

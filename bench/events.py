@@ -160,7 +160,7 @@ async def pubsub_baseline(redis_url: str, rounds: int) -> dict[str, Any]:
             delays.append((time.perf_counter() - began) * 1000)
             await asyncio.sleep(0.01)
     finally:
-        await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await pubsub.aclose()
         await publisher.aclose()
         await subscriber.aclose()
     return {"p50_ms": round(pct(delays, 50), 3), "p99_ms": round(pct(delays, 99), 3)}

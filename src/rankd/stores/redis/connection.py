@@ -87,7 +87,7 @@ def connect(
         )
         return cast(Redis, cluster)
     if target.mode == "sentinel":
-        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        sentinel = Sentinel(
             list(target.hosts),
             sentinel_kwargs={"socket_connect_timeout": 2, "ssl": target.tls},
             ssl=target.tls,
