@@ -24,7 +24,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from rankd import datadir
+from rankd import datadir, logs
 from rankd.embedded import startup
 from rankd.settings import Settings, settings_error
 
@@ -147,10 +147,7 @@ def serve(
 ) -> None:
     """Run the HTTP service; with no RANKD_*_URL set, on embedded Redis, PostgreSQL and NATS."""
     settings = _settings("rankd serve", data_dir)
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
+    logs.configure(settings.log_level)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     services = _services(
         settings,

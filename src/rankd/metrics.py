@@ -1,8 +1,68 @@
-"""Prometheus metrics, exposed at /metrics."""
+"""Prometheus metrics, exposed at /metrics.
+
+With ``rankd serve --workers N`` every worker counts into files of its own in one shared
+folder (prometheus-client's multiprocess mode, set up by ``shared_folder``) and a scrape,
+whichever worker takes it, sums them all: one scrape shows the whole service. Each gauge says
+how its workers' values combine (``multiprocess_mode``; ignored with one process). The folder
+holds a few small files per worker process ever started, and goes when the service stops.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+@contextlib.contextmanager
+def shared_folder() -> Iterator[str]:
+    """A new folder the worker processes started inside this block count into.
+
+    Only processes started after it is set take it (prometheus-client picks its value class
+    at import): uvicorn's workers are spawned, so each imports this module anew."""
+    folder = tempfile.mkdtemp(prefix="rankd-metrics-")
+    previous = os.environ.get(MULTIPROC_ENV)
+    os.environ[MULTIPROC_ENV] = folder
+    try:
+        yield folder
+    finally:
+        if previous is None:
+            os.environ.pop(MULTIPROC_ENV, None)
+        else:
+            os.environ[MULTIPROC_ENV] = previous
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def worker_gone(pid: int) -> None:
+    """Drop a dead worker's live gauges; its counters stay in the sums, as counters must."""
+    if os.environ.get(MULTIPROC_ENV):
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
+
+
+def exposition() -> bytes:
+    """The text a scrape gets: this process's metrics, or every worker's summed."""
+    if not os.environ.get(MULTIPROC_ENV):
+        return generate_latest(REGISTRY)
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    return generate_latest(registry)
+
 
 REQUESTS = Histogram(
     "rankd_request_seconds",
@@ -25,6 +85,7 @@ RUNS_APPLIED = Counter(
 REDIS_MEMORY_USED = Gauge(
     "rankd_redis_memory_used_ratio",
     "Redis used_memory over its maxmemory (0 when Redis has no limit); writes fail at 1.",
+    multiprocess_mode="livemostrecent",
 )
 RUN_CONFLICTS = Counter(
     "rankd_run_conflicts_total",
@@ -47,15 +108,22 @@ MESSAGES_PARKED = Counter(
 PARKED = Gauge(
     "rankd_parked_messages",
     "Log messages parked in PostgreSQL (by any instance), waiting for `rankd replay --parked`.",
+    multiprocess_mode="livemostrecent",
 )
 CONSUMER_PENDING = Gauge(
-    "rankd_consumer_pending_messages", "Log messages not yet delivered to the consumer."
+    "rankd_consumer_pending_messages",
+    "Log messages not yet delivered to the consumer.",
+    multiprocess_mode="livemostrecent",
 )
 CONSUMER_ACK_PENDING = Gauge(
-    "rankd_consumer_ack_pending_messages", "Log messages delivered but not yet acknowledged."
+    "rankd_consumer_ack_pending_messages",
+    "Log messages delivered but not yet acknowledged.",
+    multiprocess_mode="livemostrecent",
 )
 CONSUMER_OLDEST_UNACKED = Gauge(
-    "rankd_consumer_oldest_unacked_seconds", "Age of the oldest log message not yet applied."
+    "rankd_consumer_oldest_unacked_seconds",
+    "Age of the oldest log message not yet applied.",
+    multiprocess_mode="livemostrecent",
 )
 REBUILDS = Counter(
     "rankd_rebuilds_total",
@@ -77,6 +145,7 @@ SEASON_PERIODS_ARCHIVED = Counter(
 SEASON_LAST_PASS = Gauge(
     "rankd_season_last_pass_timestamp_seconds",
     "When this instance last completed a season job pass (unix time).",
+    multiprocess_mode="max",
 )
 RATE_LIMITED = Counter(
     "rankd_rate_limited_total",
@@ -87,7 +156,9 @@ RATE_UNCHECKED = Counter(
     "rankd_rate_limit_unchecked_total",
     "Requests let through without a rate check because Redis could not be asked.",
 )
-LIVE_STREAMS = Gauge("rankd_live_streams", "Live event streams this process serves.")
+LIVE_STREAMS = Gauge(
+    "rankd_live_streams", "Live event streams this process serves.", multiprocess_mode="livesum"
+)
 LIVE_EVENTS = Counter("rankd_live_events_total", "Top-list events sent to live streams.")
 LIVE_NOTICES = Counter("rankd_live_notices_total", "Change notices received from Redis.")
 LIVE_DROPPED = Counter(

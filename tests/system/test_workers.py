@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -31,16 +32,26 @@ from rankd.runtime import Runtime
 from tests.support.common import ADMIN, ADMIN_H, SERVER, SERVER_H, MakeBoard, Urls, new_board_id
 from tests.support.durable import wait_consumer_idle
 
+# a line of the service's log (rankd/logs.py): time, level, logger, then the message
+LOG_LINE = re.compile(
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+ .*"
+)
+ACCEPTED = re.compile(r'rankd_runs_accepted_total\{endpoint="([^"]+)"\} (\S+)')
+
 pytestmark = pytest.mark.slow
 
 
-def spawn(port: int, env: dict[str, str], log: Any) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port), "--workers", "2"]
-    return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+def spawn(port: int, env: dict[str, str], log: Any, workers: int) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(port)]
+    return subprocess.Popen(
+        [*command, "--workers", str(workers)], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
 
 
 @contextlib.asynccontextmanager
-async def two_workers(urls: Urls, log_dir: Path) -> AsyncIterator[httpx.AsyncClient]:
+async def two_workers(
+    urls: Urls, log_dir: Path, *, workers: int = 2, log_level: str = "warning"
+) -> AsyncIterator[httpx.AsyncClient]:
     port = free_port()
     env = {
         **os.environ,
@@ -49,11 +60,11 @@ async def two_workers(urls: Urls, log_dir: Path) -> AsyncIterator[httpx.AsyncCli
         "RANKD_NATS_URL": urls.nats,
         "RANKD_ADMIN_KEYS": ADMIN,
         "RANKD_SERVER_KEYS": SERVER,
-        "RANKD_LOG_LEVEL": "warning",
+        "RANKD_LOG_LEVEL": log_level,
         "RANKD_SEASON_JOB_INTERVAL_S": "0",
     }
     log = (log_dir / "serve.log").open("wb")
-    process = spawn(port, env, log)
+    process = spawn(port, env, log, workers)
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     try:
         async with httpx.AsyncClient(
@@ -149,3 +160,47 @@ async def test_the_consumer_leaves_what_the_submit_path_marked(
     await wait_consumer_idle(client, runtime)
     # 10 runs x 2 windows x (global + country:FR), none written to Redis a second time
     assert metrics.TARGETS_ALREADY_APPLIED._value.get() - before == 40
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_workers_log_alike_and_one_scrape_shows_the_whole_service(
+    urls: Urls, tmp_path: Path, workers: int
+) -> None:
+    """With N workers every request has its access line, every line its time, level and
+    logger, and /metrics sums every worker's counts, whichever worker takes the scrape."""
+    runs = 40
+    async with two_workers(urls, tmp_path, workers=workers, log_level="info") as http:
+        board = new_board_id("scrape")
+        response = await http.put(
+            f"/v1/boards/{board}", json={"windows": ["all-time"]}, headers=ADMIN_H
+        )
+        assert response.status_code == 201, response.text
+        base = str(http.base_url)
+
+        async def scrape() -> float:
+            # a connection of its own each time, so the scrapes land on either worker
+            async with httpx.AsyncClient(base_url=base, timeout=30) as fresh:
+                text = (await fresh.get("/metrics")).text
+            return sum(float(v) for e, v in ACCEPTED.findall(text) if e == "single")
+
+        before = await scrape()  # an earlier test's runs, should the servers be shared
+
+        async def submit(n: int) -> None:
+            # each on its own connection, sent together, so both workers take some
+            async with httpx.AsyncClient(base_url=base, timeout=30) as fresh:
+                body = {"run_id": f"s{n}", "player_id": f"p{n}", "score": n}
+                response = await fresh.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+                assert response.status_code == 200, response.text
+
+        await asyncio.gather(*(submit(n) for n in range(runs)))
+        # several scrapes, on new connections: each must see all 40 runs
+        seen = [await scrape() - before for _ in range(8)]
+        assert seen == [runs] * 8, seen
+    text = (tmp_path / "serve.log").read_text()
+    lines = [line for line in text.splitlines() if line.strip()]
+    bare = [line for line in lines if not LOG_LINE.fullmatch(line)]
+    assert bare == [], bare[:5]
+    posted = [
+        line for line in lines if f" INFO rankd.access POST /v1/boards/{board}/runs 200 " in line
+    ]
+    assert len(posted) == runs, text[-3000:]

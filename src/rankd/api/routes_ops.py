@@ -6,11 +6,10 @@ from importlib import resources
 from typing import Any
 
 from fastapi import APIRouter
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
-from rankd import results
+from rankd import metrics, results
 from rankd.api.errors import not_ready
 from rankd.api.http import reply, runtime
 
@@ -73,7 +72,8 @@ async def readyz(request: Request) -> Response:
     summary="Prometheus metrics (text exposition format)",
 )
 async def metrics_text() -> Response:
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    # with several workers, every worker's counts summed (metrics.py)
+    return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)
 
 
 def _static(name: str) -> str:

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.supervisors import Multiprocess
 
-from rankd import metrics
+from rankd import logs, metrics
 from rankd.settings import Settings
 
 logger = logging.getLogger("rankd.server")
@@ -54,6 +54,8 @@ class ServerConfig(uvicorn.Config):
         # counts. The limiter reads the header itself, only as RANKD_RATE_TRUSTED_PROXIES
         # allows (api/rate_limit.py).
         options["proxy_headers"] = False
+        # before uvicorn's __init__, which configures logging already
+        self.rankd_log_level = str(options.get("log_level") or "info")
         super().__init__(app, http=GuardedHttpProtocol, server_header=False, **options)
         self.header_timeout_s = header_timeout_s
         self.body_timeout_s = body_timeout_s
@@ -63,6 +65,29 @@ class ServerConfig(uvicorn.Config):
         # open connections per client address in this process; an address leaves it when
         # its last connection closes, so it holds at most one entry per open connection
         self.per_address: Counter[str] = Counter()
+
+    def configure_logging(self) -> None:
+        # called in the parent and again in each spawned worker: a worker's lines then look
+        # exactly as a single process's (logs.py)
+        super().configure_logging()
+        logs.configure(self.rankd_log_level)
+
+
+class Workers(Multiprocess):
+    """uvicorn's worker supervisor, which also tells the metrics when a worker is gone (a
+    dead worker's live gauges leave the sums; uvicorn starts a new worker in its place)."""
+
+    def __init__(self, config: ServerConfig, sockets: list[Any]) -> None:
+        super().__init__(config, sockets)
+        self._pids: set[int] = set()
+
+    def keep_subprocess_alive(self) -> None:
+        # runs every half second, after any restart a signal asked for
+        super().keep_subprocess_alive()
+        pids = {process.pid for process in self.processes if process.pid is not None}
+        for pid in self._pids - pids:
+            metrics.worker_gone(pid)
+        self._pids = pids
 
 
 def _error(status: bytes, code: str, message: str, *, retry_after_s: int | None = None) -> bytes:
@@ -301,6 +326,9 @@ def run(settings: Settings, *, host: str, port: int, workers: int) -> bool:
         workers=workers,
         loop="uvloop",
         log_level=settings.log_level,
+        # uvicorn's own lines go through the root logger too, in the service's format
+        # (logs.py), in the parent and in every worker alike
+        log_config=None,
         access_log=False,
         timeout_keep_alive=settings.http_keep_alive_s,
         header_timeout_s=settings.http_header_timeout_s,
@@ -310,8 +338,9 @@ def run(settings: Settings, *, host: str, port: int, workers: int) -> bool:
         probe_connections=settings.http_probe_connections,
     )
     if workers > 1:
-        with contextlib.suppress(KeyboardInterrupt):
-            Multiprocess(config, sockets=[config.bind_socket()]).run()
+        # the folder is set before any worker is spawned, so every worker counts into it
+        with metrics.shared_folder(), contextlib.suppress(KeyboardInterrupt):
+            Workers(config, sockets=[config.bind_socket()]).run()
         return True
     server = uvicorn.Server(config)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once done
