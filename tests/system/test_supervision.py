@@ -285,10 +285,13 @@ async def until_ready(
         if status != 200:
             seen_503 = True
         elif seen_503:
+            # "ready" holds from when the answer came: a request sent while /readyz was
+            # being answered may still have met the last moment of the recovery
+            said = time.monotonic()
             acked = list(ledger.acked.values())  # acknowledged before readiness was said
             wps = {wp for run in acked for wp in periods_of(run)}
             boards = {wp: await read_whole(s.http, s.board, *wp) for wp in wps}
-            return t, [r.run_id for r in acked if _missing(r, boards)], len(acked)
+            return said, [r.run_id for r in acked if _missing(r, boards)], len(acked)
         await asyncio.sleep(0.05)
     raise AssertionError(f"/readyz not 200 again within 30 s: {watch.ready[-1:]}\n{s.log()}")
 
