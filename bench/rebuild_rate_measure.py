@@ -22,9 +22,11 @@ BOARD = "bench-rebuild"
 CHUNK = 1000
 
 
-def fill(pg_url: str, n: int, board: str = BOARD) -> None:
+def fill(pg_url: str, n: int, board: str = BOARD, *, analyze: bool = True) -> None:
     """N members of one all-time period, generated inside PostgreSQL (default codec: 23
-    time bits, so composite = score << 23 | reversed time units)."""
+    time bits, so composite = score << 23 | reversed time units); ``analyze``: refresh the
+    table's statistics after (a benchmark's plans; a test can skip it). Also
+    tests/system/test_repairs.py's board."""
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DELETE FROM player_best WHERE board_id = %s", (board,))
         conn.execute(
@@ -41,7 +43,8 @@ def fill(pg_url: str, n: int, board: str = BOARD) -> None:
             " ON CONFLICT DO NOTHING",
             (board,),
         )
-        conn.execute("VACUUM ANALYZE player_best")
+        if analyze:
+            conn.execute("VACUUM ANALYZE player_best")
 
 
 def write_pipe_file(pg_url: str, key: str, path: Path) -> None:

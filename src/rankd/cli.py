@@ -201,7 +201,38 @@ def _run_with_runtime(
     wanted = startup.Wanted(command, has_data=has_data, allow_empty=allow_empty)
     services = _services(_settings(command, data_dir), wanted)
     with services as settings:
-        return asyncio.run(go(settings))
+        try:
+            return asyncio.run(go(settings))
+        except KeyboardInterrupt:
+            # a period it had begun keeps no lease: the service rebuilds it on its next write
+            typer.echo(f"{command}: interrupted; run it again to finish", err=True)
+            raise SystemExit(130) from None
+        except Exception as exc:
+            if not _store_failure(exc):
+                raise
+            # a store gone away is the operator's to fix, not a bug: one line, not a traceback
+            typer.echo(f"{command}: {_one_line(exc)}", err=True)
+            raise SystemExit(1) from None
+
+
+def _store_failure(exc: BaseException) -> bool:
+    from psycopg import OperationalError
+    from redis.exceptions import RedisError
+
+    from rankd.errors import RankdError
+
+    return isinstance(exc, RankdError | OSError | RedisError | OperationalError)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error and its root cause on one line (a store's error under ours says why)."""
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    said = str(exc) or type(exc).__name__
+    if root is not exc:
+        said += f" ({type(root).__name__}: {str(root)[:200]})"
+    return " ".join(said.split())
 
 
 def _rate_updater(progress: Progress, task: Any) -> Callable[[int], None]:

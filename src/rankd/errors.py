@@ -73,6 +73,18 @@ class Unavailable(RankdError):
     code = "unavailable"
 
 
+class PeriodBusy(Unavailable):
+    """One board period refuses writes for now: a rebuild holds its lease (``torn`` False),
+    or a rebuild died midway and the period must be rebuilt first (``torn`` True). Only
+    that board's writes wait: the log consumer applies the other boards' runs meanwhile."""
+
+    def __init__(self, message: str, *, key: str, board_id: str, torn: bool) -> None:
+        super().__init__(message)
+        self.key = key  # the period's public Redis key
+        self.board_id = board_id
+        self.torn = torn
+
+
 class LogUnavailable(Unavailable):
     """The run log cannot be reached or did not answer in time."""
 

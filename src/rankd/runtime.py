@@ -25,6 +25,7 @@ from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
 from rankd.services.recovery import Recovery
 from rankd.services.registry import BoardRegistry
+from rankd.services.repairs import Repairs
 from rankd.services.restart import Restorer
 from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
@@ -62,6 +63,8 @@ class Runtime:
     limiter: RateLimiter
     live: LiveHub
     deletions: Deletions
+    # periods whose rebuild died midway, rebuilt again (services/repairs.py)
+    repairs: Repairs
     consumer: LogConsumer | None = None
     # what is recovering and how far (services/recovery.py); /readyz is 503 until empty
     recovery: Recovery = field(default_factory=Recovery)
@@ -72,6 +75,7 @@ class Runtime:
     health: Health = field(init=False)
 
     def __post_init__(self) -> None:
+        self.submitter.on_busy = self.repairs.ask
         self.health = Health(
             self.settings,
             self.redis,
@@ -163,9 +167,16 @@ class Runtime:
             scrub_interval_s=s.erasure_scrub_interval_s,
             run_id_bucket_ms=run_ids.bucket_ms,
         )
+        repairs = Repairs(
+            lambda board, window, period: rebuilder.rebuild(
+                board=board, window=window, period=period
+            ),
+            redis.loads.is_torn,
+        )
         runtime = cls(
             settings=s,
             deletions=deletions,
+            repairs=repairs,
             redis=redis,
             pg=pg,
             runlog=runlog,
@@ -283,6 +294,9 @@ class Runtime:
                 mark_wait_s=s.consumer_mark_wait_s,
                 run_memory_s=s.run_memory_s,
                 heal=self.heal_periods,
+                # a board whose period refuses writes waits alone; the others go on
+                defer_busy=True,
+                on_busy=self.repairs.ask,
             ),
             self.pg,
             self.redis.positions,
@@ -316,6 +330,7 @@ class Runtime:
         driver call cannot hold up a shutdown."""
         self._stopping.set()
         self.health.wake_redis_watch.set()
+        await self.repairs.close()
         stuck = await stop_tasks([*self._tasks, *self._heals], CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
@@ -350,7 +365,8 @@ class Runtime:
         return None if self.consumer is None else self.consumer.lag.as_dict()
 
     def degraded(self) -> list[str]:
-        """Why this instance serves but the durable copy is behind or incomplete, if so."""
+        """Why this instance serves but the durable copy is behind or incomplete, or a
+        board period refuses writes while it is repaired, if so."""
         if self.consumer is None:
-            return []
-        return self.consumer.lag.problems(self.settings.ready_max_lag_s)
+            return self.repairs.describe()
+        return self.consumer.lag.problems(self.settings.ready_max_lag_s) + self.repairs.describe()

@@ -58,12 +58,14 @@
 -- hist_move(key, old, new): an entry of ``key`` went from composite ``old`` to ``new`` (nil:
 -- none); counts the change in the histogram's '#' field too.
 -- refuse_while_restoring(public): fail the script (an error reply, which the service takes
--- for Redis being unavailable: a 503, and the log consumer retries its batch later) while
--- the period's <public>:restoring flag is set: a staged rebuild has written PostgreSQL's
--- exact times into the live hashes and not yet swapped its copy in (stores/redis/loads.py
--- load_period). A write then would leave a time pointing at a member the swapped-in key
--- does not hold, and the next write a second member for the player. Called first, before
--- any write, by every script that writes entries.
+-- for Redis being unavailable: a 503, and the log consumer retries that board's runs later)
+-- while the period's <public>:restoring lease is set: a staged rebuild has written
+-- PostgreSQL's exact times into the live hashes and not yet swapped its copy in
+-- (stores/redis/loads.py load_period). A write then would leave a time pointing at a member
+-- the swapped-in key does not hold, and the next write a second member for the player.
+-- With <public>:torn set and no lease, that rebuild died midway: TORN, and the service
+-- rebuilds the period (services/repairs.py). Both errors name the key. Called first,
+-- before any write, by every script that writes entries.
 local STAMP_EPOCH_MS = 1577836800000
 local STAMP_WIDTH = 7
 local STAMP_MAX = 4398046511103  -- 2^42 - 1
@@ -94,9 +96,13 @@ end
 
 
 local function refuse_while_restoring(public)
+  -- one EXISTS for both: the common answer is 0
+  if redis.call('EXISTS', public .. ':restoring', public .. ':torn') == 0 then return end
+  -- a string, not {err = ...}: Redis 6.2's handler fails on a table and says nothing of it
   if redis.call('EXISTS', public .. ':restoring') == 1 then
-    error({err = 'RESTORING the period is being restored; retry shortly'})
+    error('RESTORING ' .. public .. ' is being restored; retry shortly')
   end
+  error('TORN ' .. public .. ' lost its rebuild midway and is being rebuilt; retry shortly')
 end
 
 local function mark(key, member, now)

@@ -30,6 +30,7 @@ from rankd.plan import Target, Visibility, plan
 from rankd.runs import decode_batch
 from rankd.services.moderation import Moderation
 from rankd.services.registry import BoardRegistry
+from rankd.services.repairs import busy_in
 from rankd.services.write_pipeline import WritePipeline
 from rankd.stores import deletions, fingerprints, standings
 from rankd.stores.postgres import Conn, PostgresStore
@@ -46,10 +47,14 @@ logger = logging.getLogger("rankd.applier")
 class Outcome:
     applied: list[int] = field(default_factory=list)
     parked: list[int] = field(default_factory=list)
+    # not applied yet: their board's period refuses writes for now (a rebuild's lease, or
+    # a torn period being repaired); not to be acked, so the log delivers them again
+    deferred: list[int] = field(default_factory=list)
 
     def extend(self, other: Outcome) -> Outcome:
         self.applied += other.applied
         self.parked += other.parked
+        self.deferred += other.deferred
         return self
 
 
@@ -71,6 +76,14 @@ def is_transient(exc: BaseException) -> bool:
     ``InvalidRequest`` for what PostgreSQL refuses to store, so the applier needs no driver.
     """
     return isinstance(exc, Unavailable | OSError)  # TimeoutError and ConnectionError included
+
+
+def _board_of(message: LogMessage) -> str | None:
+    """The board a log message's runs are for; None for one that cannot be decoded."""
+    try:
+        return decode_batch(message.data)[0]
+    except (ValueError, ArithmeticError):
+        return None
 
 
 def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> None:
@@ -110,6 +123,8 @@ class Applier:
         mark_wait_s: float | None = None,
         run_memory_s: float = 86_400.0,
         heal: Callable[[list[tuple[str, str, str]]], None] | None = None,
+        defer_busy: bool = False,
+        on_busy: Callable[[BaseException], None] | None = None,
     ) -> None:
         """``mark_wait_s`` (the log consumer's): trust the submit path's marks, skipping
         the Redis writes of targets it marked as applied, and wait up to this long for the
@@ -129,6 +144,12 @@ class Applier:
         # their submitter may have written them to Redis, which is then rebuilt from
         # PostgreSQL (runtime.py), so the two agree again
         self.heal = heal
+        # the log consumer's: a batch that meets one board's busy period (PeriodBusy)
+        # applies the other boards' messages and leaves that board's to come again, so one
+        # board's trouble never holds up the rest; replays raise instead
+        self.defer_busy = defer_busy
+        # told of each such failure (a torn period is then repaired: services/repairs.py)
+        self.on_busy = on_busy
 
     async def _config(
         self, configs: dict[str, BoardConfig], board_id: str, generation: int
@@ -244,6 +265,11 @@ class Applier:
         try:
             return await self._apply_together(messages)
         except Exception as exc:
+            busy = busy_in(exc)
+            if busy is not None and self.on_busy is not None:
+                self.on_busy(busy)
+            if busy is not None and self.defer_busy:
+                return await self._without(messages, busy.board_id, exc)
             if is_transient(exc):
                 raise
             failure = exc
@@ -255,6 +281,23 @@ class Applier:
                 failure,
             )
         return await self._isolate(messages, failure)
+
+    async def _without(
+        self, messages: list[LogMessage], board_id: str, failure: Exception
+    ) -> Outcome:
+        """Apply the messages not of ``board_id``; defer its own. Raises ``failure`` when
+        every message is that board's (the consumer backs off, then fetches again)."""
+        mine = [m for m in messages if _board_of(m) == board_id]
+        others = [m for m in messages if _board_of(m) != board_id]
+        if not others:
+            raise failure
+        logger.info(
+            "board %s refuses writes for now (%s); %d of its log messages wait, %d others apply",
+            board_id, failure, len(mine), len(others),
+        )  # fmt: skip
+        outcome = await self.apply(others)
+        outcome.deferred += [m.seq for m in mine]
+        return outcome
 
     async def _isolate(self, messages: list[LogMessage], failure: Exception) -> Outcome:
         """``messages`` failed together with ``failure``: apply them in halves, down to

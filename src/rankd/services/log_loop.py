@@ -47,7 +47,10 @@ async def apply_log(
             outcome = await applier.apply(messages)
         else:
             outcome = await _applying(sub, applier, messages, progress_every_s)
-        await sub.ack(messages)
+        # a deferred message (its board's period refuses writes for now) is not acked:
+        # the log delivers it again after its backoff, while the others go on
+        deferred = set(outcome.deferred)
+        await sub.ack([m for m in messages if m.seq not in deferred] if deferred else messages)
         seen = max(seen, *(m.seq for m in messages))
         if on_batch is not None:
             on_batch(messages, outcome)

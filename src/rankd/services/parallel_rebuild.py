@@ -37,7 +37,7 @@ from rankd.stores import rebuild_slices
 from rankd.stores.postgres import Conn
 from rankd.stores.redis import keys
 from rankd.stores.redis.loader import Loader
-from rankd.stores.redis.loads import RESTORING_TTL_MS, Loads
+from rankd.stores.redis.loads import Loads
 
 Progress = Callable[[int], None]
 PageReader = Callable[[], AsyncIterator[tuple[int, bytes]]]
@@ -75,70 +75,75 @@ async def load_period(
     """Load the period ``ref`` (``shards`` > 1: a sharded one) with up to ``streams``
     parallel streams and swap it in; returns the entries loaded (as load_period does).
     ``counted_runs(shard)``: a sum board's counted run pages of a shard, else None."""
-    n = shards if shards > 1 else 0
-    every = keys.shard_keys(*ref, max(n, 1))
-    stagings = [keys.staging(pk.public) for pk in every]
-    bounds = await rebuild_slices.composite_slices(conn, ref, streams)
-    for staging in stagings:  # emptied once, before the streams load beside each other
-        await loads.conn.nodes.for_key(staging).delete(staging)
-    loaded = [0] * len(every)
+    every = keys.shard_keys(*ref, max(shards, 1))
+    try:
+        n = shards if shards > 1 else 0
+        stagings = [keys.staging(pk.public) for pk in every]
+        bounds = await rebuild_slices.composite_slices(conn, ref, streams)
+        for staging in stagings:  # emptied once, before the streams load beside each other
+            await loads.conn.nodes.for_key(staging).delete(staging)
+        loaded = [0] * len(every)
 
-    async with readers(pg_url, len(bounds)) as conns:
+        async with readers(pg_url, len(bounds)) as conns:
 
-        async def entries(reader: Conn, slice_: tuple[int, int]) -> None:
-            pages = rebuild_slices.slice_pages(reader, ref, n, slice_)
-            counts = await Loader.sharded(
-                loads.conn.nodes.for_key, stagings, pages, progress, empty=False
+            async def entries(reader: Conn, slice_: tuple[int, int]) -> None:
+                pages = rebuild_slices.slice_pages(reader, ref, n, slice_)
+                counts = await Loader.sharded(
+                    loads.conn.nodes.for_key, stagings, pages, progress, empty=False
+                )
+                for k, count in enumerate(counts):
+                    loaded[k] += count
+
+            await _all(entries(c, b) for c, b in zip(conns, bounds, strict=True))
+
+            # from the first exact time written into the live hashes until each shard's swap,
+            # the period's writing scripts refuse (stores/redis/leases.py)
+            for pk in every:
+                await loads.leases.take(pk.public)
+
+            async def times(reader: Conn, slice_: tuple[int, int]) -> None:
+                async def groups() -> AsyncIterator[tuple[str, int, bytes]]:
+                    async for shard, bucket, fields, arguments in rebuild_slices.slice_time_groups(
+                        reader, ref, n, slice_
+                    ):
+                        yield f"{every[shard].public}:at:{bucket}", fields, arguments
+
+                async with reader.transaction():  # the named cursor needs one
+                    await Loader.hashes(loads.conn.nodes.for_key, groups())
+
+            await _all(times(c, b) for c, b in zip(conns, bounds, strict=True))
+
+        async def finish(k: int) -> int:
+            shard = (k, n)
+
+            def mine(player: str) -> bool:
+                return keys.shard_of(player, n) == (k if n else -1)
+
+            return await loads.load_period(
+                ref,
+                _unused_pages,
+                counted_runs(shard),
+                _unused_times,
+                start_ms,
+                progress,
+                shadowed=[p for p in shadowed if mine(p)],
+                held=[h for h in held if mine(h[0])],
+                shard=k if n else -1,
+                staged=loaded[k],
             )
-            for k, count in enumerate(counts):
-                loaded[k] += count
 
-        await _all(entries(c, b) for c, b in zip(conns, bounds, strict=True))
+        limit = asyncio.Semaphore(max(1, streams))
 
-        # from the first exact time written into the live hashes until each shard's swap,
-        # the period's writing scripts refuse (stores/redis/loads.py)
-        for pk in every:
-            flag = keys.restoring(pk.public)
-            await loads.conn.nodes.for_key(flag).set(flag, b"1", px=RESTORING_TTL_MS)
+        async def finish_one(k: int) -> int:
+            async with limit:
+                return await finish(k)
 
-        async def times(reader: Conn, slice_: tuple[int, int]) -> None:
-            async def groups() -> AsyncIterator[tuple[str, int, bytes]]:
-                async for shard, bucket, fields, arguments in rebuild_slices.slice_time_groups(
-                    reader, ref, n, slice_
-                ):
-                    yield f"{every[shard].public}:at:{bucket}", fields, arguments
+        return sum(await _all(finish_one(k) for k in range(len(every))))
 
-            async with reader.transaction():  # the named cursor needs one
-                await Loader.hashes(loads.conn.nodes.for_key, groups())
-
-        await _all(times(c, b) for c, b in zip(conns, bounds, strict=True))
-
-    async def finish(k: int) -> int:
-        shard = (k, n)
-
-        def mine(player: str) -> bool:
-            return keys.shard_of(player, n) == (k if n else -1)
-
-        return await loads.load_period(
-            ref,
-            _unused_pages,
-            counted_runs(shard),
-            _unused_times,
-            start_ms,
-            progress,
-            shadowed=[p for p in shadowed if mine(p)],
-            held=[h for h in held if mine(h[0])],
-            shard=k if n else -1,
-            staged=loaded[k],
-        )
-
-    limit = asyncio.Semaphore(max(1, streams))
-
-    async def finish_one(k: int) -> int:
-        async with limit:
-            return await finish(k)
-
-    return sum(await _all(finish_one(k) for k in range(len(every))))
+    except BaseException:
+        # failed or stopped: the leases not swapped yet go now (their torn marks stay)
+        await loads.leases.abandon([pk.public for pk in every])
+        raise
 
 
 async def _all(calls: Any) -> list[Any]:

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rankd.boards import BoardConfig
 from rankd.errors import RankdError, Unavailable
@@ -53,6 +53,9 @@ class Submitter:
         self.run_ids = run_ids
         self.segment_values = segment_values
         self.pipeline = WritePipeline(writes, writes.marks, reads, pg, moderation)
+        # told of every Redis failure after logging: a torn period is repaired at once
+        # (services/repairs.py; the runtime sets it)
+        self.on_busy: Callable[[BaseException], None] = lambda _exc: None
 
     async def submit(
         self, board: BoardConfig, runs: Sequence[Run]
@@ -78,6 +81,7 @@ class Submitter:
             try:
                 applied = await self.apply(board, accepted, record_holds=True)
             except Unavailable as exc:
+                self.on_busy(exc)
                 # The runs are in the log; a retry is harmless and the log consumer heals Redis.
                 raise Unavailable(
                     "the run was logged but the boards are unreachable; retrying is safe"

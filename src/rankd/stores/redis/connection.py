@@ -26,6 +26,7 @@ reads to its replicas (``ReplicaReads``); script calls and pipelines stay on the
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -33,10 +34,11 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.cluster import LoadBalancingStrategy
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.maint_notifications import MaintNotificationsConfig
 
-from rankd.errors import Unavailable
+from rankd.errors import PeriodBusy, Unavailable
+from rankd.stores.redis import keys
 from rankd.stores.redis.batch import Batcher
 from rankd.stores.redis.replicas import ReplicaReads
 from rankd.stores.redis.scripts import Call, Command, call_script, load_all, run_pipeline
@@ -213,7 +215,33 @@ def reachable(what: str = "Redis is unavailable right now; retry shortly") -> It
     try:
         yield
     except (RedisError, OSError) as exc:
+        busy = period_busy(exc)
+        if busy is not None:
+            raise busy from exc
         raise Unavailable(what) from exc
+
+
+# a writing script's refusal (lua/lib.lua refuse_while_restoring), wherever redis-py puts
+# it in its message (a pipeline's error is prefixed with the command's place)
+_BUSY = re.compile(r"\b(RESTORING|TORN) (lb:\{[^{}]+\})")
+
+
+def period_busy(exc: BaseException) -> PeriodBusy | None:
+    """The PeriodBusy a Redis error reply stands for, or None for any other error."""
+    if not isinstance(exc, ResponseError):
+        return None
+    match = _BUSY.search(str(exc))
+    period = None if match is None else keys.period_of(match[2])
+    if match is None or period is None:
+        return None
+    torn = match[1] == "TORN"
+    why = "lost its rebuild midway and is being rebuilt" if torn else "is being restored"
+    return PeriodBusy(
+        f"board {period[0]!r}, {period[1]} {period[2]}: {why}; retry shortly",
+        key=match[2],
+        board_id=period[0],
+        torn=torn,
+    )
 
 
 class RedisConn:

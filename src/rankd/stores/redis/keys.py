@@ -209,7 +209,33 @@ def staging(key: str) -> str:
 
 
 def restoring(key: str) -> str:
-    """Set while a staged rebuild writes PostgreSQL's exact times into ``key``'s live
-    hashes and until its staged copy is swapped in (same hash tag): the writing scripts
-    refuse to write the period meanwhile (lua/lib.lua refuse_while_restoring)."""
+    """A staged rebuild's lease on ``key`` (same hash tag): set, with a short expiry the
+    rebuild renews while it lives, from when it writes PostgreSQL's exact times into the
+    live hashes until its staged copy is swapped in. The writing scripts refuse meanwhile
+    (lua/lib.lua refuse_while_restoring); a rebuild that dies lets it lapse in seconds."""
     return f"{key}:restoring"
+
+
+def torn(key: str) -> str:
+    """Set with the lease and removed only by the swap (same hash tag): while it is set
+    without the lease, a rebuild died between its first exact time and its swap, so the
+    live hashes may point at members ``key`` does not hold. The writing scripts then refuse
+    with TORN and the service rebuilds the period (services/repairs.py)."""
+    return f"{key}:torn"
+
+
+_PUBLIC = re.compile(r"lb:\{(?P<tag>[^{}]+)\}")
+
+
+def period_of(public: str) -> tuple[str, str, str] | None:
+    """(board, window, period) of a period's public key (any segment or shard), or None for
+    a name that is not one: the inverse of PeriodKeys.public for what a repair needs."""
+    match = _PUBLIC.fullmatch(public)
+    if match is None:
+        return None
+    head, _, shard = match["tag"].partition("#")
+    parts = head.rsplit(":", 2)
+    if len(parts) != 3 or (shard and not shard.isdigit()):
+        return None
+    board = parts[0].split("/", 1)[0]
+    return (board, parts[1], parts[2]) if board and parts[1] and parts[2] else None

@@ -17,6 +17,7 @@ from rankd.periods import PeriodRef
 from rankd.stores.redis import keys
 from rankd.stores.redis.common import Shards
 from rankd.stores.redis.connection import NodeClients, RedisConn, reachable
+from rankd.stores.redis.leases import Leases
 from rankd.stores.redis.loader import Loader, Progress, SmallPeriod, bulk, command, run_commands
 from rankd.stores.redis.scripts import (
     HIST_REBUILD,
@@ -26,10 +27,6 @@ from rankd.stores.redis.scripts import (
     retry_noscript,
 )
 
-# how long a staged rebuild's restoring flag lasts unrenewed (a rebuild that dies leaves
-# the period's writes refused this long at most); see swap
-RESTORING_TTL_MS = 600_000
-
 
 class Loads:
     """A rebuild's bulk loads and swaps."""
@@ -37,6 +34,8 @@ class Loads:
     def __init__(self, conn: RedisConn, shards: Shards) -> None:
         self.conn = conn
         self.shards = shards
+        # the periods whose writes this process's rebuilds hold off (stores/redis/leases.py)
+        self.leases = Leases(conn.nodes)
 
     async def load_period(
         self,
@@ -73,46 +72,70 @@ class Loads:
             async for bucket, fields, arguments in times(members):
                 yield f"{pk.public}:at:{bucket}", fields, arguments
 
-        with reachable():
-            staging = keys.staging(pk.public)
-            node = self.conn.nodes.for_key(pk.public)  # every key here shares the shard's tag
-            flag = keys.restoring(pk.public)
-            if staged is None:
-                loaded = {pk.public: await Loader.run(node, staging, entries(), progress)}
-                # from the first time written into the live hashes until the swap, the
-                # period's writing scripts refuse (see swap)
-                await node.set(flag, b"1", px=RESTORING_TTL_MS)
-                await Loader.hashes(node, time_groups(loaded[pk.public]))
-            else:
-                loaded = {pk.public: staged}
-                await node.pexpire(flag, RESTORING_TTL_MS)  # stage_shards set it: renewed
-            for i in range(0, len(shadowed), 1000):
-                chunk = shadowed[i : i + 1000]
-                call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
-                [moved] = await self.conn.run([(call[0], call[1], (*call[2], *chunk))])
-                loaded[pk.public] -= int(moved)
-            if counted_runs is not None:
-                loaded[pk.runs] = await Loader.run(
-                    node, keys.staging(pk.runs), counted_runs(), None
-                )
-            # the marks go with the board they were made on: runs applied to the replaced key
-            # are applied again by the log consumer
-            pending: list[Command] = [("DEL", (pk.pending, pk.applied))]
-            if shard >= 0:  # a shard's histogram, counted from the key swapped in
-                # EVAL, not EVALSHA: a Redis that lost its scripts would fail it inside
-                # the MULTI, after the rename; a rebuild sends it once a shard
-                source = HIST_REBUILD.source
-                pending.append(("EVAL", (source, 2, pk.public, pk.hist)))
-            for player, composite, achieved_ms in held:
-                pending.append(("ZADD", (pk.pending, composite, codec.member(player, achieved_ms))))
-                pending.append(
-                    ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
-                )
-            await swap(self.conn.nodes, pk.public, loaded, pending, restoring=flag)
-            await self.conn.client.zadd(
-                keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True
-            )
+        try:
+            with reachable():
+                return await self._load_period(
+                    pk, ref, entries, counted_runs, time_groups, start_ms, progress,
+                    shadowed, held, shard, staged,
+                )  # fmt: skip
+        except BaseException:
+            # failed, or stopped (Ctrl-C): the lease goes now, the torn mark stays
+            await self.leases.abandon([pk.public])
+            raise
+
+    async def _load_period(
+        self,
+        pk: keys.PeriodKeys,
+        ref: PeriodRef,
+        entries: Callable[[], AsyncIterator[tuple[int, bytes]]],
+        counted_runs: Callable[[], AsyncIterator[tuple[int, bytes]]] | None,
+        time_groups: Callable[[int], AsyncIterator[tuple[str, int, bytes]]],
+        start_ms: int,
+        progress: Progress | None,
+        shadowed: Sequence[str],
+        held: Sequence[tuple[str, int, int]],
+        shard: int,
+        staged: int | None,
+    ) -> int:
+        staging = keys.staging(pk.public)
+        node = self.conn.nodes.for_key(pk.public)  # every key here shares the shard's tag
+        flag = keys.restoring(pk.public)
+        if staged is None:
+            loaded = {pk.public: await Loader.run(node, staging, entries(), progress)}
+            # from the first time written into the live hashes until the swap, the
+            # period's writing scripts refuse (see swap)
+            await self.leases.take(pk.public)
+            await Loader.hashes(node, time_groups(loaded[pk.public]))
+        else:
+            loaded = {pk.public: staged}  # stage_shards took the lease
+        for i in range(0, len(shadowed), 1000):
+            chunk = shadowed[i : i + 1000]
+            call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
+            [moved] = await self.conn.run([(call[0], call[1], (*call[2], *chunk))])
+            loaded[pk.public] -= int(moved)
+        if counted_runs is not None:
+            loaded[pk.runs] = await Loader.run(node, keys.staging(pk.runs), counted_runs(), None)
+        # the marks go with the board they were made on: runs applied to the replaced key
+        # are applied again by the log consumer
+        pending: list[Command] = [("DEL", (pk.pending, pk.applied))]
+        if shard >= 0:  # a shard's histogram, counted from the key swapped in
+            # EVAL, not EVALSHA: a Redis that lost its scripts would fail it inside
+            # the MULTI, after the rename; a rebuild sends it once a shard
+            source = HIST_REBUILD.source
+            pending.append(("EVAL", (source, 2, pk.public, pk.hist)))
+        for player, composite, achieved_ms in held:
+            pending.append(("ZADD", (pk.pending, composite, codec.member(player, achieved_ms))))
+            pending.append(("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms)))
+        await swap(self.conn.nodes, pk.public, loaded, pending, restoring=flag)
+        self.leases.swapped(pk.public)
+        await self.conn.client.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
         return loaded[pk.public] + len(held)
+
+    async def is_torn(self, public: str) -> bool:
+        """Whether the period of ``public`` carries the torn mark of a rebuild that died
+        midway (stores/redis/leases.py)."""
+        with reachable():
+            return bool(await self.conn.client.exists(keys.torn(public)))
 
     async def stage_shards(
         self,
@@ -133,14 +156,17 @@ class Loads:
                 yield f"{every[shard].public}:at:{bucket}", fields, arguments
 
         stagings = [keys.staging(pk.public) for pk in every]
-        with reachable():
-            # on Redis Cluster the shards live on different nodes: each key's writes go on
-            # a connection to the node that owns it
-            loaded = await Loader.sharded(self.conn.nodes.for_key, stagings, pages, progress)
-            for pk in every:  # each shard's writes refused until its swap (see swap)
-                flag = keys.restoring(pk.public)
-                await self.conn.nodes.for_key(flag).set(flag, b"1", px=RESTORING_TTL_MS)
-            await Loader.hashes(self.conn.nodes.for_key, groups())
+        try:
+            with reachable():
+                # on Redis Cluster the shards live on different nodes: each key's writes go
+                # on a connection to the node that owns it
+                loaded = await Loader.sharded(self.conn.nodes.for_key, stagings, pages, progress)
+                for pk in every:  # each shard's writes refused until its swap (see swap)
+                    await self.leases.take(pk.public)
+                await Loader.hashes(self.conn.nodes.for_key, groups())
+        except BaseException:
+            await self.leases.abandon([pk.public for pk in every])
+            raise
         return loaded
 
     async def load_small_periods(self, periods: Sequence[SmallPeriod]) -> int:
@@ -214,13 +240,13 @@ async def swap(
     counted in one and lost from the other. They share ``tagged``'s hash tag, so the
     transaction runs on the one node that holds them.
 
-    ``restoring``: the period's flag (keys.restoring), set before PostgreSQL's
-    exact times went into the live hashes. While it is set the writing scripts refuse
-    (lua/lib.lua refuse_while_restoring), so no submit or applied run can point a
-    player's time at a member the staged key does not hold (the next write would then
-    add a second member for the player). It is removed in this transaction; if it
-    expired (or changed) first, writes may have landed in between, so nothing is
-    swapped (WATCH) and the rebuild fails, to be run again."""
+    ``restoring``: the period's lease (keys.restoring, stores/redis/leases.py), taken
+    before PostgreSQL's exact times went into the live hashes. While it is held the writing
+    scripts refuse (lua/lib.lua refuse_while_restoring), so no submit or applied run can
+    point a player's time at a member the staged key does not hold (the next write would
+    then add a second member for the player). It is removed in this transaction with the
+    torn mark; if it lapsed (or changed) first, nothing is swapped (WATCH) and the rebuild
+    fails: the torn mark stays, and the period is rebuilt again."""
     pipe = nodes.for_key(tagged).pipeline(transaction=True)
     if restoring is not None:
         await pipe.watch(restoring)
@@ -236,5 +262,5 @@ async def swap(
     for name, args in also:  # e.g. the :pending key, put in place with the board
         pipe.execute_command(name, *args)
     if restoring is not None:
-        pipe.delete(restoring)
+        pipe.delete(restoring, keys.torn(tagged))
     await pipe.execute()
