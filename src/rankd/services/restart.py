@@ -59,6 +59,8 @@ logger = logging.getLogger("rankd.restart")
 # full rebuild: the Redis write follows the PostgreSQL commit by a round trip or two, and
 # clocks of several instances differ a little.
 CHANGE_MARGIN_MS = 60_000
+# A tail replay that failed this many times running gives way to a rebuild from PostgreSQL.
+MAX_TAIL_FAILURES = 2
 
 Stage = Callable[[str], None]
 
@@ -107,6 +109,9 @@ class Restorer:
         self.boards = boards
         self.last: RestoreReport | None = None  # the last restore, for /readyz
         self.change_margin_ms = CHANGE_MARGIN_MS
+        # tail replays failed in a row, and the last one's error (see restore)
+        self.tail_failures = 0
+        self.tail_error = ""
 
     async def tail_start(self) -> tuple[int | None, int, str]:
         """The first log sequence to replay and when the position was recorded (ms), or
@@ -132,10 +137,28 @@ class Restorer:
         started = time.perf_counter()
         run_id = await self.redis.positions.server_run_id()
         start, at_ms, reason = await self.tail_start()
+        if start is not None and self.tail_failures >= MAX_TAIL_FAILURES:
+            # a tail that keeps failing must not keep the service waiting: PostgreSQL holds
+            # every applied run, and the log's later ones come through the consumer
+            start, reason = (
+                None,
+                (f"the log's tail failed to apply {self.tail_failures} times: {self.tail_error}"),
+            )
         if start is None:
             report = await self._rebuild(reason, stage)
+            self.tail_failures = 0
         else:
-            report = await self._tail(start, at_ms, run_id, stage)
+            try:
+                report = await self._tail(start, at_ms, run_id, stage)
+            except Exception as exc:
+                self.tail_failures += 1
+                self.tail_error = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+                logger.warning(
+                    "tail replay failed (%d of %d before a rebuild instead): %s",
+                    self.tail_failures, MAX_TAIL_FAILURES, self.tail_error,
+                )  # fmt: skip
+                raise
+            self.tail_failures = 0
         report.seconds = time.perf_counter() - started
         self.last = report
         logger.warning("redis restored: %s", report.describe())

@@ -30,6 +30,7 @@ from tests.support.durable import (
     all_reads,
     delete_board_keys,
     pg_best,
+    pg_composites,
     pg_snapshot,
     redis_runs,
     redis_state,
@@ -300,3 +301,34 @@ async def test_cli_rebuild_rejects_an_unknown_window(urls: Urls) -> None:
     message = out + err
     assert "window must be one of all-time, daily, weekly, monthly" in message
     assert "Traceback" not in message
+
+
+async def test_a_replay_of_a_long_log_of_one_board_stays_within_what_redis_takes(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    make_board: MakeBoard,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    own: Runtime,
+) -> None:
+    """500 messages of 1,000 runs of one board, replayed as one batch: the folded script
+    calls on its one key would pass Redis's 1,048,576 arguments (2,000,000 here) were they
+    one command ("invalid mbulk count"); they go in bounded parts, in order."""
+    board = await make_board(windows=["all-time"])
+    messages, players = 500, 1000
+    first = await next_sequence(own)
+    now = ms(now_ms())
+    for m in range(messages):
+        runs = [Run(f"L{m}-{i}", f"p{i}", m * players + i, now, now) for i in range(players)]
+        await own.runlog.publish(board, encode_message(board, runs), f"long-{board}-{m}")
+    report = await replay(own.runlog, own.applier, first, batch=1000)
+    assert report.messages >= messages and report.parked == 0
+    best = await pg_best(pg, board)
+    # every player's best is its run of the last message, in PostgreSQL and in Redis alike
+    assert {p: v[1] for (_, _, p), v in best.items()} == {
+        f"p{i}": (messages - 1) * players + i for i in range(players)
+    }
+    assert await redis_state(redis, board, ["all-time"]) == await pg_composites(pg, board)
+    # the session's own consumer applies them too: its work stays inside this test
+    took = await wait_consumer_idle(client, runtime, within_s=180)
+    print(f"the session consumer took {took:.1f}s more")

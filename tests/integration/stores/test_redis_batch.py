@@ -16,6 +16,7 @@ from rankd.stores.redis import keys
 from rankd.stores.redis.batch import Batcher, fold
 from rankd.stores.redis.scripts import (
     ENTRY,
+    FOLD_MAX_ARGS,
     RUN_IDS,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -242,3 +243,21 @@ async def test_folded_pipelines_answer_and_write_as_unfolded_ones(redis: Redis) 
         assert replies(await send_requests(redis, sent)) == unfolded, seed
         state = await period_state(redis, plain_board)
         assert state == await period_state(redis, folded_board), seed
+
+
+async def test_a_fold_keeps_within_what_redis_takes_per_command(redis: Redis) -> None:
+    """25,000 calls on one key (100,000 item arguments) fold into calls of at most
+    FOLD_MAX_ARGS item arguments, in order, and answer as the single calls would."""
+    board = f"batch-bound-{uuid.uuid4().hex[:8]}"
+    pk = keys.period_keys(board, "all-time", "all-time")
+    calls = [best(pk, (i * 7919) % 5000, f"m{i % 3000}") for i in range(25_000)]
+    sent, replies = fold([(calls, [])])
+    [(folded, _)] = sent
+    assert len(folded) == -(-25_000 * 4 // FOLD_MAX_ARGS)
+    assert all(len(args) - 2 <= FOLD_MAX_ARGS for _, _, args in folded)
+    together = replies(await send_requests(redis, sent))[0]
+    single = keys.period_keys(board + "-single", "all-time", "all-time")
+    pipe_calls = [best(single, (i * 7919) % 5000, f"m{i % 3000}") for i in range(25_000)]
+    alone = await send_requests(redis, [(pipe_calls, [])])
+    assert together == alone
+    await redis.delete(pk.public, pk.applied, single.public, single.applied)

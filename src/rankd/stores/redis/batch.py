@@ -40,12 +40,15 @@ from redis.asyncio import Redis
 
 from rankd.inflight import InFlight
 from rankd.stores.redis.scripts import (
+    FOLD_MAX_ARGS,
+    FOLD_MAX_BYTES,
     RUN_IDS,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     Call,
     Command,
     Script,
+    args_bytes,
     send_requests,
 )
 
@@ -135,6 +138,8 @@ class _Group:
     keys: Sequence[str]
     members: list[Call]
     values: int = 0  # reply values its members take
+    args: int = 0  # its members' item arguments, and about their bytes (bounded: scripts.py)
+    bytes: int = 0
 
 
 def fold(
@@ -172,6 +177,12 @@ def fold(
             values = _values(kind, script, args)
             name = (kind.family, tuple(call_keys))
             group = open_groups.get(name)
+            _, items = _head_and_items(script, args)
+            cost = args_bytes(items)
+            if group is not None and (
+                group.args + len(items) > FOLD_MAX_ARGS or group.bytes + cost > FOLD_MAX_BYTES
+            ):
+                group = None  # full: the next call on these keys starts a new one, after it
             if group is None:
                 close(call_keys)  # open groups never share a key
                 group = open_groups[name] = _Group(kind, call_keys, [])
@@ -182,6 +193,8 @@ def fold(
             mine.append((index[id(group)], group.values, values))
             group.members.append(call)
             group.values += values
+            group.args += len(items)
+            group.bytes += cost
         for _, command_args in extra:
             close(command_args)
         opened.append(len(entries) - before)

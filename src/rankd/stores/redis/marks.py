@@ -37,16 +37,25 @@ class Marks:
         found = [False] * len(targets)
         if not by_key:
             return found
+        # a command of at most MARKS_PER_CALL members: Redis takes 1,048,576 arguments
+        asked = [
+            (key, indexes[j : j + MARKS_PER_CALL])
+            for key, indexes in by_key.items()
+            for j in range(0, len(indexes), MARKS_PER_CALL)
+        ]
         with reachable():
             pipe = self.conn.client.pipeline(transaction=False)
-            for key, indexes in by_key.items():
+            for key, indexes in asked:
                 runs = [targets[i].run for i in indexes]
                 pipe.zmscore(key, [mark_of(r.run_id, r.player_id) for r in runs])
             replies = await pipe.execute()
-        for indexes, scores in zip(by_key.values(), replies, strict=True):
+        for (_, indexes), scores in zip(asked, replies, strict=True):
             for i, score in zip(indexes, scores, strict=True):
                 found[i] = score is not None
         return found
+
+
+MARKS_PER_CALL = 50_000
 
 
 class PeriodsIndex:

@@ -15,7 +15,16 @@ from rankd.stores.redis.common import mark_of, side_keys
 from rankd.stores.redis.connection import RedisConn, reachable
 from rankd.stores.redis.marks import Marks, PeriodsIndex
 from rankd.stores.redis.notices import change_notice
-from rankd.stores.redis.scripts import AHEAD, SUBMIT_BEST, SUBMIT_BEST_MANY, SUBMIT_SUM, Call
+from rankd.stores.redis.scripts import (
+    AHEAD,
+    FOLD_MAX_ARGS,
+    FOLD_MAX_BYTES,
+    SUBMIT_BEST,
+    SUBMIT_BEST_MANY,
+    SUBMIT_SUM,
+    Call,
+    args_bytes,
+)
 
 
 def script_call(board: BoardConfig, target: Target, now_ms: int = 0, keep_ms: int = 0) -> Call:
@@ -82,12 +91,13 @@ def coalesce(
             sent.append(calls[i])
             members.append([i])
     for (call_keys, now, forget), indexes in best.items():
-        if len(indexes) == 1:
-            sent.append(calls[indexes[0]])
-        else:
-            quads = [a for i in indexes for a in calls[i][2][:4]]
-            sent.append((SUBMIT_BEST_MANY, call_keys, (now, forget, *quads)))
-        members.append(indexes)
+        for part in _bounded(calls, indexes):
+            if len(part) == 1:
+                sent.append(calls[part[0]])
+            else:
+                quads = [a for i in part for a in calls[i][2][:4]]
+                sent.append((SUBMIT_BEST_MANY, call_keys, (now, forget, *quads)))
+            members.append(part)
 
     def spread(results: Sequence[Any]) -> list[Sequence[int]]:
         out: list[Sequence[int]] = [()] * len(calls)
@@ -100,6 +110,21 @@ def coalesce(
         return out
 
     return sent, spread
+
+
+def _bounded(calls: Sequence[Call], indexes: list[int]) -> list[list[int]]:
+    """``indexes`` in order, cut into parts whose folded call keeps within FOLD_MAX_ARGS
+    arguments and about FOLD_MAX_BYTES (scripts.py)."""
+    parts: list[list[int]] = [[]]
+    size = 0
+    for i in indexes:
+        cost = args_bytes(calls[i][2][:4])
+        if parts[-1] and (4 * (len(parts[-1]) + 1) > FOLD_MAX_ARGS or size + cost > FOLD_MAX_BYTES):
+            parts.append([])
+            size = 0
+        parts[-1].append(i)
+        size += cost
+    return parts
 
 
 class Writes:
