@@ -15,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from psycopg.errors import DeadlockDetected
+
 from rankd.boards import BoardConfig
+from rankd.errors import Unavailable
 from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target, recently_counted
 from rankd.stores import standings
@@ -30,6 +33,11 @@ from rankd.stores.standings import SumRun
 # (consumer_mark_wait_s, 2 s) for the submit path's marks on other boards before its
 # commit: a 2 s wait here turned that into a rare 503 under load.
 COUNT_LOCK_WAIT_MS = 8_000
+# The submit path's own transaction may meet the log consumer's batch writing the same
+# player's entry (a run within the horizon, counted without the count lock) and the same
+# periods_seen row in the other order: PostgreSQL ends one of the two as a deadlock. The
+# consumer retries its batch anyway; the submit tries its transaction again, this often.
+DEADLOCK_TRIES = 3
 
 
 async def settle(
@@ -57,9 +65,19 @@ async def settle(
     )
     ordered = [targets[i] for i in order]
     if conn is None:
-        async with pg.request_slot(), pg.apply_lock(exclusive=False, lock_timeout_s=2.0) as own:
-            await own.execute(f"SET LOCAL lock_timeout = '{COUNT_LOCK_WAIT_MS}ms'")
-            decided = await _count(own, board, ordered)
+        for attempt in range(1, DEADLOCK_TRIES + 1):
+            try:
+                async with (
+                    pg.request_slot(),
+                    pg.apply_lock(exclusive=False, lock_timeout_s=2.0) as own,
+                ):
+                    await own.execute(f"SET LOCAL lock_timeout = '{COUNT_LOCK_WAIT_MS}ms'")
+                    decided = await _count(own, board, ordered)
+                break
+            except Unavailable as exc:
+                # PostgreSQL rolled the whole transaction back: trying again is safe
+                if attempt == DEADLOCK_TRIES or not isinstance(exc.__cause__, DeadlockDetected):
+                    raise
     else:
         decided = await _count(conn, board, ordered)
     send: list[tuple[int, Target]] = []  # (position in targets, the target as counted)
