@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, cast
 
 import orjson
@@ -33,13 +34,35 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DUPLICATE_FINDER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
+# a media type parameter (RFC 9110): a token, "=", then a token or a quoted string
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_PARAMETER = re.compile(rf'\s*({_TOKEN})=("(?:[^"\\]|\\.)*"|{_TOKEN})\s*')
+
+
+def json_content_type(content_type: str) -> bool:
+    """Whether a Content-Type says UTF-8 JSON: application/json, with no parameter but
+    charset=utf-8. JSON is UTF-8 (RFC 8259): another charset would be read wrongly, and a
+    malformed header is not guessed at."""
+    media_type, *parameters = content_type.split(";")
+    if media_type.strip().lower() != "application/json":
+        return False
+    for parameter in parameters:
+        if not parameter.strip():
+            continue  # RFC 9110 allows empty ones ("application/json;")
+        match = _PARAMETER.fullmatch(parameter)
+        if match is None or match[1].lower() != "charset":
+            return False
+        if match[2].strip('"').lower() not in ("utf-8", "utf8"):
+            return False
+    return True
+
+
 def _check_media_type(request: Request) -> None:
     """Bodies are JSON, uncompressed: anything else is refused before it is read."""
-    content_type = request.headers.get("content-type", "")
-    media_type = content_type.partition(";")[0].strip().lower()
-    if media_type != "application/json":
+    if not json_content_type(request.headers.get("content-type", "")):
         raise UnsupportedMediaType(
-            "send the body as JSON with Content-Type: application/json (curl --json ...)"
+            "send the body as UTF-8 JSON with Content-Type: application/json (curl --json"
+            " ...); charset=utf-8 is the only parameter taken"
         )
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding != "identity":

@@ -13,6 +13,7 @@ from rankd import metrics, results
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest, RankdError
+from rankd.formats import clip, is_run_id
 from rankd.results import MAX_BATCH
 from rankd.runs import Run
 from rankd.runtime import Runtime
@@ -95,6 +96,8 @@ async def submit_batch(board_id: str, request: Request) -> Response:
             run = parse_run(payload, board, now_ms, skew_ms)
         except RankdError as exc:
             run_id = payload.get("run_id") if isinstance(payload, dict) else None
+            if isinstance(run_id, str) and not is_run_id(run_id):
+                run_id = clip(run_id)  # not a run id: echoed as errors echo, cut short
             results.append(
                 {
                     "run_id": run_id if isinstance(run_id, str) else None,

@@ -21,7 +21,7 @@ import nats
 import psycopg
 import pytest
 
-from rankd.formats import is_board_id, is_player_id, is_run_id
+from rankd.formats import clip, is_board_id, is_player_id, is_run_id
 from tests.support.common import ADMIN_H, SERVER_H, Urls, make_settings
 from tests.support.wire import assert_error
 
@@ -249,6 +249,9 @@ async def test_hostile_id_in_a_run_is_rejected_and_changes_nothing(
         assert set(result) == {"run_id", "error"}, result
         assert set(result["error"]) == {"code", "message"}
         assert result["error"]["code"] == "invalid_request"
+        # an invalid run_id comes back as errors echo ids, cut at 80 characters
+        if field == "run_id":
+            assert result["run_id"] == clip(value), result
 
     await assert_board_empty(client, empty_board)
     assert await log_last_seq(jetstream, urls) == logged, "a rejected run reached the log"
@@ -449,6 +452,9 @@ BODY_CASES_STRICT: dict[str, tuple[str | None, str | None, bool, int, str]] = {
     "no-content-type": (None, None, False, 415, "unsupported_media_type"),
     "text-plain": ("text/plain", None, False, 415, "unsupported_media_type"),
     "gzip": ("application/json", "gzip", False, 415, "unsupported_media_type"),
+    # JSON is UTF-8: another charset would be read wrongly; a malformed header is not guessed
+    "utf-16": ("application/json; charset=utf-16", None, False, 415, "unsupported_media_type"),
+    "bad-parameters": ("application/json;;;===", None, False, 415, "unsupported_media_type"),
     "repeated-key": ("application/json", None, True, 400, "invalid_request"),
 }
 
