@@ -25,6 +25,7 @@ import httpx
 import orjson
 import pytest
 
+from rankd.api.server import ADDRESS_PROBE_CONNECTIONS
 from rankd.embedded import free_port
 from tests.support.common import ADMIN, ADMIN_H, SERVER, Urls
 
@@ -165,14 +166,35 @@ async def test_streams_and_connections_are_capped_per_address_and_probes_still_a
             # -- idle connections: PER_ADDRESS from one address, then 429 ------------------
             # 127.0.0.2 holds STREAMS_PER_ADDRESS streams, 127.0.0.3 one
             await asyncio.sleep(0.2)
-            idle = await open_many(port, "127.0.0.4", PER_ADDRESS + 40)
+            idle = await open_many(port, "127.0.0.4", PER_ADDRESS)
             held += idle
-            results = await asyncio.gather(*(c.refused() for c in idle))
-            taken = sum(1 for r in results if r is None)
+            assert all(r is None for r in await asyncio.gather(*(c.refused() for c in idle)))
+            # past its cap the address's health checks still answer (on the probe reserve),
+            # and nothing else does
+            check, read = await Conn.open(port, "127.0.0.4"), await Conn.open(port, "127.0.0.4")
+            held += [check, read]
+            await check.request("/healthz")
+            await read.request(f"/v1/boards/{board}/top")
+            (checked, headers, _), (status, _, body) = await check.answer(), await read.answer()
+            assert checked == 200 and headers.get("connection") == "close"
+            assert (status, orjson.loads(body)["error"]["code"]) == (429, "rate_limited")
+            check.close()
+            read.close()
+            await asyncio.sleep(0.2)
+            # a flood past the cap: a few taken for probes, the rest refused at once
+            flood = await open_many(port, "127.0.0.4", 40)
+            results = await asyncio.gather(*(c.refused() for c in flood))
+            probing = [c for c, r in zip(flood, results, strict=True) if r is None]
             excess = [r for r in results if r is not None]
-            print(f"idle connections from one address: {taken} taken, {len(excess)} refused")
-            assert taken == PER_ADDRESS, (taken, excess[:2])
+            print(
+                f"idle connections from one address: {PER_ADDRESS} taken, then of 40 more "
+                f"{len(probing)} taken for probes and {len(excess)} refused"
+            )
+            assert len(probing) == ADDRESS_PROBE_CONNECTIONS, (len(probing), excess[:2])
             assert {(s, b["error"]["code"]) for s, b in excess} == {(429, "rate_limited")}
+            for conn in flood:
+                conn.close()
+            await asyncio.sleep(0.2)
             probe = await Conn.open(port, "127.0.0.5")
             held.append(probe)
             await probe.request(f"/v1/boards/{board}/top")

@@ -65,6 +65,9 @@ class ServerConfig(uvicorn.Config):
         # open connections per client address in this process; an address leaves it when
         # its last connection closes, so it holds at most one entry per open connection
         self.per_address: Counter[str] = Counter()
+        # probe-only connections of addresses at their cap (at most ADDRESS_PROBE_CONNECTIONS
+        # each, and within the probe reserve), by address; gone with their last one
+        self.probes_per_address: Counter[str] = Counter()
 
     def configure_logging(self) -> None:
         # called in the parent and again in each spawned worker: a worker's lines then look
@@ -101,6 +104,7 @@ def _error(status: bytes, code: str, message: str, *, retry_after_s: int | None 
 
 PROBE_PATHS = frozenset({"/healthz", "/readyz"})
 PROBE_HEADER_TIMEOUT_S = 2.0  # a probe-only connection must send its request at once
+ADDRESS_PROBE_CONNECTIONS = 4  # probe-only connections an address at its cap may hold
 
 
 def address_of(client: tuple[str, int] | None) -> str:
@@ -117,9 +121,15 @@ def address_of(client: tuple[str, int] | None) -> str:
     return str(address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else address)
 
 
-def probes_only(app: ASGIApp) -> ASGIApp:
-    """The app for a connection taken past the process's cap: the probes are served (and
-    the connection closed after), anything else gets 503."""
+def probes_only(
+    app: ASGIApp,
+    status: int = 503,
+    code: str = "unavailable",
+    message: str = "too many connections; retry",
+) -> ASGIApp:
+    """The app for a connection taken past a cap (the process's, or its address's): the
+    probes are served (and the connection closed after), anything else gets the cap's
+    refusal (503, or 429 for an address)."""
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] in PROBE_PATHS:
@@ -132,20 +142,15 @@ def probes_only(app: ASGIApp) -> ASGIApp:
 
             await app(scope, receive, closing)
             return
-        body = orjson.dumps(
-            {"error": {"code": "unavailable", "message": "too many connections; retry"}}
-        )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 503,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", b"%d" % len(body)),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
+        body = orjson.dumps({"error": {"code": code, "message": message}})
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+            (b"connection", b"close"),
+        ]
+        if status == 429:
+            headers.append((b"retry-after", b"1"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     return guarded
@@ -155,6 +160,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     config: ServerConfig
     _deadline: asyncio.TimerHandle | None = None
     _address: str | None = None  # set while this connection counts against its address
+    _probing: str | None = None  # set while it is a full address's probe-only connection
     _begun = False  # a request's first bytes arrived and it is not complete yet
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -162,21 +168,30 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         config = self.config
         address = address_of(self.client)
         held = config.per_address[address]
+        open_now = len(self.connections)
         if config.max_connections_per_address and held >= config.max_connections_per_address:
             logger.warning("refusing a connection from %s: it holds %d", address, held)
             metrics.CONNECTIONS_REFUSED.labels("address").inc()
             limit = config.max_connections_per_address
+            message = f"too many connections from this address (limit {limit}); close some"
+            probing = config.probes_per_address[address]
+            if (
+                probing < ADDRESS_PROBE_CONNECTIONS
+                and open_now <= config.max_connections + config.probe_connections
+            ):
+                # a few of the probe reserve serve a full address's health checks (a load
+                # balancer probes from the address its traffic comes from); a flood past
+                # them is refused at once
+                config.probes_per_address[address] = probing + 1
+                self._probing = address
+                self.app = probes_only(self.app, 429, "rate_limited", message)
+                self._arm(min(PROBE_HEADER_TIMEOUT_S, config.header_timeout_s))
+                return
             transport.write(
-                _error(
-                    b"429 Too Many Requests",
-                    "rate_limited",
-                    f"too many connections from this address (limit {limit}); close some",
-                    retry_after_s=1,
-                )
+                _error(b"429 Too Many Requests", "rate_limited", message, retry_after_s=1)
             )
             transport.close()
             return
-        open_now = len(self.connections)
         if open_now > config.max_connections + config.probe_connections:
             logger.warning("refusing a connection: %d open", open_now)
             metrics.CONNECTIONS_REFUSED.labels("process").inc()
@@ -196,6 +211,13 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._probing is not None:
+            left = self.config.probes_per_address[self._probing] - 1
+            if left > 0:
+                self.config.probes_per_address[self._probing] = left
+            else:
+                del self.config.probes_per_address[self._probing]
+            self._probing = None
         if self._address is not None:
             held = self.config.per_address[self._address] - 1
             if held > 0:
