@@ -6,8 +6,10 @@ servers are used instead. Tests isolate themselves with fresh board ids rather t
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,15 @@ async def app(urls: Urls) -> AsyncIterator[FastAPI]:
     applied and its Runtime is open (log consumer and Redis watchdog running)."""
     app = create_app(make_settings(urls))
     async with app.router.lifespan_context(app):
+        # the first test must not meet the start's own restore (profiles being restored
+        # answer 503): ready means the service would take traffic
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://rankd.test"
+        ) as http:
+            deadline = time.monotonic() + 60
+            while (await http.get("/readyz")).status_code != 200:
+                assert time.monotonic() < deadline, (await http.get("/readyz")).text
+                await asyncio.sleep(0.05)
         yield app
 
 

@@ -69,6 +69,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# An erased player's ban row, unbanned by the erasure, is deleted this long after: every
+# instance refreshes its ban list from the rows changed since it last looked, so the row
+# must outlive any refresh in flight (an instance cut off from PostgreSQL longer keeps the
+# player banned in memory until it restarts: harmless for an id that is gone).
+BAN_ROW_KEEP_MS = 600_000
+
+
 class Deletions:
     def __init__(
         self,
@@ -95,6 +102,8 @@ class Deletions:
         self.names = names
         self.settle_s = settle_s
         self.scrub_interval_s = scrub_interval_s
+        # how long an erased player's unbanned ban row stays (see scrub_once)
+        self.ban_row_keep_ms = BAN_ROW_KEEP_MS
         self.run_id_bucket_ms = max(1, run_id_bucket_ms)  # see services/run_ids.py
         self._later: set[asyncio.Task[None]] = set()
         self._scrub_now = asyncio.Event()
@@ -219,6 +228,9 @@ class Deletions:
         async with self.pg.lease(SCRUB_LOCK) as conn:
             if conn is None:
                 return 0
+            # an erased player's ban row goes too, once every instance has surely seen the
+            # unban the erasure made (each refreshes its ban list every fraction of a second)
+            await db.forget_erased_bans(conn, _now_ms() - self.ban_row_keep_ms)
             pending = await db.unscrubbed(conn)
             if not pending:
                 return 0

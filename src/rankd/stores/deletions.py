@@ -190,6 +190,17 @@ async def forget_fingerprints(conn: Conn, board_id: str, runs: Sequence[tuple[st
         )
 
 
+async def forget_erased_bans(conn: Conn, before_ms: int) -> int:
+    """Delete the ban rows an erasure left unbanned (erase_player keeps them so every
+    instance's refresh sees the unban) once they are older than ``before_ms``; how many."""
+    cur = await conn.execute(
+        "DELETE FROM bans USING erasures WHERE bans.player_id = erasures.player_id"
+        " AND NOT bans.banned AND bans.changed_ms < %s",
+        (before_ms,),
+    )
+    return cur.rowcount
+
+
 async def unscrubbed(conn: Conn) -> dict[str, int]:
     """Erasures whose log copies are not removed yet: player -> last erased log sequence."""
     cur = await conn.execute("SELECT player_id, log_seq FROM erasures WHERE scrubbed_ms IS NULL")

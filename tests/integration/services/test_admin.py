@@ -447,6 +447,34 @@ async def test_erasing_a_player_never_seen_is_harmless(client: httpx.AsyncClient
     }
 
 
+async def test_an_erased_banned_players_ban_row_goes_once_every_instance_saw_the_unban(
+    client: httpx.AsyncClient, runtime: Runtime, pg: AsyncConnection[Any]
+) -> None:
+    player = new_board_id("banned-erased")
+    assert (await client.post(f"/v1/players/{player}/ban", headers=ADMIN_H)).status_code < 300
+    assert (await client.delete(f"/v1/players/{player}", headers=ADMIN_H)).status_code == 200
+
+    async def rows() -> list[Any]:
+        cur = await pg.execute("SELECT banned FROM bans WHERE player_id = %s", (player,))
+        return list(await cur.fetchall())
+
+    deletions = runtime.deletions
+    await deletions.scrub_once()
+    # kept, unbanned, while an instance's refresh may not have seen it
+    assert await rows() == [(False,)]
+    assert player not in runtime.moderation.bans
+
+    async def gone() -> bool:
+        await deletions.scrub_once()  # (0 while another pass holds the scrubber's lease)
+        return await rows() == []
+
+    keep, deletions.ban_row_keep_ms = deletions.ban_row_keep_ms, 0
+    try:
+        assert await wait_until(gone), await rows()
+    finally:
+        deletions.ban_row_keep_ms = keep
+
+
 async def test_held_runs_show_in_no_segment_and_leave_with_an_erasure(
     client: httpx.AsyncClient, make_board: Any, runtime: Runtime, redis: Redis
 ) -> None:
