@@ -21,7 +21,9 @@ the registry remembers the run. Two places keep it:
 A Redis that lost the registry (flushed, restarted, failed over) lacks the board's armed
 marker (a rebuild after a restart removes the markers of every board): the next submit to
 the board restores its registry from ``run_fingerprints`` and the log's tail that the
-consumer has not applied yet, then arms it, before claiming anything.
+consumer has not applied yet, then arms it, before claiming anything. A restored entry
+compares ended_at as the first claim did: the log does not say whether the first send
+carried one, but a defaulted ended_at is the receipt time to the millisecond.
 """
 
 from __future__ import annotations
@@ -122,12 +124,13 @@ class RunIds:
                 for run_id, player, score, ended, received in await fingerprints.since(
                     conn, board_id, since
                 ):
-                    entries.setdefault(run_id, (received, _fingerprint(player, score, ended)))
+                    fingerprint = _fingerprint(player, score, ended, received)
+                    entries.setdefault(run_id, (received, fingerprint))
             for run in tail:
-                entries.setdefault(
-                    run.run_id,
-                    (run.received_at_ms, _fingerprint(run.player_id, run.score, run.ended_at_ms)),
+                fingerprint = _fingerprint(
+                    run.player_id, run.score, run.ended_at_ms, run.received_at_ms
                 )
+                entries.setdefault(run.run_id, (run.received_at_ms, fingerprint))
             by_bucket: dict[int, tuple[int, dict[str, str]]] = {}
             for run_id, (received, fingerprint) in entries.items():
                 bucket = received // self.bucket_ms
@@ -167,7 +170,10 @@ class RunIds:
         return runs
 
 
-def _fingerprint(player_id: str, score: int, ended_ms: int) -> str:
-    # restored entries compare ended_at never ("0"): whether the first send carried one is
-    # not logged; a resend is still logged with the first send's ended_at
-    return f"{player_id}\t{score}\t{ended_ms}\t0"
+def _fingerprint(player_id: str, score: int, ended_ms: int, received_ms: int) -> str:
+    # Whether the first send carried ended_at is not logged, but a defaulted one is its
+    # receipt time to the ms: another ended_at marks one the client sent, compared as the
+    # first claim compared it (a client's ended_at equal to its receipt ms is taken for a
+    # default and not compared; either way a resend is logged with the first's ended_at)
+    given = "0" if ended_ms == received_ms else "1"
+    return f"{player_id}\t{score}\t{ended_ms}\t{given}"

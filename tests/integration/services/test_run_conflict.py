@@ -212,6 +212,32 @@ async def test_a_lost_registry_is_restored_from_postgresql(
     await assert_stores_agree(client, runtime, redis, pg, board)
 
 
+async def test_a_restored_registry_still_compares_ended_at_when_both_sends_carry_one(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+    make_board: MakeBoard,
+) -> None:
+    board = await make_board()
+    ended = datetime.now(UTC) - timedelta(seconds=30)
+    assert (await post(client, board, body("e1", "eve", 3, ended))).status_code == 200
+    first = await post(client, board, body("e2", "eve", 2))  # ended_at defaulted
+    assert first.status_code == 200
+    await wait_consumer_idle(client, runtime)
+    await forget_registry(redis, board)  # a wiped Redis
+    moved = body("e1", "eve", 3, ended - timedelta(seconds=1))
+    assert_error(await post(client, board, moved), 409, "run_conflict")
+    assert (await post(client, board, body("e1", "eve", 3, ended))).status_code == 200
+    # first sent without ended_at: still not compared, still its first receipt's time
+    later = await post(client, board, body("e2", "eve", 2, ended))
+    assert later.status_code == 200, later.text
+    assert (
+        later.json()["standings"][0]["achieved_at"] == first.json()["standings"][0]["achieved_at"]
+    )
+    await assert_stores_agree(client, runtime, redis, pg, board)
+
+
 async def test_a_lost_registry_takes_the_runs_the_consumer_has_not_applied_from_the_log(
     client: httpx.AsyncClient,
     runtime: Runtime,
