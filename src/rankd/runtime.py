@@ -234,6 +234,8 @@ class Runtime:
             ),
         )
         invalidations.subscribe(runtime.reader.forget_tops)
+        # and every instance's live streams read again (a moderation change has no submit)
+        invalidations.subscribe(runtime.live.announce)
         return runtime
 
     async def open(self, *, background: bool = True) -> None:

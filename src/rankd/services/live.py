@@ -32,6 +32,7 @@ from typing import Any, TypeVar, cast
 import orjson
 
 from rankd import metrics
+from rankd.aio import keep_task, stop_tasks
 from rankd.errors import RateLimited, TooManyStreams, Unavailable
 from rankd.results import Top
 from rankd.stores.redis.notices import Notices
@@ -40,6 +41,7 @@ logger = logging.getLogger("rankd.live")
 
 # The contract's "at most 10 per second per stream".
 MIN_INTERVAL_S = 0.1
+MAX_ANNOUNCING = 8  # moderation announcements in flight (see LiveHub.announce)
 # Which standings a stream watches. The period is left out: a stream that follows the
 # current period moves on by itself, and a notice about another period of the same window
 # (a late run) only costs one read that finds nothing new.
@@ -142,6 +144,7 @@ class LiveHub:
         # started with the first stream: a process nobody watches holds no subscription
         self._listener: asyncio.Task[None] | None = None
         self._count = 0
+        self._announcing: set[asyncio.Task[None]] = set()
 
     @property
     def count(self) -> int:
@@ -195,18 +198,39 @@ class LiveHub:
         else:
             del self._per_address[stream.address]
 
-    def notify(self, board_id: str, touched: list[tuple[str, str, str]]) -> None:
+    def notify(self, board_id: str, touched: list[tuple[str, str, str]] | None) -> None:
         metrics.LIVE_NOTICES.inc()
+        if touched is None:  # a moderation change: every stream reads again
+            self._notice_all()
+            return
         for window, _period, segment in touched:
             feed = self._feeds.get((board_id, window, segment))
             if feed is not None:
                 feed.notice()
+
+    def announce(self) -> None:
+        """After a ban, an unban, a hold decision, an erasure or a board deletion (which
+        move entries without a submit's notice): every instance's streams read again, so
+        none keeps showing what the boards no longer hold. At most MAX_ANNOUNCING sends
+        in flight; past that one is dropped (one in flight already makes every stream
+        read again)."""
+        if len(self._announcing) >= MAX_ANNOUNCING:
+            return
+
+        async def send() -> None:
+            try:
+                await self.store.announce_everything()
+            except Unavailable as exc:  # streams resubscribe and re-read once Redis is back
+                logger.warning("live notices: a moderation change not announced: %r", exc)
+
+        keep_task(self._announcing, send(), name="live-announce")
 
     def _notice_all(self) -> None:
         for feed in self._feeds.values():
             feed.notice()
 
     async def close(self) -> None:
+        await stop_tasks(list(self._announcing), 1.0)
         if self._listener is not None:
             self._listener.cancel()
             await asyncio.gather(self._listener, return_exceptions=True)

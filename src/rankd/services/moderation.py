@@ -250,6 +250,7 @@ class Moderation:
             await self.caught_up(at_ms, CATCH_UP_S)
             if (player_id in self.bans.banned) == banned:  # not reversed meanwhile
                 await self.sweep(player_id, banned)
+                self.invalidations.publish()  # what it moved shows too (live streams)
         except Exception as exc:
             logger.warning("second sweep for %s: %s: %s", player_id, type(exc).__name__, exc)
 

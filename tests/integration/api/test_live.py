@@ -263,3 +263,44 @@ async def test_a_client_that_stops_reading_is_dropped(
         assert received > 0
     finally:
         sock.close()
+
+
+async def test_moderation_changes_reach_open_streams_without_a_submit(
+    http: httpx.AsyncClient,
+) -> None:
+    """A ban, an unban, an erasure and a hold decision move entries without a submit (no
+    change notice of their own): every open stream still shows the change, soon."""
+    tag = new_board_id("mod")  # unique player ids: a ban is service-wide
+    cheat, fair, gone = f"cheat-{tag}", f"fair-{tag}", f"gone-{tag}"
+    board_id = await board(http)
+    for player, score in ((cheat, 90), (fair, 50), (gone, 30)):
+        await submit(http, board_id, player, score)
+    held_board = await board(http, hold_top=1)
+    async with (
+        open_stream(http, f"/v1/boards/{board_id}/events?n=5") as stream,
+        open_stream(http, f"/v1/boards/{held_board}/events?n=5") as held_stream,
+    ):
+        assert players((await stream.next()).data) == [(cheat, 90), (fair, 50), (gone, 30)]
+        assert players((await held_stream.next()).data) == []
+
+        async def after(action: Any, watched: Any = stream) -> list[tuple[str, int]]:
+            response = await action
+            assert response.status_code < 300, response.text
+            done = time.monotonic()
+            event = await watched.next(within=15)
+            print(f"event {event.at - done:.3f}s after the answer")
+            return players(event.data)
+
+        banned = await after(http.post(f"/v1/players/{cheat}/ban", headers=ADMIN_H))
+        assert banned == [(fair, 50), (gone, 30)]
+        unbanned = await after(http.delete(f"/v1/players/{cheat}/ban", headers=ADMIN_H))
+        assert unbanned == [(cheat, 90), (fair, 50), (gone, 30)]
+        erased = await after(http.delete(f"/v1/players/{gone}", headers=ADMIN_H))
+        assert erased == [(cheat, 90), (fair, 50)]
+
+        await submit(http, held_board, f"held-{tag}", 10)
+        assert await held_stream.quiet(0.5) == []  # held: nothing public changed
+        holds = (await http.get(f"/v1/boards/{held_board}/holds", headers=ADMIN_H)).json()
+        run_id = holds["holds"][0]["run_id"]
+        approve = http.post(f"/v1/boards/{held_board}/holds/{run_id}/approve", headers=ADMIN_H)
+        assert await after(approve, held_stream) == [(f"held-{tag}", 10)]

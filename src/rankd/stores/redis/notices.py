@@ -27,10 +27,20 @@ def change_notice(board_id: str, plans: Sequence[Sequence[Target]]) -> list[Comm
     return [("PUBLISH", (keys.CHANGES, notice))]
 
 
-def parse_notice(raw: Any) -> tuple[str, list[tuple[str, str, str]]] | None:
-    """A change notice's board and standings, or None for anything malformed."""
+# A notice that every standings may have changed ([EVERYTHING, EVERYTHING]): a ban, an
+# unban, a hold decision, an erasure or a board deletion moved entries without a submit.
+EVERYTHING = "*"
+
+Notice = tuple[str, list[tuple[str, str, str]] | None]
+
+
+def parse_notice(raw: Any) -> Notice | None:
+    """A change notice's board and standings (None: every board's, every standings), or
+    None for anything malformed."""
     try:
         board_id, touched = orjson.loads(raw)
+        if board_id == EVERYTHING and touched == EVERYTHING:
+            return EVERYTHING, None
         parsed = [(str(w), str(p), str(s)) for w, p, s in touched]
     except (orjson.JSONDecodeError, TypeError, ValueError):
         return None
@@ -43,9 +53,14 @@ class Notices:
     def __init__(self, conn: RedisConn) -> None:
         self.conn = conn
 
+    async def announce_everything(self) -> None:
+        """Tell every instance's live streams to read again (see EVERYTHING)."""
+        with reachable():
+            await self.conn.client.publish(keys.CHANGES, orjson.dumps([EVERYTHING, EVERYTHING]))
+
     async def changes(
         self, on_subscribed: Callable[[], None] = lambda: None
-    ) -> AsyncGenerator[tuple[str, list[tuple[str, str, str]]], None]:
+    ) -> AsyncGenerator[Notice, None]:
         """Change notices as they are published: (board, [(window, period, segment)]).
 
         Holds one pooled connection while iterated; ``on_subscribed`` runs once notices
