@@ -20,7 +20,7 @@ UV_DIR ?= .uv
 UV := $(UV_DIR)/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 # the system's certificate store, as the machine's own tools use it
-export UV_NATIVE_TLS := 1
+export UV_SYSTEM_CERTS := 1
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 # --locked: refuse to run when pyproject.toml and uv.lock disagree (`make lock` first)
 SYNC := $(UV) sync --locked --quiet --python '$(PYTHON)'

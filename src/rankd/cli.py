@@ -391,5 +391,15 @@ def replay(
     )
 
 
+def main() -> None:
+    """The `rankd` command: Ctrl-C at any moment (even while it starts) ends it with one
+    line and exit 130, not a traceback."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("rankd: interrupted", err=True)
+        raise SystemExit(130) from None
+
+
 if __name__ == "__main__":
-    app()
+    main()

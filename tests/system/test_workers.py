@@ -50,10 +50,15 @@ def spawn(port: int, env: dict[str, str], log: Any, workers: int) -> subprocess.
 
 @contextlib.asynccontextmanager
 async def two_workers(
-    urls: Urls, log_dir: Path, *, workers: int = 2, log_level: str = "warning"
+    urls: Urls,
+    log_dir: Path,
+    *,
+    workers: int = 2,
+    log_level: str = "warning",
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[httpx.AsyncClient]:
     port = free_port()
-    env = {
+    service_env = {
         **os.environ,
         "RANKD_REDIS_URL": urls.redis,
         "RANKD_POSTGRES_URL": urls.postgres,
@@ -62,9 +67,9 @@ async def two_workers(
         "RANKD_SERVER_KEYS": SERVER,
         "RANKD_LOG_LEVEL": log_level,
         "RANKD_SEASON_JOB_INTERVAL_S": "0",
-    }
+    } | (env or {})
     log = (log_dir / "serve.log").open("wb")
-    process = spawn(port, env, log, workers)
+    process = spawn(port, service_env, log, workers)
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     try:
         async with httpx.AsyncClient(
