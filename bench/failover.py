@@ -8,10 +8,10 @@ killed; we report the seconds until the first 2xx of a run sent after the kill a
 "steady" (the first 2xx followed by a full second of nothing but 2xx), and what the clients
 saw meanwhile (only 503s are expected).
 
-Cases: the Redis primary holding the board (cluster), the Sentinel group's primary, and one
-NATS node (cluster).
+Cases: the Redis primary holding the board (cluster), the Sentinel group's primary, the
+NATS node leading the run stream and one that does not (cluster).
 
-    python -m bench.failover [--writers 8] [--warmup 5] [--after 15]
+    python -m bench.failover [--writers 8] [--warmup 5] [--after 15] [--cases ...]
 """
 
 from __future__ import annotations
@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import httpx
+import nats
 
 from bench.common import SERVER_H, create_board, service, write_result
 from rankd.embedded.process import ServerProcess
 from rankd.embedded.topology import TopologyServers, start_topology
+from rankd.settings import Settings
 from rankd.stores.redis.connection import connect
 from rankd.stores.redis.url import parse_redis_url
 
@@ -58,6 +60,18 @@ async def redis_primary_of(stack: TopologyServers, key: str) -> ServerProcess:
         return next(n for n in stack.redis_nodes if n.port == port)
     finally:
         await client.aclose()
+
+
+async def nats_leader_of(stack: TopologyServers, leader: bool) -> ServerProcess:
+    """The NATS node leading the run stream (``leader``), or one that does not."""
+    nc = await nats.connect(stack.nats_url)
+    try:
+        info = await nc.jetstream().stream_info(Settings().stream)
+    finally:
+        await nc.close()
+    name = info.cluster.leader if info.cluster is not None else None
+    nodes = [n for n in stack.nats_nodes if (f"rankd_n{n.index}" == name) == leader]
+    return nodes[0]
 
 
 async def load_and_kill(
@@ -132,17 +146,31 @@ def case(
     return result
 
 
+CASES: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
+    "redis_cluster_primary": lambda a: case("redis cluster primary", "cluster", _primary, a),
+    "redis_sentinel_primary": lambda a: case("sentinel primary", "sentinel", _primary, a),
+    # the stream's leader and a follower: a leader's loss waits for a new election
+    "nats_leader": lambda a: case("nats stream leader", "cluster", _nats(leader=True), a),
+    "nats_follower": lambda a: case("nats follower", "cluster", _nats(leader=False), a),
+}
+
+
+def _primary(_stack: TopologyServers, _board: str) -> None:
+    return None  # case() finds the Redis primary holding the board
+
+
+def _nats(*, leader: bool) -> Callable[[TopologyServers, str], ServerProcess]:
+    return lambda stack, _board: asyncio.run(nats_leader_of(stack, leader))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--after", type=float, default=15.0)
+    parser.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
     args = parser.parse_args()
-    results = {
-        "redis_cluster_primary": case("redis cluster primary", "cluster", lambda s, b: None, args),
-        "redis_sentinel_primary": case("sentinel primary", "sentinel", lambda s, b: None, args),
-        "nats_node": case("nats node", "cluster", lambda s, b: s.nats_nodes[0], args),
-    }
+    results = {name: CASES[name](args) for name in args.cases}
     write_result("failover", {"args": vars(args), "results": results})
 
 
