@@ -391,7 +391,7 @@ def replay(
     )
 
 
-def main() -> None:
+def entry() -> None:
     """The `rankd` command: Ctrl-C at any moment (even while it starts) ends it with one
     line and exit 130, not a traceback."""
     try:
@@ -402,4 +402,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    entry()
