@@ -21,7 +21,9 @@ local function in_chunks(command, key, first, last)
   end
 end
 
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+-- a rebuild that died midway may have left the period torn (stores/redis/leases.py): this
+-- whole rewrite mends it, so the mark and any lapsed lease go with the old board
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[1] .. ':torn', KEYS[1] .. ':restoring')
 local n = tonumber(ARGV[1])
 in_chunks('ZADD', KEYS[1], 2, 1 + 2 * n)
 local i = 2 + 2 * n

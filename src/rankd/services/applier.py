@@ -289,7 +289,7 @@ class Applier:
         every message is that board's (the consumer backs off, then fetches again)."""
         mine = [m for m in messages if _board_of(m) == board_id]
         others = [m for m in messages if _board_of(m) != board_id]
-        if not others:
+        if not others or not mine:  # (none of its own: the error is not theirs to defer)
             raise failure
         logger.info(
             "board %s refuses writes for now (%s); %d of its log messages wait, %d others apply",

@@ -220,7 +220,7 @@ class LiveHub:
         async def send() -> None:
             try:
                 await self.store.announce_everything()
-            except Unavailable as exc:  # streams resubscribe and re-read once Redis is back
+            except Exception as exc:  # streams resubscribe and re-read once Redis is back
                 logger.warning("live notices: a moderation change not announced: %r", exc)
 
         keep_task(self._announcing, send(), name="live-announce")

@@ -34,7 +34,7 @@ from rankd.services.registry import BoardRegistry
 from rankd.stores import archive_job, rebuild_pages
 from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis.keys import shard_of
+from rankd.stores.redis.keys import shard_keys, shard_of
 from rankd.stores.redis.loader import SmallPeriod
 from rankd.stores.redis.stores import RedisStores
 
@@ -185,26 +185,16 @@ class Rebuilder:
                             progress,
                         )
                     )
-                for k in range(max(n, 1)):
-                    shard = (k, n)
-
-                    def mine(player: str, shard: tuple[int, int] = shard) -> bool:
-                        return shard_of(player, shard[1]) == (shard[0] if shard[1] else -1)
-
-                    report.members += await self.redis.loads.load_period(
-                        ref,
-                        _entry_pages(conn, ref, shard),
-                        None
-                        if since is None
-                        else _counted_run_pages(conn, ref, since, sum_horizon_ms(config), shard),
-                        _time_groups(conn, ref, shard),
-                        start_ms,
-                        progress,
-                        shadowed=[p for p in banned.get(ref, ()) if mine(p)],
-                        held=[h for h in held.get(ref, ()) if mine(h[0])],
-                        shard=k if n else -1,
-                        staged=staged[k],
+                try:
+                    report.members += await self._finish_shards(
+                        conn, ref, n, staged, since, config, start_ms, progress, banned, held
                     )
+                except BaseException:
+                    # a shard that failed gave up its own lease; the ones after it go too
+                    await self.redis.loads.leases.abandon(
+                        [pk.public for pk in shard_keys(*ref, max(n, 1))]
+                    )
+                    raise
                 self.restoring.discard(ref)
                 metrics.REBUILDS.inc()
             await flush()
@@ -214,6 +204,43 @@ class Rebuilder:
                 loading.cancel()
                 await asyncio.gather(loading, return_exceptions=True)
         report.periods = len(todo)
+
+    async def _finish_shards(
+        self,
+        conn: Conn,
+        ref: PeriodRef,
+        n: int,
+        staged: list[int | None],
+        since: int | None,
+        config: BoardConfig,
+        start_ms: int,
+        progress: Progress | None,
+        banned: dict[PeriodRef, list[str]],
+        held: dict[PeriodRef, list[tuple[str, int, int]]],
+    ) -> int:
+        """Load and swap each shard of ``ref`` (its only one when ``n`` is 0) in turn."""
+        members = 0
+        for k in range(max(n, 1)):
+            shard = (k, n)
+
+            def mine(player: str, shard: tuple[int, int] = shard) -> bool:
+                return shard_of(player, shard[1]) == (shard[0] if shard[1] else -1)
+
+            members += await self.redis.loads.load_period(
+                ref,
+                _entry_pages(conn, ref, shard),
+                None
+                if since is None
+                else _counted_run_pages(conn, ref, since, sum_horizon_ms(config), shard),
+                _time_groups(conn, ref, shard),
+                start_ms,
+                progress,
+                shadowed=[p for p in banned.get(ref, ()) if mine(p)],
+                held=[h for h in held.get(ref, ()) if mine(h[0])],
+                shard=k if n else -1,
+                staged=staged[k],
+            )
+        return members
 
     async def _load_small(self, found: list[SmallPeriod]) -> int:
         members = await self.redis.loads.load_small_periods(found)

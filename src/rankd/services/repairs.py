@@ -27,6 +27,8 @@ logger = logging.getLogger("rankd.rebuild")
 MAX_REPAIRS = 64
 # a write refused by a rebuild's lease keeps /readyz saying so this long
 BUSY_SEEN_S = 5.0
+# a period a repair could not mend is not asked again for this long
+GIVE_UP_S = 60.0
 PAUSES_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 
@@ -56,6 +58,11 @@ class Repairs:
         self._since: dict[str, float] = {}
         # periods whose writes met a rebuild's lease, and when last (at most MAX_REPAIRS)
         self._seen: dict[str, float] = {}
+        # periods a repair could not mend, and when it gave up (at most MAX_REPAIRS): not
+        # asked again for GIVE_UP_S, so a write that keeps meeting one does not keep taking
+        # the exclusive apply lock
+        self._gave_up: dict[str, float] = {}
+        self._closed = False
 
     def ask(self, exc: BaseException | None) -> None:
         """Repair the period ``exc`` (or a cause of it) says is torn; note one a rebuild
@@ -70,7 +77,9 @@ class Repairs:
                 del self._seen[next(iter(self._seen))]
             return
         period = keys.period_of(busy.key)
-        if period is None or period in {keys.period_of(k) for k in self._tasks}:
+        if self._closed or period is None or period in {keys.period_of(k) for k in self._tasks}:
+            return
+        if time.monotonic() - self._gave_up.get(busy.key, -GIVE_UP_S) < GIVE_UP_S:
             return
         if len(self._tasks) >= MAX_REPAIRS:
             logger.warning("too many torn periods to repair at once; run `rankd rebuild`")
@@ -119,12 +128,20 @@ class Repairs:
                 if not await self._still_torn(key):
                     logger.warning("board %r, %s %s: repaired", board, window, period)
                     return
+                # rebuilt, yet torn: the rebuild did not load this period (archived, past
+                # its retention, or gone from PostgreSQL); trying again changes nothing
+                break
             except Exception as exc:
                 logger.warning("repair of board %r, %s %s: %r", board, window, period, exc)
+        self._gave_up[key] = time.monotonic()
+        while len(self._gave_up) > MAX_REPAIRS:
+            del self._gave_up[next(iter(self._gave_up))]
         logger.error(
-            "board %r, %s %s: not repaired after %d tries; `rankd rebuild --board %s` will",
-            board, window, period, len(PAUSES_S) + 1, board,
+            "board %r, %s %s: not repaired; its writes answer 503 until `rankd rebuild"
+            " --board %s` mends it (asked again in %.0f s)",
+            board, window, period, board, GIVE_UP_S,
         )  # fmt: skip
 
     async def close(self) -> None:
+        self._closed = True  # nothing new starts while the service stops
         await stop_tasks(list(self._tasks.values()), 5.0)

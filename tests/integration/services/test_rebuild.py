@@ -607,3 +607,45 @@ async def test_a_submit_between_the_times_load_and_the_swap_leaves_one_entry(
     assert top["total"] == 2
     assert [(e["player_id"], e["score"]) for e in top["entries"]] == [("pA", 300), ("pB", 50)]
     assert await pg_composites(pg, board_id) == await redis_state(redis, board_id, [ALL_TIME])
+
+
+@pytest.mark.parametrize("shards", [1, 4], ids=lambda n: f"shards{n}")
+async def test_a_torn_period_is_rebuilt_by_the_service_that_meets_it(
+    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, shards: int
+) -> None:
+    """A rebuild that died between its first exact time and its swap leaves the period's
+    torn mark (stores/redis/leases.py). The next write answers 503, and the service rebuilds
+    the period itself: a small period through the batched path (load_period.lua clears the
+    mark too), a sharded one shard by shard."""
+    board = new_board_id("torn")
+    # segments: a repair of the period then takes several standings, small ones batched
+    config = {"windows": ["all-time"], "shards": shards, "segments": ["country"]}
+    created = await client.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)
+    assert created.status_code == 201, created.text
+    for i in range(20):
+        run = {"run_id": f"t{i}", "player_id": f"p{i}", "score": 100 + i}
+        run["segments"] = {"country": "FR" if i % 2 else "DE"}
+        sent = await client.post(f"/v1/boards/{board}/runs", json=run, headers=SERVER_H)
+        assert sent.status_code == 200, sent.text
+    await wait_consumer_idle(client, runtime)
+    # the shard the next run goes to: what a killed rebuild leaves, its lease gone
+    pk = keys.period_keys(board, "all-time", "all-time", "", keys.shard_of("p-after", shards))
+    await redis.set(keys.torn(pk.public), b"1")
+    body = {"run_id": "after", "player_id": "p-after", "score": 7}
+    first = await client.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+    assert first.status_code == 503, first.text
+    deadline = time.monotonic() + 30
+    while (
+        answer := await client.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+    ).status_code != 200:
+        assert time.monotonic() < deadline, answer.text
+        await asyncio.sleep(0.1)
+    assert not await redis.exists(keys.torn(pk.public))
+    top = (await client.get(f"/v1/boards/{board}/top", params={"n": 100})).json()
+    assert top["total"] == 21
+    # (a sharded repair may still be finishing the other shards)
+    assert await wait_until(lambda: _no_repairs(runtime)), runtime.repairs.describe()
+
+
+async def _no_repairs(runtime: Runtime) -> bool:
+    return not runtime.repairs.describe()

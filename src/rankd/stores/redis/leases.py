@@ -63,13 +63,14 @@ class Leases:
         """A rebuild that failed or was stopped: its leases go at once, so writes see TORN
         (and the period is rebuilt) now rather than when the leases would lapse. Its
         staging keys go too. Best effort: a Redis that is away lets the leases lapse."""
-        for public in publics:
-            if public not in self._held:
-                continue
-            self._held.discard(public)
+        mine = [p for p in publics if p in self._held]
+        self._held.difference_update(mine)  # first: a second cancel mid-way renews nothing
+        for public in mine:
             flag = keys.restoring(public)
             with contextlib.suppress(RedisError, OSError):
-                await self.nodes.for_key(flag).delete(flag, keys.staging(public))
+                await self.nodes.for_key(flag).delete(
+                    flag, keys.staging(public), keys.staging(f"{public}:runs")
+                )
 
     async def _renew(self) -> None:
         while self._held:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 
 from redis.asyncio import Redis
+from redis.exceptions import WatchError
 
 from rankd import codec
 from rankd.errors import Unavailable
@@ -26,6 +27,9 @@ from rankd.stores.redis.scripts import (
     Command,
     retry_noscript,
 )
+
+# a swap whose WATCH the lease's own renewal tripped is tried again this often (see swap)
+SWAP_TRIES = 3
 
 
 class Loads:
@@ -247,20 +251,28 @@ async def swap(
     then add a second member for the player). It is removed in this transaction with the
     torn mark; if it lapsed (or changed) first, nothing is swapped (WATCH) and the rebuild
     fails: the torn mark stays, and the period is rebuilt again."""
-    pipe = nodes.for_key(tagged).pipeline(transaction=True)
-    if restoring is not None:
-        await pipe.watch(restoring)
-        if not await pipe.exists(restoring):
-            await pipe.reset()  # type: ignore[no-untyped-call]
-            raise Unavailable("the period's rebuild outlasted its restoring flag; retry")
-        pipe.multi()  # type: ignore[no-untyped-call]
-    for live, loaded in staged.items():
-        if loaded == 0:
-            pipe.delete(live, keys.staging(live))
-            continue
-        pipe.rename(keys.staging(live), live)
-    for name, args in also:  # e.g. the :pending key, put in place with the board
-        pipe.execute_command(name, *args)
-    if restoring is not None:
-        pipe.delete(restoring, keys.torn(tagged))
-    await pipe.execute()
+    for attempt in range(1, SWAP_TRIES + 1):
+        pipe = nodes.for_key(tagged).pipeline(transaction=True)
+        if restoring is not None:
+            await pipe.watch(restoring)
+            if not await pipe.exists(restoring):
+                await pipe.reset()  # type: ignore[no-untyped-call]
+                raise Unavailable("the period's rebuild outlasted its restoring lease; retry")
+            pipe.multi()  # type: ignore[no-untyped-call]
+        for live, loaded in staged.items():
+            if loaded == 0:
+                pipe.delete(live, keys.staging(live))
+                continue
+            pipe.rename(keys.staging(live), live)
+        for name, args in also:  # e.g. the :pending key, put in place with the board
+            pipe.execute_command(name, *args)
+        if restoring is not None:
+            pipe.delete(restoring, keys.torn(tagged))
+        try:
+            await pipe.execute()
+            return
+        except WatchError:
+            # the lease's renewal (a PEXPIRE) touched the WATCHed key: the torn mark kept
+            # the period's writes refused all along, so the swap is tried again
+            if attempt == SWAP_TRIES:
+                raise
