@@ -64,7 +64,7 @@ async def redis_primary_of(stack: TopologyServers, key: str) -> ServerProcess:
 
 async def nats_leader_of(stack: TopologyServers, leader: bool) -> ServerProcess:
     """The NATS node leading the run stream (``leader``), or one that does not."""
-    nc = await nats.connect(stack.nats_url)
+    nc = await nats.connect(servers=stack.nats_url.split(","))
     try:
         info = await nc.jetstream().stream_info(Settings().stream)
     finally:
