@@ -210,8 +210,10 @@ def _run_with_runtime(
         except Exception as exc:
             if not _store_failure(exc):
                 raise
+            from rankd.api.errors import causes
+
             # a store gone away is the operator's to fix, not a bug: one line, not a traceback
-            typer.echo(f"{command}: {_one_line(exc)}", err=True)
+            typer.echo(f"{command}: {exc} ({causes(exc)})", err=True)
             raise SystemExit(1) from None
 
 
@@ -222,17 +224,6 @@ def _store_failure(exc: BaseException) -> bool:
     from rankd.errors import RankdError
 
     return isinstance(exc, RankdError | OSError | RedisError | OperationalError)
-
-
-def _one_line(exc: BaseException) -> str:
-    """An error and its root cause on one line (a store's error under ours says why)."""
-    root = exc
-    while root.__cause__ is not None:
-        root = root.__cause__
-    said = str(exc) or type(exc).__name__
-    if root is not exc:
-        said += f" ({type(root).__name__}: {str(root)[:200]})"
-    return " ".join(said.split())
 
 
 def _rate_updater(progress: Progress, task: Any) -> Callable[[int], None]:

@@ -156,6 +156,15 @@ def probes_only(
     return guarded
 
 
+def _release(held: Counter[str], address: str) -> None:
+    """One connection of ``address`` closed: an address leaves with its last one, so the
+    counter holds at most one entry per open connection."""
+    if held[address] > 1:
+        held[address] -= 1
+    else:
+        del held[address]
+
+
 class GuardedHttpProtocol(HttpToolsProtocol):
     config: ServerConfig
     _deadline: asyncio.TimerHandle | None = None
@@ -212,18 +221,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         if self._probing is not None:
-            left = self.config.probes_per_address[self._probing] - 1
-            if left > 0:
-                self.config.probes_per_address[self._probing] = left
-            else:
-                del self.config.probes_per_address[self._probing]
+            _release(self.config.probes_per_address, self._probing)
             self._probing = None
         if self._address is not None:
-            held = self.config.per_address[self._address] - 1
-            if held > 0:
-                self.config.per_address[self._address] = held
-            else:
-                del self.config.per_address[self._address]
+            _release(self.config.per_address, self._address)
             self._address = None
         super().connection_lost(exc)
 

@@ -287,8 +287,9 @@ class Applier:
     ) -> Outcome:
         """Apply the messages not of ``board_id``; defer its own. Raises ``failure`` when
         every message is that board's (the consumer backs off, then fetches again)."""
-        mine = [m for m in messages if _board_of(m) == board_id]
-        others = [m for m in messages if _board_of(m) != board_id]
+        ours = [_board_of(m) == board_id for m in messages]
+        mine = [m for m, own in zip(messages, ours, strict=True) if own]
+        others = [m for m, own in zip(messages, ours, strict=True) if not own]
         if not others or not mine:  # (none of its own: the error is not theirs to defer)
             raise failure
         logger.info(

@@ -41,14 +41,12 @@ from redis.asyncio import Redis
 from rankd.inflight import InFlight
 from rankd.stores.redis.scripts import (
     FOLD_MAX_ARGS,
-    FOLD_MAX_BYTES,
     RUN_IDS,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     Call,
     Command,
     Script,
-    args_bytes,
     send_requests,
 )
 
@@ -138,8 +136,7 @@ class _Group:
     keys: Sequence[str]
     members: list[Call]
     values: int = 0  # reply values its members take
-    args: int = 0  # its members' item arguments, and about their bytes (bounded: scripts.py)
-    bytes: int = 0
+    args: int = 0  # its members' item arguments (bounded: scripts.py FOLD_MAX_ARGS)
 
 
 def fold(
@@ -174,14 +171,11 @@ def fold(
                 mine.append((len(entries), 0, -1))
                 entries.append(call)
                 continue
-            values = _values(kind, script, args)
+            _, items = _head_and_items(script, args)
+            values = len(items) // kind.width * kind.reply_width
             name = (kind.family, tuple(call_keys))
             group = open_groups.get(name)
-            _, items = _head_and_items(script, args)
-            cost = args_bytes(items)
-            if group is not None and (
-                group.args + len(items) > FOLD_MAX_ARGS or group.bytes + cost > FOLD_MAX_BYTES
-            ):
+            if group is not None and group.args + len(items) > FOLD_MAX_ARGS:
                 group = None  # full: the next call on these keys starts a new one, after it
             if group is None:
                 close(call_keys)  # open groups never share a key
@@ -194,7 +188,6 @@ def fold(
             group.members.append(call)
             group.values += values
             group.args += len(items)
-            group.bytes += cost
         for _, command_args in extra:
             close(command_args)
         opened.append(len(entries) - before)
@@ -226,12 +219,6 @@ def fold(
         return out
 
     return sent, replies
-
-
-def _values(kind: _Kind, script: Script, args: Sequence[Any]) -> int:
-    """How many reply values a call of ``kind`` answers with."""
-    _, items = _head_and_items(script, args)
-    return len(items) // kind.width * kind.reply_width
 
 
 def _call_of(entry: _Group | Call) -> Call:

@@ -78,62 +78,51 @@ class Loads:
 
         try:
             with reachable():
-                return await self._load_period(
-                    pk, ref, entries, counted_runs, time_groups, start_ms, progress,
-                    shadowed, held, shard, staged,
-                )  # fmt: skip
+                staging = keys.staging(pk.public)
+                node = self.conn.nodes.for_key(pk.public)  # every key here shares the shard's tag
+                flag = keys.restoring(pk.public)
+                if staged is None:
+                    loaded = {pk.public: await Loader.run(node, staging, entries(), progress)}
+                    # from the first time written into the live hashes until the swap, the
+                    # period's writing scripts refuse (see swap)
+                    await self.leases.take(pk.public)
+                    await Loader.hashes(node, time_groups(loaded[pk.public]))
+                else:
+                    loaded = {pk.public: staged}  # stage_shards took the lease
+                for i in range(0, len(shadowed), 1000):
+                    chunk = shadowed[i : i + 1000]
+                    call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
+                    [moved] = await self.conn.run([(call[0], call[1], (*call[2], *chunk))])
+                    loaded[pk.public] -= int(moved)
+                if counted_runs is not None:
+                    loaded[pk.runs] = await Loader.run(
+                        node, keys.staging(pk.runs), counted_runs(), None
+                    )
+                # the marks go with the board they were made on: runs applied to the replaced key
+                # are applied again by the log consumer
+                pending: list[Command] = [("DEL", (pk.pending, pk.applied))]
+                if shard >= 0:  # a shard's histogram, counted from the key swapped in
+                    # EVAL, not EVALSHA: a Redis that lost its scripts would fail it inside
+                    # the MULTI, after the rename; a rebuild sends it once a shard
+                    source = HIST_REBUILD.source
+                    pending.append(("EVAL", (source, 2, pk.public, pk.hist)))
+                for player, composite, achieved_ms in held:
+                    pending.append(
+                        ("ZADD", (pk.pending, composite, codec.member(player, achieved_ms)))
+                    )
+                    pending.append(
+                        ("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms))
+                    )
+                await swap(self.conn.nodes, pk.public, loaded, pending, restoring=flag)
+                self.leases.swapped(pk.public)
+                await self.conn.client.zadd(
+                    keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True
+                )
+                return loaded[pk.public] + len(held)
         except BaseException:
             # failed, or stopped (Ctrl-C): the lease goes now, the torn mark stays
             await self.leases.abandon([pk.public])
             raise
-
-    async def _load_period(
-        self,
-        pk: keys.PeriodKeys,
-        ref: PeriodRef,
-        entries: Callable[[], AsyncIterator[tuple[int, bytes]]],
-        counted_runs: Callable[[], AsyncIterator[tuple[int, bytes]]] | None,
-        time_groups: Callable[[int], AsyncIterator[tuple[str, int, bytes]]],
-        start_ms: int,
-        progress: Progress | None,
-        shadowed: Sequence[str],
-        held: Sequence[tuple[str, int, int]],
-        shard: int,
-        staged: int | None,
-    ) -> int:
-        staging = keys.staging(pk.public)
-        node = self.conn.nodes.for_key(pk.public)  # every key here shares the shard's tag
-        flag = keys.restoring(pk.public)
-        if staged is None:
-            loaded = {pk.public: await Loader.run(node, staging, entries(), progress)}
-            # from the first time written into the live hashes until the swap, the
-            # period's writing scripts refuse (see swap)
-            await self.leases.take(pk.public)
-            await Loader.hashes(node, time_groups(loaded[pk.public]))
-        else:
-            loaded = {pk.public: staged}  # stage_shards took the lease
-        for i in range(0, len(shadowed), 1000):
-            chunk = shadowed[i : i + 1000]
-            call = (MOVE_ENTRIES, (pk.shadow, staging, pk.public), ("replace", "", "", ""))
-            [moved] = await self.conn.run([(call[0], call[1], (*call[2], *chunk))])
-            loaded[pk.public] -= int(moved)
-        if counted_runs is not None:
-            loaded[pk.runs] = await Loader.run(node, keys.staging(pk.runs), counted_runs(), None)
-        # the marks go with the board they were made on: runs applied to the replaced key
-        # are applied again by the log consumer
-        pending: list[Command] = [("DEL", (pk.pending, pk.applied))]
-        if shard >= 0:  # a shard's histogram, counted from the key swapped in
-            # EVAL, not EVALSHA: a Redis that lost its scripts would fail it inside
-            # the MULTI, after the rename; a rebuild sends it once a shard
-            source = HIST_REBUILD.source
-            pending.append(("EVAL", (source, 2, pk.public, pk.hist)))
-        for player, composite, achieved_ms in held:
-            pending.append(("ZADD", (pk.pending, composite, codec.member(player, achieved_ms))))
-            pending.append(("HSET", (keys.times(pk.public, player), f"{player}~p", achieved_ms)))
-        await swap(self.conn.nodes, pk.public, loaded, pending, restoring=flag)
-        self.leases.swapped(pk.public)
-        await self.conn.client.zadd(keys.periods_index(ref[0], ref[1]), {ref[2]: start_ms}, nx=True)
-        return loaded[pk.public] + len(held)
 
     async def is_torn(self, public: str) -> bool:
         """Whether the period of ``public`` carries the torn mark of a rebuild that died

@@ -111,17 +111,12 @@ async def call_script(redis: Redis, call: Call) -> Any:
 
 Command = tuple[str, tuple[Any, ...]]
 
-# One folded script call's bounds (stores/redis/writes.py coalesce, batch.py fold): Redis
+# One folded script call's bound (stores/redis/writes.py coalesce, batch.py fold): Redis
 # refuses a command of more than 1,048,576 arguments ("invalid mbulk count"), and a huge one
 # holds the server for its whole run; a replay of a long log folds hundreds of thousands of
-# runs on one key. Past either bound the next call starts a new folded call, in order.
+# runs on one key. Past it the next call starts a new folded call, in order. (Ids are at
+# most 128 characters, so a call of 40,000 arguments is a few MB at most.)
 FOLD_MAX_ARGS = 40_000
-FOLD_MAX_BYTES = 4 << 20
-
-
-def args_bytes(args: Sequence[Any]) -> int:
-    """About how many bytes ``args`` take on the wire (a number: 20)."""
-    return sum(len(a) if isinstance(a, str | bytes) else 20 for a in args)
 
 
 async def send_requests(

@@ -18,12 +18,10 @@ from rankd.stores.redis.notices import change_notice
 from rankd.stores.redis.scripts import (
     AHEAD,
     FOLD_MAX_ARGS,
-    FOLD_MAX_BYTES,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
     Call,
-    args_bytes,
 )
 
 
@@ -91,7 +89,7 @@ def coalesce(
             sent.append(calls[i])
             members.append([i])
     for (call_keys, now, forget), indexes in best.items():
-        for part in _bounded(calls, indexes):
+        for part in _bounded(indexes):
             if len(part) == 1:
                 sent.append(calls[part[0]])
             else:
@@ -112,19 +110,11 @@ def coalesce(
     return sent, spread
 
 
-def _bounded(calls: Sequence[Call], indexes: list[int]) -> list[list[int]]:
-    """``indexes`` in order, cut into parts whose folded call keeps within FOLD_MAX_ARGS
-    arguments and about FOLD_MAX_BYTES (scripts.py)."""
-    parts: list[list[int]] = [[]]
-    size = 0
-    for i in indexes:
-        cost = args_bytes(calls[i][2][:4])
-        if parts[-1] and (4 * (len(parts[-1]) + 1) > FOLD_MAX_ARGS or size + cost > FOLD_MAX_BYTES):
-            parts.append([])
-            size = 0
-        parts[-1].append(i)
-        size += cost
-    return parts
+def _bounded(indexes: list[int]) -> list[list[int]]:
+    """``indexes`` in order, cut into parts whose folded call (four arguments a run) keeps
+    within FOLD_MAX_ARGS (scripts.py)."""
+    size = FOLD_MAX_ARGS // 4
+    return [indexes[i : i + size] for i in range(0, len(indexes), size)]
 
 
 class Writes:
