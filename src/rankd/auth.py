@@ -1,5 +1,6 @@
-"""Bearer-key roles: admin, server, public. Keys are compared in constant time. Built by
-the runtime (one per process) and asked by the routes and the rate limiter."""
+"""Bearer roles: admin, server, public, and (v1.3) player tokens. Keys are compared in
+constant time. Built by the runtime (one per process) and asked by the routes and the rate
+limiter."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Literal
 from starlette.requests import Request
 
 from rankd.errors import Forbidden, Unauthorized
+from rankd.tokens import PlayerToken, PlayerTokens, looks_like_jwt
 
-Role = Literal["admin", "server", "public"]
+Role = Literal["admin", "server", "public", "player"]
 
 
 def _matches(candidate: bytes, keys: list[bytes]) -> bool:
@@ -22,23 +24,33 @@ def _matches(candidate: bytes, keys: list[bytes]) -> bool:
 
 
 class Authenticator:
-    def __init__(self, admin_keys: list[str], server_keys: list[str]) -> None:
+    def __init__(
+        self, admin_keys: list[str], server_keys: list[str], tokens: PlayerTokens | None = None
+    ) -> None:
         self.admin = [k.encode() for k in admin_keys]
         self.server = [k.encode() for k in server_keys]
+        self.tokens = tokens  # None: player tokens are off (no RANKD_PLAYER_TOKEN_SECRET)
 
-    def role(self, request: Request) -> Role:
+    def identify(self, request: Request) -> tuple[Role, PlayerToken | None]:
+        """Who is asking: a role, and for a player token what it grants."""
         header = request.headers.get("authorization")
         if header is None:
-            return "public"
+            return "public", None
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("the Authorization header must be 'Bearer <key>'")
-        candidate = token.strip().encode()
+        token = token.strip()
+        candidate = token.encode()
         if _matches(candidate, self.admin):
-            return "admin"
+            return "admin", None
         if _matches(candidate, self.server):
-            return "server"
+            return "server", None
+        if self.tokens is not None and looks_like_jwt(token):
+            return "player", self.tokens.verify(token)
         raise Unauthorized("the key is not valid; check RANKD_ADMIN_KEYS / RANKD_SERVER_KEYS")
+
+    def role(self, request: Request) -> Role:
+        return self.identify(request)[0]
 
     def valid_key(self, header: str | None) -> bytes | None:
         """The admin or server key an Authorization header carries, or None when it carries
@@ -57,6 +69,8 @@ class Authenticator:
         role = self.role(request)
         if role == "public":
             raise Unauthorized(f"this endpoint needs a {needed} key: Authorization: Bearer <key>")
+        if role == "player":
+            raise Forbidden(f"this endpoint needs a {needed} key; a player token is not enough")
         if needed == "admin" and role != "admin":
             raise Forbidden("this endpoint needs an admin key; a server key is not enough")
         return role

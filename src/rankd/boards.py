@@ -7,6 +7,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal
 
+from rankd import unbuilt
 from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
 from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, clip, is_segment_dimension
@@ -36,6 +37,7 @@ SETTING_FIELDS = (
     "retention_days",
     "segments",
     "score_format",
+    "client_submits",
 )
 # The limits the contract states (SCORE_FORMATS, MAX_*) are in rankd.results.
 MAX_RETENTION_DAYS = 3_650
@@ -56,6 +58,8 @@ class BoardConfig:
     # Dimensions whose values get standings of their own, e.g. ("country", "platform").
     segments: tuple[str, ...] = ()
     score_format: ScoreFormat = "integer"  # display only
+    # whether a game client may submit its own runs with a player token (v1.3)
+    client_submits: bool = False
     created_at: datetime | None = None
     # which incarnation of the board id this is (deleting a board and creating it again
     # makes a new one); logged with every run, so replays never mix incarnations
@@ -101,6 +105,7 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
     check_board_id(board_id)
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
+    unbuilt.refuse_fields(body, unbuilt.BOARD_FIELDS, "board")
     unknown = sorted(set(body) - set(SETTING_FIELDS))
     if unknown:
         raise InvalidRequest(
@@ -111,6 +116,10 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
 
     if "windows" in body:
         windows = body["windows"]
+        if isinstance(windows, list):
+            for window in windows:
+                if isinstance(window, str) and window in unbuilt.WINDOWS:
+                    raise unbuilt.not_built(f"the window {window!r}")
         if (
             not isinstance(windows, list)
             or not windows
@@ -128,6 +137,8 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         ("score_format", SCORE_FORMATS),
     ):
         if name in body:
+            if name == "policy" and isinstance(body[name], str) and body[name] in unbuilt.POLICIES:
+                raise unbuilt.not_built(f"the policy {body[name]!r}")
             if body[name] not in allowed:
                 raise InvalidRequest(f"{name} must be one of {', '.join(allowed)}")
             values[name] = body[name]
@@ -150,6 +161,10 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         parsed = _int_field(body, name, low, high)
         if parsed is not None:
             values[name] = parsed
+    if "client_submits" in body:
+        if not isinstance(body["client_submits"], bool):
+            raise InvalidRequest("client_submits must be true or false")
+        values["client_submits"] = body["client_submits"]
     if values["hold_top"] > 0 and values["policy"] == "sum":
         # a sum's top is reached by many runs, none of which alone is the one to review
         raise InvalidRequest("hold_top applies to best boards only; leave it at 0 on a sum board")
@@ -199,6 +214,7 @@ def from_settings(
         retention_days=dict(values["retention_days"]),
         segments=tuple(values.get("segments", ())),  # configs stored before segments: none
         score_format=values.get("score_format", "integer"),  # likewise: plain integers
+        client_submits=values.get("client_submits", False),  # before v1.3: servers only
         created_at=created_at,
         generation=generation,
     )

@@ -93,6 +93,19 @@ class TooManyStreams(Unavailable):
     """This process serves as many live streams as it may (RANKD_LIVE_MAX_STREAMS)."""
 
 
+class NotEnabled(RankdError):
+    """A feature this service was not configured for (player tokens without a secret)."""
+
+    code = "not_enabled"
+
+
+class NotBuilt(RankdError):
+    """A field or route the contract names that this version does not build yet: refused
+    rather than accepted and ignored."""
+
+    code = "not_implemented"
+
+
 class UnsupportedMediaType(RankdError):
     code = "unsupported_media_type"
 

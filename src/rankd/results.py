@@ -93,6 +93,10 @@ class BoardSettings(TypedDict, total=False):
         ScoreFormat,
         Doc(description="how pages display a score (display only); `duration_ms`: 1:05.364"),
     ]
+    client_submits: Annotated[
+        bool,
+        Doc(description="game clients may submit their own runs with a player token"),
+    ]
 
 
 class Run(TypedDict):
@@ -108,6 +112,15 @@ class Run(TypedDict):
             dict[str, str],
             Doc(description="segment values; dimensions left out come from the player's profile"),
         ]
+    ]
+
+
+class TokenRequest(TypedDict, total=False):
+    # POST /v1/players/{player_id}/tokens
+    ttl_s: Annotated[int, Doc(minimum=60, maximum=604_800, description="default 3600")]
+    scope: Annotated[
+        list[Literal["read", "submit", "join"]],
+        Doc(description='what the token may do (default ["read"])'),
     ]
 
 
@@ -148,6 +161,7 @@ class Board(TypedDict):
     retention_days: dict[str, int]
     segments: list[str]
     score_format: ScoreFormat
+    client_submits: bool
     created_at: str
     tie_resolution_ms: dict[str, int]
 
@@ -223,6 +237,23 @@ class PlayerStanding(Entry, Head):
     percentile: float
 
 
+class BoardStanding(TypedDict):
+    board_id: str
+    window: str
+    period: str
+    rank: int
+    score: int
+    achieved_at: str
+    total: int
+
+
+class PlayerStandings(TypedDict):
+    # GET /v1/players/{player_id}/standings
+    player_id: str
+    standings: list[BoardStanding]
+    unknown_boards: Annotated[list[str], Doc(description="asked board ids that do not exist")]
+
+
 class PlayerRank(PlayerStanding):
     # GET .../players/{player_id}: with accuracy=approx it says whether rank (and total) are
     # estimates, and by how many ranks at most the exact rank differs (0 when exact)
@@ -243,6 +274,9 @@ ApproxStanding = PlayerRank
 
 class Friends(Head):
     entries: list[FriendEntry]
+    not_found: Annotated[
+        list[str], Doc(description="the asked ids (the player's too) that have no entry here")
+    ]
 
 
 class RankOf(Head):
@@ -262,6 +296,12 @@ class Periods(TypedDict):
     board_id: str
     window: str
     periods: list[PeriodInfo]
+
+
+class PlayerTokenIssued(TypedDict):
+    token: Annotated[str, Doc(description="send as Authorization: Bearer <token>")]
+    expires_at: str
+    scope: list[str]
 
 
 class Profile(TypedDict):

@@ -36,6 +36,7 @@ from rankd.stores.archive import ArchiveStore
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import Durable, JetStreamLog, RunLog
+from rankd.tokens import PlayerTokens
 
 logger = logging.getLogger("rankd")
 
@@ -204,7 +205,13 @@ class Runtime:
                 restoring=rebuilder.is_restoring,
                 histograms=Histograms(redis.conn),
             ),
-            auth=Authenticator(s.admin_keys, s.server_keys),
+            auth=Authenticator(
+                s.admin_keys,
+                s.server_keys,
+                PlayerTokens(s.player_token_secret, s.player_token_leeway_s)
+                if s.player_token_secret
+                else None,
+            ),
             applier=applier,
             moderation=moderation,
             rebuilder=rebuilder,
@@ -224,6 +231,7 @@ class Runtime:
                 per_key=Rate(s.rate_key_per_s, s.rate_key_burst),
                 per_address=Rate(s.rate_address_per_s, s.rate_address_burst),
                 runs_per_key=Rate(s.rate_key_runs_per_s, s.rate_key_runs_burst),
+                runs_per_player=Rate(s.rate_player_runs_per_s, s.rate_player_runs_burst),
                 fail_open_s=s.rate_fail_open_s,
                 refusal_memo_bytes=s.rate_refusal_memo_bytes,
                 lease_s=s.rate_lease_s,

@@ -26,6 +26,14 @@ class Settings(BaseSettings):
     # Comma-separated bearer keys per role.
     admin_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
     server_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Player tokens (HS256 JWTs, rankd/tokens.py): comma-separated secrets of at least 32
+    # bytes; the first signs, any verifies (rotation). Unset: player tokens are off.
+    player_token_secret: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # clock skew allowed on a token's exp, nbf and iat
+    player_token_leeway_s: int = Field(30, ge=0, le=300)
+    # Origins a browser page may call the API from (CORS): comma-separated
+    # scheme://host[:port], or * for public reads only (GET, no Authorization). Unset: none.
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # JetStream stream holding every accepted run.
     stream: str = Field("RUNS", pattern=r"^[A-Za-z0-9_-]{1,64}$")
@@ -118,6 +126,10 @@ class Settings(BaseSettings):
     # how many an idle key may submit at once; counted besides the key's request rate.
     rate_key_runs_per_s: float = Field(50_000.0, ge=0, le=10_000_000)
     rate_key_runs_burst: int = Field(100_000, ge=1, le=100_000_000)
+    # Runs per second one player may submit with a player token (client_submits boards),
+    # whatever device or address they come from, and how many at once after a pause.
+    rate_player_runs_per_s: float = Field(1.0, ge=0, le=1_000)
+    rate_player_runs_burst: int = Field(10, ge=1, le=10_000)
     # How many proxies in front of Rankd append the client's address to X-Forwarded-For; the
     # address that many entries from the right is the client's (0: the header is ignored,
     # since anyone can send it).
@@ -225,13 +237,42 @@ class Settings(BaseSettings):
     def _lower(cls, value: object) -> object:
         return value.lower() if isinstance(value, str) else value
 
-    @field_validator("admin_keys", "server_keys", mode="before")
+    @field_validator("admin_keys", "server_keys", "player_token_secret", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):
             return [k.strip() for k in value.split(",") if k.strip()]
         return value
 
+    @field_validator("player_token_secret")
+    @classmethod
+    def _secrets(cls, value: list[str]) -> list[str]:
+        from rankd.tokens import MIN_SECRET_BYTES
+
+        if any(len(secret.encode()) < MIN_SECRET_BYTES for secret in value):
+            raise ValueError(
+                f"each secret must be at least {MIN_SECRET_BYTES} bytes (openssl rand -hex 32)"
+            )
+        return value
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _origins(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        origins = [o.strip() for o in value.split(",") if o.strip()]
+        if "*" in origins and len(origins) > 1:
+            raise ValueError("either * (public reads from any origin) or a list of origins")
+        for origin in origins:
+            if origin != "*" and not _ORIGIN.fullmatch(origin):
+                raise ValueError(f"{origin[:80]!r} is not an origin like https://game.example:8443")
+        return origins
+
+
+# scheme://host[:port], as a browser sends it in Origin (no path, no trailing slash)
+_ORIGIN = re.compile(
+    r"https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
+)
 
 # What each URL may look like (the drivers accept these; anything else fails late and
 # obscurely, so it is refused at start with one line).
@@ -260,6 +301,9 @@ def _check_urls(
     return value.strip()
 
 
+SECRET_FIELDS = frozenset({"admin_keys", "server_keys", "player_token_secret"})
+
+
 def settings_error(error: ValidationError | SettingsError) -> str:
     """A settings failure as one line: each variable at fault, what it held, and why."""
     if isinstance(error, SettingsError):  # a value that is not the JSON it must be
@@ -270,7 +314,10 @@ def settings_error(error: ValidationError | SettingsError) -> str:
     for item in error.errors():
         field = str(item["loc"][0]) if item["loc"] else "?"
         given = item.get("input")
-        shown = "" if given is None or isinstance(given, dict) else f"={str(given)[:80]!r}"
+        secret = field in SECRET_FIELDS  # a secret is never repeated in an error
+        shown = (
+            "" if given is None or secret or isinstance(given, dict) else f"={str(given)[:80]!r}"
+        )
         reason = str(item["msg"]).removeprefix("Value error, ").rstrip(".")
         problems.append(f"RANKD_{field.upper()}{shown}: {reason}")
     return "; ".join(problems)

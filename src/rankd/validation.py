@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rankd import unbuilt
 from rankd.boards import BoardConfig
 from rankd.errors import InvalidRequest, ScoreOutOfRange
 from rankd.formats import (
@@ -24,6 +25,7 @@ def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -
     """A submitted run, checked against the board; raises InvalidRequest/ScoreOutOfRange."""
     if not isinstance(payload, dict):
         raise InvalidRequest("a run must be a JSON object")
+    unbuilt.refuse_fields(payload, unbuilt.RUN_FIELDS, "run")
     unknown = sorted(set(payload) - RUN_FIELDS)
     if unknown:
         raise InvalidRequest(

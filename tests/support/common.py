@@ -24,6 +24,9 @@ ADMIN = "test-admin-key"
 SERVER = "test-server-key"
 ADMIN_H = {"Authorization": f"Bearer {ADMIN}"}
 SERVER_H = {"Authorization": f"Bearer {SERVER}"}
+# player tokens: the session app signs with the first secret and accepts both (rotation)
+TOKEN_SECRET = "test-player-token-secret-0123456789abcdef"
+TOKEN_SECRET_OLD = "test-player-token-secret-old-0123456789ab"
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ def make_settings(urls: Urls, **overrides: object) -> Settings:
         "nats_url": urls.nats,
         "admin_keys": [ADMIN],
         "server_keys": [SERVER],
+        "player_token_secret": [TOKEN_SECRET, TOKEN_SECRET_OLD],
         "top_cache_s": 0.0,  # tests read their own writes at once; test_reads_cache covers it
         # the season job runs only where a test runs it (with its own clock); test_seasons
         # covers the background job

@@ -8,9 +8,11 @@ import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rankd import __version__, metrics
@@ -25,6 +27,8 @@ from rankd.api import (
     routes_players,
     routes_reads,
     routes_runs,
+    routes_tokens,
+    routes_unbuilt,
 )
 from rankd.api.fastpath import HotRoutes
 from rankd.api.http import JSONBody
@@ -129,10 +133,12 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         routes_runs,
         routes_reads,
         routes_players,
+        routes_tokens,
         routes_moderation,
         routes_live,
         routes_ops,
         docs_pages,
+        routes_unbuilt,
     ):
         app.include_router(module.router)
 
@@ -141,8 +147,28 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     # inside RequestMetrics: refused requests are timed (and logged) too
     app.add_middleware(RateLimit)
     app.add_middleware(RequestMetrics, log_requests=settings.access_log)
+    if settings.cors_origins:
+        # outermost: refusals (429, 401) carry the CORS headers too, or a browser page
+        # could not read why it was refused
+        app.add_middleware(CORSMiddleware, **cors_options(settings.cors_origins))
     app.add_middleware(StartupErrors)
     return app
+
+
+def cors_options(origins: list[str]) -> dict[str, Any]:
+    """Cross-origin access for browser games (RANKD_CORS_ORIGINS). ``*``: any page may read
+    the public API (GET, no Authorization header: a preflight for anything else fails). A
+    list: those pages may also send keys and player tokens (Authorization) and write. Never
+    credentials (cookies): Rankd reads none, so no page's cookies are sent along."""
+    public = origins == ["*"]
+    return {
+        "allow_origins": origins,
+        "allow_methods": ["GET"] if public else ["GET", "POST", "PUT", "DELETE"],
+        "allow_headers": [] if public else ["Authorization", "Content-Type"],
+        "allow_credentials": False,
+        "expose_headers": ["Retry-After"],
+        "max_age": 600,
+    }
 
 
 def _one_line(exc: BaseException) -> str:

@@ -33,6 +33,8 @@ STATUS: dict[type[errors.RankdError], int] = {
     errors.UnsupportedMediaType: 415,
     errors.RateLimited: 429,
     errors.ClientGone: 499,  # nginx's code for it; the client never sees the answer
+    errors.NotEnabled: 501,
+    errors.NotBuilt: 501,
     errors.Unavailable: 503,
     errors.TooManyStreams: 503,
 }

@@ -29,6 +29,7 @@ Role = Literal["public", "viewer", "server", "admin"]
 """``viewer``: a public read that also takes ``viewer=<player_id>`` with a server key."""
 
 BEARER = "bearer"
+PLAYER_TOKEN = "playerToken"
 ERROR_REF = "#/components/schemas/ErrorResponse"
 
 
@@ -37,6 +38,7 @@ class Doc:
     role: Role
     errors: tuple[str, ...]  # besides 401/403 (from the role) and 429 (every /v1 route)
     created: bool = False  # also answers 201 with the 200's body
+    player: bool = False  # also takes a player token (v1.3)
 
 
 BODY = ("invalid_request", "body_too_large", "unsupported_media_type")
@@ -51,20 +53,27 @@ ROUTES: dict[str, Doc] = {
     "POST /v1/boards/{board_id}/runs": Doc(
         "server",
         (*BODY, "score_out_of_range", "board_not_found", "run_conflict", "unavailable"),
+        player=True,
     ),
     "POST /v1/boards/{board_id}/runs:batch": Doc(
         "server", (*BODY, "board_not_found", "unavailable")
     ),
-    "GET /v1/boards/{board_id}/top": Doc("viewer", READ),
-    "GET /v1/boards/{board_id}/players/{player_id}": Doc("viewer", (*READ, "player_not_ranked")),
-    "GET /v1/boards/{board_id}/players/{player_id}/around": Doc(
-        "viewer", (*READ, "player_not_ranked")
+    "GET /v1/boards/{board_id}/top": Doc("viewer", READ, player=True),
+    "GET /v1/boards/{board_id}/players/{player_id}": Doc(
+        "viewer", (*READ, "player_not_ranked"), player=True
     ),
-    "GET /v1/boards/{board_id}/players/{player_id}/friends": Doc("viewer", READ),
+    "GET /v1/boards/{board_id}/players/{player_id}/around": Doc(
+        "viewer", (*READ, "player_not_ranked"), player=True
+    ),
+    "GET /v1/boards/{board_id}/players/{player_id}/friends": Doc("viewer", READ, player=True),
     "GET /v1/boards/{board_id}/rank-of": Doc("public", (*READ, "score_out_of_range")),
     "GET /v1/boards/{board_id}/periods": Doc("public", READ),
     "GET /v1/boards/{board_id}/events": Doc("public", READ),
     "PUT /v1/players/{player_id}": Doc("server", (*BODY, "unavailable")),
+    "GET /v1/players/{player_id}/standings": Doc(
+        "viewer", ("invalid_request", "unavailable"), player=True
+    ),
+    "POST /v1/players/{player_id}/tokens": Doc("server", (*BODY, "not_enabled")),
     "GET /v1/players/{player_id}": Doc("server", ("invalid_request", "unavailable")),
     "POST /v1/players/{player_id}/ban": Doc("admin", ("invalid_request", "unavailable")),
     "DELETE /v1/players/{player_id}/ban": Doc("admin", ("invalid_request", "unavailable")),
@@ -85,8 +94,9 @@ FALLBACK = Doc("public", ("invalid_request", "unavailable"))
 
 ROLE_ERRORS: dict[Role, tuple[str, ...]] = {
     "public": (),
-    "viewer": ("unauthorized",),  # only with viewer=: that needs a server key
-    "server": ("unauthorized",),
+    # only with viewer= (that needs a server key) or a player token (which may lack a scope)
+    "viewer": ("unauthorized", "forbidden"),
+    "server": ("unauthorized", "forbidden"),  # forbidden: a player token where a key is needed
     "admin": ("unauthorized", "forbidden"),
 }
 ROLE_NOTES: dict[Role, str] = {
@@ -94,6 +104,11 @@ ROLE_NOTES: dict[Role, str] = {
     "viewer": "Public; `viewer=<player_id>` (a player's own view) needs a server key.",
     "server": "Needs a server key (or an admin key): `Authorization: Bearer <key>`.",
     "admin": "Needs an admin key: `Authorization: Bearer <key>`.",
+}
+PLAYER_NOTES: dict[Role, str] = {
+    "viewer": "A player token (scope `read`) reads as that player's own view.",
+    "server": "A player token (scope `submit`) may submit that player's own runs on a board "
+    "with `client_submits`.",
 }
 
 # An example sentence per code (the real ones name the value at fault).
@@ -112,6 +127,8 @@ MESSAGES: dict[str, str] = {
     "unsupported_media_type": "send the body as JSON with Content-Type: application/json",
     "rate_limited": "too many requests for this key; retry after the Retry-After seconds",
     "unavailable": "the run log did not answer in time; nothing was accepted, retry",
+    "not_enabled": "player tokens are off: set RANKD_PLAYER_TOKEN_SECRET to turn them on",
+    "not_implemented": "cursor is not built in this version yet; page with offset",
 }
 # Examples of a route's own non-2xx models (their model's example is a 200's).
 OWN_EXAMPLES: dict[str, dict[str, Any]] = {
@@ -187,11 +204,12 @@ def _document_operation(
         responses[own_status]["content"]["application/json"]["example"] = example
     for response in responses.values():
         _with_example(response, schemas)
+    tokens: list[dict[str, list[str]]] = [{PLAYER_TOKEN: []}] if doc.player else []
     if doc.role in ("server", "admin"):
-        op["security"] = [{BEARER: []}]
+        op["security"] = [{BEARER: []}, *tokens]
     elif doc.role == "viewer":
-        op["security"] = [{}, {BEARER: []}]  # optional: only for viewer=
-    note = ROLE_NOTES[doc.role]
+        op["security"] = [{}, {BEARER: []}, *tokens]  # optional: only for viewer=
+    note = ROLE_NOTES[doc.role] + (" " + PLAYER_NOTES[doc.role] if doc.player else "")
     if note:
         op["description"] = f"{note}\n\n{op.get('description', '')}".strip()
 
@@ -228,7 +246,15 @@ def build(app: FastAPI) -> dict[str, Any]:
             "type": "http",
             "scheme": "bearer",
             "description": "an admin or server key (RANKD_ADMIN_KEYS, RANKD_SERVER_KEYS)",
-        }
+        },
+        PLAYER_TOKEN: {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "a player token (HS256 JWT: sub, scope, exp) from POST "
+            "/v1/players/{player_id}/tokens or minted by the game server with "
+            "RANKD_PLAYER_TOKEN_SECRET; held by a game client",
+        },
     }
     for path, operations in document.get("paths", {}).items():
         for method, op in operations.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -9,10 +10,12 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rankd import results
+from rankd import results, unbuilt
 from rankd.api.http import reply, runtime
-from rankd.errors import InvalidRequest
-from rankd.formats import check_player_id
+from rankd.errors import BoardNotFound, Forbidden, InvalidRequest, PlayerNotRanked, Unauthorized
+from rankd.formats import BOARD_ID_PATTERN, check_player_id, is_board_id
+from rankd.periods import WINDOWS
+from rankd.results import PlayerStanding
 from rankd.runtime import Runtime
 from rankd.services.reads import Scope, resolve_scope
 
@@ -63,17 +66,40 @@ async def where_for(
 async def open_read(
     request: Request, board_id: str, where: Where, player_id: str | None = None
 ) -> tuple[Runtime, Scope]:
-    """What every read starts with: its ids checked, its board and period resolved."""
+    """What every read starts with: its ids checked, its board and period resolved. A
+    player token reads as its player's own view (``where.viewer`` is set to it)."""
     rt = runtime(request)
-    viewer = where.viewer
-    if viewer is not None:
-        # A player's own view may show what the public may not; only game servers ask for it.
-        rt.auth.require(request, "server")
-        check_player_id(viewer, "viewer")
+    refuse_unbuilt(request)
+    if "authorization" in request.headers:
+        own_view(rt, request, where)
+    elif where.viewer is not None:
+        raise Unauthorized("viewer= needs a server key (or the player's own token)")
     if player_id is not None:
         check_player_id(player_id)
     board = await rt.boards.get(board_id)
     return rt, resolve_scope(board, where.window, where.period, where.segment)
+
+
+def refuse_unbuilt(request: Request) -> None:
+    for name in unbuilt.READ_PARAMS:
+        if name in request.query_params:
+            raise unbuilt.not_built(f"the query parameter {name!r}")
+
+
+def own_view(rt: Runtime, request: Request, where: Where) -> None:
+    """Check a read's credentials: a player token (scope read) makes the read that player's
+    own view; a server or admin key may ask for any player's with viewer=."""
+    role, token = rt.auth.identify(request)
+    if token is not None:
+        token.require("read")
+        if where.viewer is not None and where.viewer != token.player_id:
+            raise Forbidden("a player token reads its own player's view only")
+        where.viewer = token.player_id
+    elif where.viewer is not None:
+        # A player's own view may show what the public may not; only game servers ask for it.
+        if role == "public":
+            raise Unauthorized("viewer= needs a server key (or the player's own token)")
+        check_player_id(where.viewer, "viewer")
 
 
 @router.get(
@@ -186,3 +212,72 @@ async def segments(
 ) -> Response:
     rt, scope = await open_read(request, board_id, Where(window, period))
     return reply(await rt.reader.segments(scope))
+
+
+MAX_STANDING_BOARDS = 100
+
+
+@router.get(
+    "/v1/players/{player_id}/standings",
+    response_model=results.PlayerStandings,
+    summary="One player's standing on each of several boards (up to 100)",
+    description="Boards where the player has no entry in the window's current period (or "
+    "that lack the window) are left out; ids of boards that do not exist are listed in "
+    "`unknown_boards`.",
+)
+async def standings(
+    player_id: str,
+    request: Request,
+    boards: Annotated[str, Query(description="comma-separated board ids, up to 100")],
+    window: WindowQ = None,
+    viewer: ViewerQ = None,
+) -> Response:
+    board_ids = list(dict.fromkeys(b for b in boards.split(",") if b))
+    if not board_ids or len(board_ids) > MAX_STANDING_BOARDS:
+        raise InvalidRequest(f"boards must list 1..{MAX_STANDING_BOARDS} board ids")
+    for board_id in board_ids:
+        if not is_board_id(board_id):
+            raise InvalidRequest(f"boards: each board id must match {BOARD_ID_PATTERN}")
+    if window is not None and window not in WINDOWS:
+        raise InvalidRequest(f"window must be one of {', '.join(WINDOWS)}")
+    check_player_id(player_id)
+    rt = runtime(request)
+    refuse_unbuilt(request)
+    where = Where(window, viewer=viewer)
+    if "authorization" in request.headers:
+        own_view(rt, request, where)
+    elif viewer is not None:
+        raise Unauthorized("viewer= needs a server key (or the player's own token)")
+
+    async def one(board_id: str) -> PlayerStanding | str | None:
+        try:
+            board = await rt.boards.get(board_id)
+        except BoardNotFound:
+            return board_id
+        if window is not None and window not in board.windows:
+            return None
+        scope = resolve_scope(board, window, None)
+        try:
+            return await rt.reader.player(scope, player_id, where.viewer)
+        except PlayerNotRanked:
+            return None
+
+    found = await asyncio.gather(*(one(b) for b in board_ids))
+    answer: results.PlayerStandings = {
+        "player_id": player_id,
+        "standings": [
+            {
+                "board_id": s["board_id"],
+                "window": s["window"],
+                "period": s["period"],
+                "rank": s["rank"],
+                "score": s["score"],
+                "achieved_at": s["achieved_at"],
+                "total": s["total"],
+            }
+            for s in found
+            if isinstance(s, dict)
+        ],
+        "unknown_boards": [b for b in found if isinstance(b, str)],
+    }
+    return reply(answer)

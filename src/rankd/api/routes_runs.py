@@ -12,12 +12,14 @@ from starlette.responses import Response
 from rankd import metrics, results
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
-from rankd.errors import InvalidRequest, RankdError
+from rankd.boards import BoardConfig
+from rankd.errors import Forbidden, InvalidRequest, RankdError, Unauthorized
 from rankd.formats import clip, is_run_id
 from rankd.results import MAX_BATCH
 from rankd.runs import Run
 from rankd.runtime import Runtime
 from rankd.services.rate_limits import key_identity
+from rankd.tokens import PlayerToken
 from rankd.validation import parse_run
 
 router = APIRouter(tags=["runs"])
@@ -38,6 +40,28 @@ async def _count_runs(rt: Runtime, request: Request, runs: int) -> None:
     await rt.limiter.check("runs", "r" + key_identity(key)[1:], runs)
 
 
+def _sender(rt: Runtime, request: Request) -> PlayerToken | None:
+    """A server (or admin) key, or a player token with the submit scope (returned)."""
+    role, token = rt.auth.identify(request)
+    if role == "public":
+        raise Unauthorized("this endpoint needs a server key: Authorization: Bearer <key>")
+    if token is not None:
+        token.require("submit")
+    return token
+
+
+async def _client_run(rt: Runtime, board: BoardConfig, token: PlayerToken, run: Run) -> None:
+    """What a game client's own run must pass besides a server's checks: the board takes
+    client runs, the run is the token's player's, and that player's run rate."""
+    if not board.client_submits:
+        raise Forbidden(
+            f"board {board.board_id!r} takes runs from game servers only (client_submits is false)"
+        )
+    if run.player_id != token.player_id:
+        raise Forbidden("a player token submits its own player's runs only")
+    await rt.limiter.check("player_runs", "p:" + token.player_id)
+
+
 @router.post(
     "/v1/boards/{board_id}/runs",
     response_model=results.SubmitResult,
@@ -46,12 +70,14 @@ async def _count_runs(rt: Runtime, request: Request, runs: int) -> None:
 )
 async def submit_run(board_id: str, request: Request) -> Response:
     rt = runtime(request)
-    rt.auth.require(request, "server")
+    token = _sender(rt, request)
     await _count_runs(rt, request, 1)
     board = await rt.boards.get(board_id)
     body = await read_json(request)
     now_ms = int(time.time() * 1000)
     run = parse_run(body, board, now_ms, rt.settings.max_future_skew_s * 1000)
+    if token is not None:
+        await _client_run(rt, board, token, run)
     [standings] = await rt.submitter.submit(board, [run])
     if isinstance(standings, RankdError):
         raise standings
@@ -74,7 +100,8 @@ async def submit_run(board_id: str, request: Request) -> Response:
 )
 async def submit_batch(board_id: str, request: Request) -> Response:
     rt = runtime(request)
-    rt.auth.require(request, "server")
+    if _sender(rt, request) is not None:
+        raise Forbidden("a player token submits one run at a time: POST .../runs")
     board = await rt.boards.get(board_id)
     body = await read_json(request)
     if (

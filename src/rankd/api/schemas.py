@@ -29,6 +29,7 @@ BOARD_EXAMPLE: dict[str, Any] = {
     "retention_days": {"daily": 8, "weekly": 35, "monthly": 100},
     "segments": ["country"],
     "score_format": "integer",
+    "client_submits": False,
     "created_at": "2026-11-03T18:00:00.000Z",
     "tie_resolution_ms": {"all-time": 1, "weekly": 1},
 }
@@ -95,7 +96,32 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
     ],
     results.Page: [{**HEAD_EXAMPLE, "total": 1042311, "entries": [ENTRY_EXAMPLE]}],
     results.PlayerRank: [{**HEAD_EXAMPLE, **ENTRY_EXAMPLE, "total": 1042311, "percentile": 99.99}],
-    results.Friends: [{**HEAD_EXAMPLE, "entries": [{**ENTRY_EXAMPLE, "position": 1}]}],
+    results.Friends: [
+        {**HEAD_EXAMPLE, "entries": [{**ENTRY_EXAMPLE, "position": 1}], "not_found": ["90210"]}
+    ],
+    results.PlayerStandings: [
+        {
+            "player_id": "48213377",
+            "standings": [
+                {
+                    **HEAD_EXAMPLE,
+                    "rank": 88416,
+                    "score": 1284500,
+                    "achieved_at": "2026-11-03T18:22:07.123Z",
+                    "total": 1042311,
+                }
+            ],
+            "unknown_boards": [],
+        }
+    ],
+    results.PlayerTokenIssued: [
+        {
+            "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0ODIxMzM3NyIsInNjb3BlIjoi"
+            "cmVhZCBzdWJtaXQiLCJpYXQiOjE3OTY0OTA5MjcsImV4cCI6MTc5NjQ5NDUyN30.c2lnbmF0dXJl",
+            "expires_at": "2026-11-03T19:22:07.000Z",
+            "scope": ["read", "submit"],
+        }
+    ],
     results.RankOf: [{**HEAD_EXAMPLE, "score": 1284500, "rank": 12, "total": 1042311}],
     results.Periods: [
         {
@@ -199,6 +225,7 @@ BATCH_IN_EXAMPLE: dict[str, Any] = {
     ]
 }
 PROFILE_IN_EXAMPLE: dict[str, Any] = {"name": "kai_runs", "segments": {"country": "FR"}}
+TOKEN_IN_EXAMPLE: dict[str, Any] = {"ttl_s": 3600, "scope": ["read", "submit"]}
 
 
 # Keys a schema property keeps beside the ``anyOf`` that makes it nullable.

@@ -44,7 +44,7 @@ from rankd.errors import RateLimited, Unavailable
 from rankd.stores.redis.limits import RateLimits
 from rankd.ttlcache import TTLCache
 
-Kind = Literal["key", "address", "runs"]
+Kind = Literal["key", "address", "runs", "player_runs"]
 # what one remembered refusal holds: an identity of up to ~70 characters and a float
 REFUSAL_BYTES = 200
 # the longest a refusal is remembered; a longer wait is asked of Redis again after it
@@ -87,6 +87,7 @@ class RateLimiter:
         per_address: Rate,
         fail_open_s: float = 1.0,
         runs_per_key: Rate | None = None,
+        runs_per_player: Rate | None = None,
         refusal_memo_bytes: int = 1 << 20,
         lease_s: float = 0.05,
         lease_bytes: int = 1 << 20,
@@ -97,6 +98,8 @@ class RateLimiter:
             "key": per_key,
             "address": per_address,
             "runs": runs_per_key or Rate(0.0, 1),
+            # player_runs: one player's runs sent with their own token (client submits)
+            "player_runs": runs_per_player or Rate(0.0, 1),
         }
         self.fail_open_s = fail_open_s
         self.lease_s = lease_s
@@ -191,6 +194,8 @@ class RateLimiter:
         what = "requests"
         if kind == "runs":
             whose, what = "this key", "runs"
+        elif kind == "player_runs":
+            whose, what = "this player", "runs"
         return RateLimited(
             f"too many {what} from {whose} (limit {rate.per_s:g}/s, burst {rate.burst}); "
             f"retry in {retry_after_s} s",

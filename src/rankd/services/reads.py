@@ -334,7 +334,10 @@ class Reader:
         entries: list[FriendEntry] = [
             {**_entry(row), "position": position} for position, row in enumerate(rows, start=1)
         ]
-        return {**scope.head, "entries": entries}
+        found = {entry["player_id"] for entry in entries}
+        # the asked ids this view shows no entry for (the public view: banned ones too)
+        missing = [i for i in ids if i not in found]
+        return {**scope.head, "entries": entries, "not_found": missing}
 
     async def rank_of(self, scope: Scope, score: int) -> RankOf:
         self._restored(scope)

@@ -251,6 +251,7 @@ async def test_friends_lists_player_and_ranked_friends_best_first(
         (3, 5, "p5"),
     ]
     assert all(set(e) == {*ENTRY_KEYS, "position"} for e in entries)
+    assert body["not_found"] == ["ghost"]
 
 
 async def test_friends_of_unranked_player_lists_ranked_friends(
@@ -261,6 +262,7 @@ async def test_friends_of_unranked_player_lists_ranked_friends(
         (1, 2, "p2"),
         (2, 4, "p4"),
     ]
+    assert body["not_found"] == ["ghost"]  # the player too, when they have no entry
 
 
 async def test_friends_without_ids_is_the_player_alone(
@@ -273,6 +275,7 @@ async def test_friends_without_ids_is_the_player_alone(
 async def test_friends_repeated_ids_appear_once(client: httpx.AsyncClient, five: str) -> None:
     body = await get(client, f"/v1/boards/{five}/players/p2/friends", ids="p2,p1,p1")
     assert [e["player_id"] for e in body["entries"]] == ["p1", "p2"]
+    assert body["not_found"] == []
 
 
 async def test_friends_1000_ids_are_accepted(client: httpx.AsyncClient, five: str) -> None:

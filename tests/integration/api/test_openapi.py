@@ -140,7 +140,13 @@ def test_no_422_and_errors_carry_their_codes(document: Document) -> None:
     assert "Retry-After" in put["429"]["headers"]
     assert put["401"]["content"]["application/json"]["example"]["error"]["code"] == "unauthorized"
     submit = operation_of(document, "POST", "/v1/boards/{board_id}/runs")["responses"]
-    assert "403" not in submit  # an admin key is accepted where a server key is asked
+    # an admin key is accepted where a server key is asked; 403 is for a player token (v1.3)
+    assert submit["403"]["x-error-codes"] == ["forbidden"]
+    tokens = document["components"]["securitySchemes"]["playerToken"]
+    assert tokens["bearerFormat"] == "JWT"
+    assert {"playerToken": []} in operation_of(document, "POST", "/v1/boards/{board_id}/runs")[
+        "security"
+    ]
     assert submit["400"]["x-error-codes"] == ["invalid_request", "score_out_of_range"]
     # no rate limit applies to probes, scrapes and docs
     assert set(operation_of(document, "GET", "/healthz")["responses"]) == {"200"}
@@ -211,17 +217,23 @@ def test_the_bearer_scheme_marks_the_routes_that_need_a_key(document: Document) 
     }
     for path, operations in document["paths"].items():
         for method, op in operations.items():
-            role = openapi.doc_of(method, path).role
-            security = op.get("security")
+            doc = openapi.doc_of(method, path)
+            role, security = doc.role, op.get("security")
+            token: list[dict[str, list[str]]] = [{"playerToken": []}] if doc.player else []
+            assert not doc.player or role in ("server", "viewer"), (method, path)
             if role in ("admin", "server"):
-                assert security == [{"bearer": []}], (method, path)
+                assert security == [{"bearer": []}, *token], (method, path)
             elif role == "viewer":
-                assert security == [{}, {"bearer": []}], (method, path)
+                assert security == [{}, {"bearer": []}, *token], (method, path)
             else:
                 assert security is None, (method, path)
     assert openapi.doc_of("PUT", "/v1/boards/{board_id}").role == "admin"
     assert openapi.doc_of("POST", "/v1/boards/{board_id}/runs").role == "server"
     assert openapi.doc_of("GET", "/v1/boards/{board_id}/rank-of").role == "public"
+    # game clients: their own view on reads, their own runs on client_submits boards
+    assert openapi.doc_of("POST", "/v1/boards/{board_id}/runs").player
+    assert openapi.doc_of("GET", "/v1/boards/{board_id}/top").player
+    assert not openapi.doc_of("POST", "/v1/boards/{board_id}/runs:batch").player
 
 
 # --- real answers against the document ------------------------------------------------------
@@ -288,6 +300,19 @@ async def test_real_answers_of_every_route_match_the_document(
     await call("PUT", profile, status=200, json=body, headers=SERVER_H)
     await call("GET", profile, status=200, headers=SERVER_H)
     await call("GET", profile, status=401)
+    tokens = "/v1/players/{player_id}/tokens"
+    minted = await call("POST", tokens, status=200, json={"ttl_s": 600}, headers=SERVER_H)
+    await call("POST", tokens, status=400, json={"ttl_s": 1}, headers=SERVER_H)
+    await call("POST", tokens, status=401, json={})
+    token_h = {"Authorization": f"Bearer {minted.json()['token']}"}
+    await call("POST", tokens, status=403, json={}, headers=token_h)
+    await call("GET", "/v1/boards/{board_id}/top", status=200, headers=token_h)
+    await call("POST", runs, status=403, json=run, headers=token_h)  # no scope, no client_submits
+    standings = "/v1/players/{player_id}/standings"
+    await call("GET", standings, status=200, params={"boards": board})
+    await call("GET", standings, status=200, params={"boards": board}, headers=token_h)
+    await call("GET", standings, status=400, params={"boards": "Bad!"})
+    await call("GET", standings, status=401, params={"boards": board, "viewer": "p1"})
     for path in ("/healthz", "/readyz", "/metrics"):
         await call("GET", path, status=200)
 
