@@ -129,7 +129,9 @@ def _target_of(
 
 
 # A script's reply for one target: (changed, rank, stored composite, mine, achieved ms).
-Reply = tuple[int, int, int, int, int]
+# a submit script's answer (lua/submit_best.lua): changed, rank, stored, mine, achieved,
+# and the entry before: prev_rank (0: none), prev_stored, prev_achieved
+Reply = tuple[int, int, int, int, int, int, int, int]
 
 
 def sum_horizon_ms(board: BoardConfig) -> int:
@@ -273,7 +275,7 @@ def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standin
             "improved": False,
             "is_best": False,
         }
-    changed, rank, stored, mine, achieved_ms = reply
+    changed, rank, stored, mine, achieved_ms, previous, _, _ = reply
     score, offset = board.codecs[target.window].unpack(int(stored))
     # the exact time; an entry written before exact times were kept has the tie bucket's
     achieved_ms = int(achieved_ms) or target.period.start_ms + offset
@@ -284,6 +286,7 @@ def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standin
         # a banned player's answer says "ranked" (their own-view rank) like anyone's
         "status": "held" if target.side == "pending" else "ranked",
         "rank": int(rank),
+        "previous_rank": int(previous) or None,
         "score": score,
         "achieved_at": format_time(achieved_ms),
         "improved": bool(changed),

@@ -178,6 +178,15 @@ class Standing(TypedDict):
     ]
     status: Literal["ranked", "held", "closed"]
     rank: NotRequired[int]
+    previous_rank: NotRequired[
+        Annotated[
+            int | None,
+            Doc(
+                description="the rank before this run, in the player's own view, read in the "
+                "same atomic step; null when the player had no entry"
+            ),
+        ]
+    ]
     score: NotRequired[int]
     achieved_at: NotRequired[str]
     improved: bool

@@ -97,7 +97,7 @@ def test_standing_from_a_reply_and_for_closed_targets() -> None:
     now = ms("2026-11-03T18:22:07.123")
     [target] = plan(b, Run("r", "p", 9, now, now))
     assert target.composite is not None
-    reply = (1, 4, target.composite, 1, now)
+    reply = (1, 4, target.composite, 1, now, 6, target.composite - 1, now - 5)
     # achieved_at is the exact time the script reports, not the tie bucket's start
     achieved = format_time(now)
     assert standing(b, target, reply) == {
@@ -106,6 +106,7 @@ def test_standing_from_a_reply_and_for_closed_targets() -> None:
         "segment": None,
         "status": "ranked",
         "rank": 4,
+        "previous_rank": 6,
         "score": 9,
         "achieved_at": achieved,
         "improved": True,
@@ -114,11 +115,15 @@ def test_standing_from_a_reply_and_for_closed_targets() -> None:
     closed = {"window": "daily", "period": "2026-11-03", "segment": None, "status": "closed"}
     assert standing(b, target, None) == {**closed, "improved": False, "is_best": False}
     # rank 0: a replayed run too old to count, for a player without an entry
-    assert standing(b, target, (0, 0, 0, 0, 0))["status"] == "closed"
+    assert standing(b, target, (0, 0, 0, 0, 0, 0, 0, 0))["status"] == "closed"
+    # no entry before this run: previous_rank null
+    first = (1, 4, target.composite, 1, now, 0, 0, 0)
+    assert standing(b, target, first)["previous_rank"] is None
     # an entry written before exact times were kept: its tie bucket's start
     resolution = b.codecs["daily"].resolution_ms
     bucket = format_time(now - (now - target.period.start_ms) % resolution)
-    assert standing(b, target, (0, 4, target.composite, 1, 0))["achieved_at"] == bucket
+    old = (0, 4, target.composite, 1, 0, 4, target.composite, 0)
+    assert standing(b, target, old)["achieved_at"] == bucket
 
 
 @given(

@@ -8,7 +8,7 @@
 -- ARGV[3], ARGV[4], ARGV[5], ARGV[6], ... = composite, member, exact end time (ms), mark
 --           ("" for none) quadruples, applied in order
 --
--- Returns a flat list of {changed, rank, stored, mine, achieved} per quadruple, as
+-- Returns a flat list of the eight values submit_best.lua answers, per quadruple, as
 -- submit_best.lua does for one. A batch of runs costs the client one command per period
 -- instead of one per run.
 
@@ -24,17 +24,24 @@ for i = 3, #ARGV, 4 do
   local composite, ms = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
   local member, stored, stored_at = locate(KEYS[1], KEYS[2], player)
   local changed = 0
+  local prev, prev_stored, prev_at = 0, stored or 0, stored_at or 0
   if (not stored) or better(composite, ms, stored, stored_at) then
+    if stored then prev = rank_in(KEYS[1], KEYS[2], member, stored) end
     member = put(KEYS[1], KEYS[2], player, composite, ms)
     stored, stored_at, changed = composite, ms, 1
   end
   mark(KEYS[4], ARGV[i + 3], ARGV[1])
   if ARGV[i + 3] ~= '' then marked = ARGV[i + 3] end
+  local rank = rank_in(KEYS[1], KEYS[2], member, stored)
+  if changed == 0 then prev = rank end
   out[#out + 1] = changed
-  out[#out + 1] = rank_in(KEYS[1], KEYS[2], member, stored)
+  out[#out + 1] = rank
   out[#out + 1] = stored
   out[#out + 1] = (stored == composite and offset(stored_at) == offset(ms)) and 1 or 0
   out[#out + 1] = stored_at
+  out[#out + 1] = prev
+  out[#out + 1] = prev_stored
+  out[#out + 1] = prev_at
 end
 forget(KEYS[4], marked, ARGV[2])
 return out

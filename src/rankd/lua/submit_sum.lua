@@ -28,7 +28,8 @@
 -- Returns {changed, rank, stored, counted, achieved}: counted is 1 if the run is counted in
 -- the total, by this call or an earlier one (a resend of a counted run answers 1, changed
 -- 0); achieved is the exact end time (ms) of the latest counted run (0: not recorded), kept
--- in <KEYS[2]>:at:<bucket> beside the entry (see submit_best.lua).
+-- in <KEYS[2]>:at:<bucket> beside the entry (see submit_best.lua). Then prev_rank,
+-- prev_stored, prev_achieved: the entry before the call, as submit_best.lua answers them.
 -- The total's time is the latest counted run's time (in the composite's time part and, to
 -- the ms, in the member's stamp; see lib.lua), so any order of the same runs gives the same
 -- entry. All arithmetic stays below 2^53, where Lua's doubles are exact.
@@ -56,6 +57,8 @@ if fresh then
   counted = 1
 end
 local member, old, latest = locate(KEYS[1], KEYS[2], ARGV[2])
+local had = old and true or false  -- locate answers false for no entry
+local prev, prev_stored, prev_at = 0, old or 0, latest or 0
 if added == 1 then
   local mult = tonumber(ARGV[5])
   local max_score = tonumber(ARGV[6])
@@ -76,6 +79,7 @@ if added == 1 then
   local composite = key * mult + tpart
   if composite ~= old or ms ~= latest then
     changed = 1  -- a later time alone changes the entry too: it moves among its ties
+    if had then prev = rank_in(KEYS[1], KEYS[2], member, prev_stored) end
     member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms)
     old, latest = composite, ms
   end
@@ -83,7 +87,8 @@ end
 mark(KEYS[5], ARGV[11], ARGV[12])
 forget(KEYS[5], ARGV[11], ARGV[13])
 if not old then
-  return {0, 0, 0, 0, 0}
+  return {0, 0, 0, 0, 0, 0, 0, 0}
 end
 local rank = rank_in(KEYS[1], KEYS[2], member, old)
-return {changed, rank, old, counted, latest}
+if changed == 0 then prev = rank end
+return {changed, rank, old, counted, latest, prev, prev_stored, prev_at}

@@ -101,10 +101,10 @@ async def settle(
         sent = await writes.apply(board, [[t] for _, t in send], ranked=True)
         for (i, _), [reply] in zip(send, sent, strict=True):
             if reply is not None:
-                improved, rank, stored, counted, achieved = reply
+                improved, rank, stored, counted, achieved, *before = reply
                 if i in consumer_first:
                     improved = int(consumer_first[i])
-                replies[i] = (improved, rank, stored, counted, achieved)
+                replies[i] = (improved, rank, stored, counted, achieved, *before)  # type: ignore[assignment]
     for i in order:
         if replies[i] is None:
             # counted long ago: Redis holds the total already; report the entry as it is
@@ -113,7 +113,17 @@ async def settle(
             held, _ = await reads.entry(ref, target.run.player_id)
             if held is not None:
                 composite, rank0, achieved_ms = held
-                replies[i] = (0, rank0 + 1, composite, 1, achieved_ms)
+                # unchanged by this call: before is as after
+                replies[i] = (
+                    0,
+                    rank0 + 1,
+                    composite,
+                    1,
+                    achieved_ms,
+                    rank0 + 1,
+                    composite,
+                    achieved_ms,
+                )
     return replies
 
 

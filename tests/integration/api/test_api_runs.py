@@ -19,6 +19,7 @@ from tests.support.wire import assert_error, daily_id, iso, monthly_id, now_ms, 
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 STANDING_KEYS = {
+    "previous_rank",
     "window",
     "period",
     "segment",
@@ -114,6 +115,7 @@ async def test_submit_response_matches_contract_example(
                 "segment": None,
                 "status": "ranked",
                 "rank": 1,
+                "previous_rank": None,
                 "score": 1284,
                 "achieved_at": iso(ended),
                 "improved": True,
@@ -125,6 +127,7 @@ async def test_submit_response_matches_contract_example(
                 "segment": None,
                 "status": "ranked",
                 "rank": 1,
+                "previous_rank": None,
                 "score": 1284,
                 "achieved_at": iso(ended),
                 "improved": True,

@@ -82,7 +82,9 @@ async def test_the_entry_keeps_the_time_of_the_run_that_holds_it(redis: Redis) -
         )
         return list(reply)
 
-    assert await send(10, 5_000) == [1, 1, 10, 1, 5_000]
-    assert await send(9, 6_000) == [0, 1, 10, 0, 5_000]  # worse: the time stays
-    assert await send(10, 7_000) == [0, 1, 10, 1, 5_000]  # equal: the first holder stays
-    assert await send(11, 8_000) == [1, 1, 11, 1, 8_000]
+    # then the entry before the call: rank (0: none), composite, time
+    assert await send(10, 5_000) == [1, 1, 10, 1, 5_000, 0, 0, 0]
+    assert await send(9, 6_000) == [0, 1, 10, 0, 5_000, 1, 10, 5_000]  # worse: the time stays
+    # equal: the first holder stays
+    assert await send(10, 7_000) == [0, 1, 10, 1, 5_000, 1, 10, 5_000]
+    assert await send(11, 8_000) == [1, 1, 11, 1, 8_000, 1, 10, 5_000]

@@ -161,8 +161,11 @@ def test_best_is_a_running_max(urls: Any, runs: list[tuple[str, int]]) -> None:
         try:
             for member, composite in runs:
                 [reply] = await run_pipeline(redis, [best_call(pk, composite, member)])
-                changed, rank, stored, mine, _ = reply
+                changed, rank, stored, mine, _, previous, previous_stored, _ = reply
                 before = model.get(member)
+                # the entry before the call: where the model ranked it, read atomically
+                was = 0 if before is None else redis_order(model).index(member) + 1
+                assert (previous, previous_stored) == (was, before or 0)
                 expected = composite if before is None else max(before, composite)
                 model[member] = expected
                 assert stored == expected
@@ -319,7 +322,11 @@ def test_sum_counts_each_run_once_in_any_order(
                 member, score, offset = runs[run_id]
                 call = sum_call(pk, codec, run_id, member, score, offset)
                 [reply] = await run_pipeline(redis, [call])
-                changed, rank, stored, counted, _ = reply
+                changed, rank, stored, counted, _, previous, previous_stored, _ = reply
+                assert (previous == 0) == (member not in totals)
+                assert previous_stored == (
+                    codec.pack(totals[member], latest[member]) if member in totals else 0
+                )
                 before = (
                     (codec.pack(totals[member], latest[member]), latest[member])
                     if member in totals
@@ -400,7 +407,7 @@ async def test_sum_refuses_runs_older_than_the_trim_horizon(redis: Redis) -> Non
     horizon = PERIOD_START + 50_000
     old = sum_call(pk, codec, "old", "p", 5, 1000, trim_before=horizon)
     [reply] = await run_pipeline(redis, [old])
-    assert reply == [0, 0, 0, 0, 0]  # not counted, and the player has no entry
+    assert reply == [0] * 8  # not counted, and the player has no entry
     assert await redis.exists(pk.public) == 0
     fresh = sum_call(pk, codec, "new", "p", 7, 60_000, trim_before=horizon)
     [reply] = await run_pipeline(redis, [fresh])
@@ -437,7 +444,7 @@ async def test_run_pipeline_reloads_scripts_after_script_flush(redis: Redis) -> 
     assert await redis.script_exists(*[s.sha for s in ALL_SCRIPTS]) == [False] * len(ALL_SCRIPTS)
     pk = fresh_keys()
     [reply] = await run_pipeline(redis, [best_call(pk, 42, "p")])
-    assert reply == [1, 1, 42, 1, 1_000]
+    assert reply == [1, 1, 42, 1, 1_000, 0, 0, 0]
     assert await redis.script_exists(*[s.sha for s in ALL_SCRIPTS]) == [True] * len(ALL_SCRIPTS)
     await drop(redis, pk)
 

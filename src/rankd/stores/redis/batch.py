@@ -44,6 +44,7 @@ from rankd.stores.redis.scripts import (
     RUN_IDS,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
+    SUBMIT_REPLY_WIDTH,
     Call,
     Command,
     Script,
@@ -117,8 +118,8 @@ class _Kind:
 # A later ``now`` stamps a mark a few ms later, a later ``forget`` drops marks older by as
 # much (they are kept 15 s); a later expiry keeps a bucket a moment longer.
 _KINDS = {
-    SUBMIT_BEST: _Kind("best", SUBMIT_BEST_MANY, 2, 4, 5),
-    SUBMIT_BEST_MANY: _Kind("best", SUBMIT_BEST_MANY, 2, 4, 5),
+    SUBMIT_BEST: _Kind("best", SUBMIT_BEST_MANY, 2, 4, SUBMIT_REPLY_WIDTH),
+    SUBMIT_BEST_MANY: _Kind("best", SUBMIT_BEST_MANY, 2, 4, SUBMIT_REPLY_WIDTH),
     RUN_IDS: _Kind("run_ids", RUN_IDS, 1, 5, 1),
 }
 

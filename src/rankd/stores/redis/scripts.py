@@ -42,6 +42,9 @@ def _read(name: str) -> str:
 SUBMIT_BEST = Script.load("submit_best")
 SUBMIT_BEST_MANY = Script.load("submit_best_many")
 SUBMIT_SUM = Script.load("submit_sum")
+# values a submit script answers per run (submit_best.lua): changed, rank, stored, mine or
+# counted, achieved, and the previous entry's rank, composite and time
+SUBMIT_REPLY_WIDTH = 8
 AROUND = Script.load("around")
 TOP = Script.load("top")
 RUN_IDS = Script.load("run_ids")

@@ -20,6 +20,7 @@ from rankd.stores.redis.scripts import (
     FOLD_MAX_ARGS,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
+    SUBMIT_REPLY_WIDTH,
     SUBMIT_SUM,
     Call,
 )
@@ -104,7 +105,7 @@ def coalesce(
                 out[indexes[0]] = result
                 continue
             for j, i in enumerate(indexes):
-                out[i] = result[5 * j : 5 * j + 5]
+                out[i] = result[SUBMIT_REPLY_WIDTH * j : SUBMIT_REPLY_WIDTH * (j + 1)]
         return out
 
     return sent, spread
@@ -162,7 +163,8 @@ class Writes:
         replies: list[list[Sequence[int] | None]],
     ) -> None:
         """A sharded board's submit replies rank on the entry's own shard; add the entries
-        ahead of it on every other shard (one more pipeline, every shard's ahead.lua)."""
+        ahead of it on every other shard (one more pipeline, every shard's ahead.lua), for
+        the entry before the run too when it moved."""
         calls: list[Call] = []
         slots: list[tuple[int, int]] = []
         for i, (targets, answered) in enumerate(zip(plans, replies, strict=True)):
@@ -170,11 +172,16 @@ class Writes:
                 if reply is None or not int(reply[1]):
                     continue
                 own = keys.shard_of(t.run.player_id, board.shards)
-                member = codec.member(t.run.player_id, int(reply[4]))
+                pairs: tuple[str | int, ...] = (
+                    int(reply[2]),
+                    codec.member(t.run.player_id, int(reply[4])),
+                )
+                if int(reply[0]) and int(reply[5]):  # moved: where it stood before, too
+                    pairs += (int(reply[6]), codec.member(t.run.player_id, int(reply[7])))
                 for k in range(board.shards):
                     if k != own:
                         pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment, k)
-                        calls.append((AHEAD, (pk.public,), (0, 0, int(reply[2]), member)))
+                        calls.append((AHEAD, (pk.public,), (0, 0, *pairs)))
                         slots.append((i, j))
         if not calls:
             return
@@ -183,4 +190,10 @@ class Writes:
         for (i, j), reply in zip(slots, counted, strict=True):
             held = replies[i][j]
             assert held is not None
-            replies[i][j] = (held[0], int(held[1]) + int(reply[1][0]), *held[2:])
+            aheads = [int(a) for a in reply[1]]
+            rank = int(held[1]) + aheads[0]
+            if int(held[0]) and int(held[5]):
+                previous = int(held[5]) + aheads[1]
+            else:
+                previous = rank if int(held[5]) else 0
+            replies[i][j] = (held[0], rank, *held[2:5], previous, *held[6:])
