@@ -115,11 +115,14 @@ class Run(TypedDict):
     ]
 
 
+TokenScope = Literal["read", "submit", "join"]
+
+
 class TokenRequest(TypedDict, total=False):
     # POST /v1/players/{player_id}/tokens
     ttl_s: Annotated[int, Doc(minimum=60, maximum=604_800, description="default 3600")]
     scope: Annotated[
-        list[Literal["read", "submit", "join"]],
+        list[TokenScope],
         Doc(description='what the token may do (default ["read"])'),
     ]
 
@@ -234,6 +237,17 @@ class Page(Head):
     # a slice of a period's standings: the top list, or the entries around a player
     total: int
     entries: list[Entry]
+
+
+class TopPage(Page):
+    # GET .../top
+    next_cursor: Annotated[
+        str | None,
+        Doc(
+            description="send as cursor= for the page after this one (null: the last page); "
+            "opaque, bound to this board, window, period and segment"
+        ),
+    ]
 
 
 Top = Page

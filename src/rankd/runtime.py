@@ -36,6 +36,7 @@ from rankd.stores.archive import ArchiveStore
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import Durable, JetStreamLog, RunLog
+from rankd.stores.secrets import service_secret
 from rankd.tokens import PlayerTokens
 
 logger = logging.getLogger("rankd")
@@ -251,6 +252,8 @@ class Runtime:
         the Redis watch and the season job."""
         await asyncio.gather(self.pg.open(), self.runlog.open(), self.redis.open())
         await self.moderation.bans.refresh()  # before the first run is routed
+        # every instance signs and verifies top-list cursors with one key
+        self.reader.cursor_key = await service_secret(self.pg, "cursor")
         if not background:
             return
         await self.health.check_redis_settings()

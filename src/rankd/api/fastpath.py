@@ -89,7 +89,8 @@ def _route(scope: Scope) -> tuple[HotRoute, Handler] | None:
         if n is None or offset is None:
             return None
         where = _where(params)
-        return TOP, lambda request: routes_reads.top(board_id, request, where, n, offset)
+        cursor = params.get("cursor")
+        return TOP, lambda request: routes_reads.top(board_id, request, where, n, offset, cursor)
     if len(parts) == 6 and parts[4] == "players" and parts[5]:
         accuracy = params.get("accuracy", "exact")
         if accuracy not in ("exact", "approx"):

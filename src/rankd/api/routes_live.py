@@ -21,7 +21,7 @@ from rankd.api.routes_reads import where as where_params
 from rankd.errors import RankdError
 from rankd.results import Top
 from rankd.services.live import Stream, top_events
-from rankd.services.reads import resolve_scope
+from rankd.services.scope import resolve_scope
 
 router = APIRouter(tags=["live"])
 logger = logging.getLogger("rankd.live")

@@ -10,14 +10,14 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rankd import results, unbuilt
+from rankd import cursors, results, unbuilt
 from rankd.api.http import reply, runtime
 from rankd.errors import BoardNotFound, Forbidden, InvalidRequest, PlayerNotRanked, Unauthorized
 from rankd.formats import BOARD_ID_PATTERN, check_player_id, is_board_id
 from rankd.periods import WINDOWS
 from rankd.results import PlayerStanding
 from rankd.runtime import Runtime
-from rankd.services.reads import Scope, resolve_scope
+from rankd.services.scope import Scope, resolve_scope
 
 router = APIRouter(tags=["reads"])
 
@@ -102,10 +102,19 @@ def own_view(rt: Runtime, request: Request, where: Where) -> None:
         check_player_id(where.viewer, "viewer")
 
 
+CursorQ = Annotated[
+    str | None,
+    Query(
+        description="the previous page's next_cursor: the entries after its last one, "
+        "exact under concurrent writes at any depth (instead of offset)"
+    ),
+]
+
+
 @router.get(
     "/v1/boards/{board_id}/top",
-    response_model=results.Page,
-    summary="The top list: n entries from offset, best first",
+    response_model=results.TopPage,
+    summary="The top list: n entries from offset (or after a cursor), best first",
 )
 async def top(
     board_id: str,
@@ -113,9 +122,28 @@ async def top(
     where: Annotated[Where, Depends(where_for)],
     n: Annotated[int, Query(ge=1, le=1000)] = 10,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
+    cursor: CursorQ = None,
 ) -> Response:
+    decoded = None
+    if cursor is not None:
+        if offset:
+            raise InvalidRequest("send cursor or offset, not both")
+        decoded = cursors.decode(cursor, runtime(request).reader.cursor_key)
+        # a cursor's period stays its own when the window rolls over between pages
+        where.period = where.period or decoded.read.period
     rt, scope = await open_read(request, board_id, where)
-    return reply(await rt.reader.top(scope, n, offset, where.viewer))
+    if decoded is not None:
+        board = scope.board
+        read = cursors.Read(
+            board.board_id,
+            board.generation,
+            scope.window,
+            scope.period.id,
+            scope.segment,
+            where.viewer or "",
+        )
+        cursors.check_read(decoded, read)
+    return reply(await rt.reader.top_page(scope, n, offset, where.viewer, decoded))
 
 
 @router.get(

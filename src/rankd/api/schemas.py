@@ -124,6 +124,14 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
             "scope": ["read", "submit"],
         }
     ],
+    results.TopPage: [
+        {
+            **HEAD_EXAMPLE,
+            "total": 1042311,
+            "entries": [ENTRY_EXAMPLE],
+            "next_cursor": "q2xJb0FZ1mH3v0hQ8U3Jz1syImFyZW5hIiwxLCJ3ZWVrbHkiXQ",
+        }
+    ],
     results.RankOf: [{**HEAD_EXAMPLE, "score": 1284500, "rank": 12, "total": 1042311}],
     results.Periods: [
         {

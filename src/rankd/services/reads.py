@@ -16,34 +16,36 @@ the earliest, to the millisecond, then to the larger player id.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
+from rankd import cursors
 from rankd.boards import BoardConfig
-from rankd.errors import InvalidRequest, PlayerNotRanked, ScoreOutOfRange, Unavailable
-from rankd.formats import SEGMENT_VALUE_PATTERN, format_time, is_segment_value
-from rankd.periods import ALL_TIME, Period, PeriodError, PeriodRef, parse_period, period_at
+from rankd.cursors import Cursor
+from rankd.errors import ScoreOutOfRange, Unavailable
+from rankd.periods import ALL_TIME, PeriodRef
 from rankd.results import (
     ApproxStanding,
     Around,
-    Entry,
     FriendEntry,
     Friends,
-    Head,
     Periods,
     PlayerStanding,
     RankOf,
     Segments,
     Top,
+    TopPage,
 )
+from rankd.services.answers import Next, entry_of, following, listed, standing_of, total_of
 from rankd.services.approx import Histograms
 from rankd.services.listings import Listings
 from rankd.services.names import NameCache
+from rankd.services.scope import Scope
 from rankd.services.standings import Row, Standings
 from rankd.services.standings.archived import ArchiveStandings, ArchiveStates
-from rankd.services.standings.live import ShardedStandings, live
+from rankd.services.standings.live import KeyStandings, ShardedStandings, live
 from rankd.stores.archive import ArchiveStore
 from rankd.stores.redis.reads import Reads
 from rankd.ttlcache import TTLCache
@@ -57,61 +59,6 @@ T = TypeVar("T")
 
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """Which board period a read is about."""
-
-    board: BoardConfig
-    window: str
-    period: Period
-    segment: str = ""  # "" for the global standings, else "<dimension>:<value>"
-
-    @property
-    def ref(self) -> PeriodRef:
-        return PeriodRef(self.board.board_id, self.window, self.period.id, self.segment)
-
-    @property
-    def head(self) -> Head:
-        return {"board_id": self.board.board_id, "window": self.window, "period": self.period.id}
-
-    def not_ranked(self, player_id: str) -> PlayerNotRanked:
-        return PlayerNotRanked(
-            f"player {player_id!r} has no entry in {self.window} period {self.period.id}"
-        )
-
-
-def resolve_segment(board: BoardConfig, segment: str | None) -> str:
-    """A read's ``segment=<dimension>:<value>`` ("" for the global standings)."""
-    if segment is None:
-        return ""
-    dimension, colon, value = segment.partition(":")
-    if not colon or dimension not in board.segments or not is_segment_value(value):
-        known = ", ".join(board.segments) or "none"
-        raise InvalidRequest(
-            f"segment must be <dimension>:<value> with one of this board's dimensions "
-            f"({known}) and a value matching {SEGMENT_VALUE_PATTERN}"
-        )
-    return segment
-
-
-def resolve_scope(
-    board: BoardConfig, window: str | None, period: str | None, segment: str | None = None
-) -> Scope:
-    window = window or board.default_window
-    if window not in board.windows:
-        raise InvalidRequest(
-            f"window must be one of this board's windows: {', '.join(board.windows)}"
-        )
-    if period is None:
-        resolved = period_at(window, int(time.time() * 1000))
-    else:
-        try:
-            resolved = parse_period(window, period)
-        except PeriodError as exc:
-            raise InvalidRequest(str(exc)) from exc
-    return Scope(board, window, resolved, resolve_segment(board, segment))
 
 
 class Reader:
@@ -147,11 +94,16 @@ class Reader:
         self.listings = Listings(store, archive, self.states, clock)
         # Top lists are the same for every reader: each process renders one at most once per
         # top_cache_s (default 0.2 s, well inside the design's 2 s read staleness budget).
-        self._tops: TTLCache[tuple[str, str, str, str, int, int], Top] = TTLCache(
-            top_cache_s,
-            top_cache_bytes,
-            lambda _, body: _TOP_BYTES + _ENTRY_BYTES * len(body["entries"]),
+        # a top list with where the page after it starts (its cursor's content)
+        self._tops: TTLCache[tuple[str, str, str, str, int, int], tuple[Top, Next | None]] = (
+            TTLCache(
+                top_cache_s,
+                top_cache_bytes,
+                lambda _, cached: _TOP_BYTES + _ENTRY_BYTES * len(cached[0]["entries"]),
+            )
         )
+        # signs top-list cursors; the runtime sets the service's shared secret at open
+        self.cursor_key = secrets.token_bytes(32)
 
     def forget_tops(self) -> None:
         """Drop this process's rendered top lists (after a ban or a hold decision, so its
@@ -234,14 +186,64 @@ class Reader:
     ) -> Top:
         """``max_age_s``: reuse a cached list only if it is at most this old (a live stream
         told of a change asks for a list read after it)."""
+        body, _ = await self._top(scope, n, offset, viewer, max_age_s=max_age_s)
+        return body
+
+    async def top_page(
+        self, scope: Scope, n: int, offset: int, viewer: str | None, cursor: Cursor | None
+    ) -> TopPage:
+        """The top list with the cursor of the page after it (GET .../top). A cursor's
+        page starts after its position on a live public list, else at its offset."""
+        after = None
+        if cursor is not None:
+            offset, after = cursor.offset, cursor.position
+        body, more = await self._top(scope, n, offset, viewer, after=after)
+        token = None
+        if more is not None:
+            board = scope.board
+            read = cursors.Read(
+                board.board_id,
+                board.generation,
+                scope.window,
+                scope.period.id,
+                scope.segment,
+                more.viewer,
+            )
+            token = cursors.encode(Cursor(read, more.offset, more.position), self.cursor_key)
+        return {**body, "next_cursor": token}
+
+    async def _top(
+        self,
+        scope: Scope,
+        n: int,
+        offset: int,
+        viewer: str | None,
+        *,
+        max_age_s: float | None = None,
+        after: tuple[str, int, int] | None = None,
+    ) -> tuple[Top, Next | None]:
         self._restored(scope)
         source = None
         if viewer is not None:
             source = await self.standings(scope, viewer)
             if (view := await source.own_view(viewer)) is not None:
-                return _listed(scope, *await view.rows(source, offset, n))
+                rows, total = await view.rows(source, offset, n)
+                return listed(scope, rows, total), following(rows, total, viewer)
             if source.archived:  # the viewer's own (a banned viewer sees themselves)
-                return _listed(scope, *await source.top(offset, n))  # never cached
+                rows, total = await source.top(offset, n)  # never cached
+                return listed(scope, rows, total), following(rows, total, viewer)
+        if after is not None:  # a cursor's page: never cached (it is asked once)
+            if source is None:
+                source = await self.standings(scope)
+            position = after
+
+            def page(s: Standings) -> Awaitable[tuple[list[Row], int]]:
+                if isinstance(s, KeyStandings | ShardedStandings):
+                    return s.after(position, n)
+                return s.top(offset, n)  # an archive never changes: its offset is exact
+
+            rows, total = await self._ask(scope, source, page, total_of)
+            return listed(scope, rows, total), following(rows, total)
         cache_key = (*scope.ref, n, offset)
         hit = self._tops.get(cache_key)
         if hit is not None and (max_age_s is None or hit.age_s <= max_age_s):
@@ -249,11 +251,11 @@ class Reader:
         started = time.monotonic()
         if source is None:
             source = await self.standings(scope)
-        rows, total = await self._ask(scope, source, lambda s: s.top(offset, n), _total)
-        body = _listed(scope, rows, total)
+        rows, total = await self._ask(scope, source, lambda s: s.top(offset, n), total_of)
+        answer = listed(scope, rows, total), following(rows, total)
         # aged from the read's start: a change noticed meanwhile (live streams) may be missing
-        self._tops.put(cache_key, body, age_s=time.monotonic() - started)
-        return body
+        self._tops.put(cache_key, answer, age_s=time.monotonic() - started)
+        return answer
 
     async def player(
         self, scope: Scope, player_id: str, viewer: str | None = None, *, approx: bool = False
@@ -274,7 +276,7 @@ class Reader:
         ):
             row, total, bound = found
             estimate: ApproxStanding = {
-                **_standing(scope, row, total),
+                **standing_of(scope, row, total),
                 "approximate": True,
                 "error_bound": bound,
             }
@@ -284,11 +286,11 @@ class Reader:
             held, total = await view.entry(source, player_id), view.total
         else:
             held, total = await self._ask(
-                scope, source, lambda s: s.entry(player_id), _total, viewer
+                scope, source, lambda s: s.entry(player_id), total_of, viewer
             )
         if held is None:
             raise scope.not_ranked(player_id)
-        exact = _standing(scope, held, total)
+        exact = standing_of(scope, held, total)
         if not approx:
             return exact
         said: ApproxStanding = {**exact, "approximate": False, "error_bound": 0}
@@ -306,7 +308,7 @@ class Reader:
                 raise scope.not_ranked(player_id)
             first = max(0, center.rank - 1 - span)
             count = center.rank + span - first
-            return _listed(scope, *await view.rows(source, first, count))
+            return listed(scope, *await view.rows(source, first, count))
         found = await self._ask(
             scope,
             source,
@@ -316,7 +318,7 @@ class Reader:
         )
         if found is None:
             raise scope.not_ranked(player_id)
-        return _listed(scope, *found)
+        return listed(scope, *found)
 
     async def friends(
         self, scope: Scope, player_id: str, friend_ids: list[str], viewer: str | None = None
@@ -332,7 +334,7 @@ class Reader:
         else:
             rows = view.among(await source.group(ids), ids)
         entries: list[FriendEntry] = [
-            {**_entry(row), "position": position} for position, row in enumerate(rows, start=1)
+            {**entry_of(row), "position": position} for position, row in enumerate(rows, start=1)
         ]
         found = {entry["player_id"] for entry in entries}
         # the asked ids this view shows no entry for (the public view: banned ones too)
@@ -348,7 +350,7 @@ class Reader:
             )
         floor = board.codecs[scope.window].score_floor(score)
         source = await self.standings(scope)
-        above, total = await self._ask(scope, source, lambda s: s.count_from(floor), _total)
+        above, total = await self._ask(scope, source, lambda s: s.count_from(floor), total_of)
         return {
             "board_id": board.board_id,
             "window": scope.window,
@@ -365,39 +367,3 @@ class Reader:
         """The segment values with public entries in the period (services/listings.py)."""
         archived = bool(scope.board.segments) and await self.from_archive(scope)
         return await self.listings.segments(scope.board, scope.ref, scope.head, archived)
-
-
-# the response shapes
-
-
-def _total(found: tuple[object, int]) -> int:
-    return found[1]
-
-
-def _entry(row: Row) -> Entry:
-    return {
-        "rank": row.rank,
-        "player_id": row.player_id,
-        "score": row.score,
-        "achieved_at": format_time(row.achieved_ms),
-        "name": row.name,
-    }
-
-
-def _listed(scope: Scope, rows: list[Row], total: int) -> Top:
-    """A top list's or an around read's answer (the same shape)."""
-    return {**scope.head, "total": total, "entries": [_entry(row) for row in rows]}
-
-
-def _percentile(rank: int, total: int) -> float:
-    """Share of entries ranked at or below ``rank``, 0..100."""
-    return round(100.0 * (total - rank + 1) / total, 4)
-
-
-def _standing(scope: Scope, row: Row, total: int) -> PlayerStanding:
-    return {
-        **scope.head,
-        **_entry(row),
-        "total": total,
-        "percentile": _percentile(row.rank, total),
-    }

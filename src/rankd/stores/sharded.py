@@ -150,6 +150,26 @@ class ShardedReads:
         return merged[offset:depth], total
 
     @_reachable
+    async def after(
+        self, ref: PeriodRef, shards: int, position: tuple[str, int, int], count: int
+    ) -> tuple[int, int, Rows]:
+        """(0-based rank of the first row, total, up to ``count`` rows) of the entries that
+        sort after ``position`` (player id, composite, exact ms), whether or not that entry
+        is still there: each shard's entries from the position on, merged (a cursor's page,
+        at any depth). An unsharded board is one shard here."""
+        player_id, composite, achieved = position
+        member = codec.member(player_id, achieved)
+        refs = shard_refs(ref, shards) if shards > 1 else [keys.period_keys(*ref)]
+        calls: list[Call] = [(AHEAD, (k.public,), (0, count + 1, composite, member)) for k in refs]
+        replies = await self.run(calls)
+        total = sum(int(r[0]) for r in replies)
+        rank0 = sum(int(r[1][0]) for r in replies)
+        merged = merge([_rows(r[3]) for r in replies])
+        if merged and merged[0] == position:  # the position's own entry, still in place
+            merged, rank0 = merged[1:], rank0 + 1
+        return rank0, total, merged[:count]
+
+    @_reachable
     async def entry(
         self, ref: PeriodRef, shards: int, player_id: str
     ) -> tuple[tuple[int, int, int] | None, int]:

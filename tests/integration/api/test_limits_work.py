@@ -21,7 +21,8 @@ from rankd.api.server import ServerConfig
 from rankd.embedded import free_port
 from rankd.embedded.redis_server import max_memory
 from rankd.runtime import Runtime
-from rankd.services.reads import Reader, resolve_scope
+from rankd.services.reads import Reader
+from rankd.services.scope import resolve_scope
 from rankd.stores.archive import ArchiveStore
 from rankd.stores.redis import keys
 from tests.support.common import SERVER, Urls, make_settings

@@ -217,14 +217,18 @@ class Model:
                 assert stored is not None
                 improved = counted and (old is None or self.key(stored) != self.key(old))
                 is_best = True  # counted now or by an earlier send of the same run
+            # the rank before this run, in the same atomic step (null: no entry yet)
+            previous = None if old is None else self.rank(where, run.player_id)
             entries[run.player_id] = stored
+            rank = self.rank(where, run.player_id)
             standings.append(
                 {
                     "window": window,
                     "period": period_id,
                     "segment": segment,
                     "status": "ranked",
-                    "rank": self.rank(where, run.player_id),
+                    "rank": rank,
+                    "previous_rank": rank if not improved else previous,
                     "score": stored.score,
                     "achieved_at": iso(stored.at_ms),
                     "improved": improved,
@@ -827,12 +831,14 @@ def resent_after_503(
     """A run answered 503 was logged, and its first send may have changed some entries
     before the failure (the windows Redis answers for come before a late run's settling);
     the contract's "resending the run that is already the entry gives improved: false"
-    then holds for the resend. Only that flag may differ."""
+    then holds for the resend. Only that flag may differ, and with it previous_rank (the
+    resend found the entry already moved: before is as after)."""
     return (
         run.run_id in board.resent
         and got.get("improved") is False
         and expected.get("improved") is True
-        and {**got, "improved": True} == expected
+        and got.get("previous_rank") == got.get("rank")
+        and {**got, "improved": True, "previous_rank": expected.get("previous_rank")} == expected
     )
 
 
@@ -847,7 +853,7 @@ def over_reported(board: Board, run: RunIn, expected: dict[str, Any], got: dict[
         and expected.get("window") == "all-time"
         and got.get("improved") is True
         and expected.get("improved") is False
-        and {**got, "improved": False} == expected
+        and {**got, "improved": False, "previous_rank": expected.get("previous_rank")} == expected
     )
 
 

@@ -102,7 +102,7 @@ async def test_a_banned_player_sees_themselves_through_a_token(
         {"boards": "Bad"},
         {"boards": "ok,x\n"},
         {"boards": "ok", "window": "fortnightly"},
-        {"boards": "ok", "cursor": "x"},
+        {"boards": "ok", "include": "metadata"},
     ],
 )
 async def test_bad_input_is_400(client: httpx.AsyncClient, params: dict[str, str]) -> None:

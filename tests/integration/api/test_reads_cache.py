@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from rankd.api.app import create_app
 from rankd.runtime import Runtime
 from rankd.services.invalidation import Invalidations
-from rankd.services.reads import resolve_scope
+from rankd.services.scope import resolve_scope
 from tests.support.common import ADMIN_H, SERVER_H, Urls, make_settings
 
 

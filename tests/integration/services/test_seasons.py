@@ -29,7 +29,8 @@ from rankd.api.app import create_app
 from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
-from rankd.services.reads import Reader, Scope
+from rankd.services.reads import Reader
+from rankd.services.scope import Scope
 from rankd.services.seasons import SEASON_LOCK, SeasonJob
 from rankd.stores.archive import ArchiveStore, FrozenEntry
 from rankd.stores.redis import keys
@@ -161,8 +162,16 @@ async def every_read(
     async def read(name: tuple[Any, ...], path: str, **params: Any) -> Any:
         response = await client.get(f"{base}{path}", params=params)
         assert response.status_code in (200, 404), response.text
-        reads[name] = (response.status_code, response.json())
-        return response.json()
+        body = response.json()
+        if isinstance(body, dict) and body.get("next_cursor") and "cursor" not in params:
+            # a live list's cursor holds a position, an archived one's an offset: their
+            # bytes differ, the page after them must not
+            after = {k: v for k, v in params.items() if k != "offset"}
+            await read(("after", *name), path, **after, cursor=body["next_cursor"])
+        if isinstance(body, dict) and "next_cursor" in body:
+            body = {**body, "next_cursor": body["next_cursor"] is not None}
+        reads[name] = (response.status_code, body)
+        return body
 
     for window in config["windows"]:
         if window == "all-time":

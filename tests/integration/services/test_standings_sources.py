@@ -12,9 +12,10 @@ import httpx
 
 from rankd.periods import parse_period
 from rankd.runtime import Runtime
-from rankd.services.reads import Reader, Scope
+from rankd.services.reads import Reader
+from rankd.services.scope import Scope
 from rankd.services.seasons import SeasonJob
-from rankd.services.standings import Standings
+from rankd.services.standings import Row, Standings
 from rankd.services.standings.archived import ArchiveStandings
 from rankd.services.standings.live import KeyStandings, ShardedStandings
 from rankd.stores.archive import ArchiveStore
@@ -33,7 +34,22 @@ async def put_board(client: httpx.AsyncClient, board_id: str, body: dict[str, An
 async def answers(
     source: Standings, players: list[str], floors: list[int], rng: random.Random
 ) -> list[Any]:
-    """Every read of the interface, in one list."""
+    """Every read of the interface, in one list (rows without their Redis position, which
+    only live rows carry)."""
+    return [strip(found) for found in await _answers(source, players, floors, rng)]
+
+
+def strip(found: Any) -> Any:
+    if isinstance(found, Row):
+        return found._replace(position=None)
+    if isinstance(found, list | tuple):
+        return type(found)(strip(f) for f in found)
+    return found
+
+
+async def _answers(
+    source: Standings, players: list[str], floors: list[int], rng: random.Random
+) -> list[Any]:
     rows, total = await source.top(0, 1000)
     found: list[Any] = [rows, total, await source.total()]
     found += [await source.top(5, 7), await source.top(total, 3)]

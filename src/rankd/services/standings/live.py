@@ -32,6 +32,7 @@ class _Live(ABC):
     """What both Redis sources share: the rows, from each source's own calls."""
 
     archived = False
+    store: Reads
 
     def __init__(self, names: NameCache, ref: PeriodRef, codec: Codec, start_ms: int) -> None:
         self.names = names
@@ -71,7 +72,12 @@ class _Live(ABC):
     ) -> Row:
         score, offset = self.codec.unpack(composite)
         return Row(
-            rank, player_id, score, achieved_ms or self.start_ms + offset, names.get(player_id)
+            rank,
+            player_id,
+            score,
+            achieved_ms or self.start_ms + offset,
+            names.get(player_id),
+            (player_id, composite, achieved_ms),
         )
 
     async def _rows(self, found: Rows, first: int) -> list[Row]:
@@ -82,6 +88,12 @@ class _Live(ABC):
     async def top(self, offset: int, count: int) -> tuple[list[Row], int]:
         found, total = await self._top(offset, count)
         return await self._rows(found, offset), total
+
+    async def after(self, position: tuple[str, int, int], count: int) -> tuple[list[Row], int]:
+        """Up to ``count`` rows of the entries that sort after ``position`` now (a cursor's
+        page: rankd/cursors.py), and the total."""
+        first0, total, found = await self.store.after(self.ref, position, count)
+        return await self._rows(found, first0), total
 
     async def entry(self, player_id: str) -> tuple[Row | None, int]:
         held, total = await self._entry(player_id)

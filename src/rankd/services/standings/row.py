@@ -17,3 +17,6 @@ class Row(NamedTuple):
     # kept: the start of its tie bucket)
     achieved_ms: int
     name: str | None  # the display name (an archived period's: as it was frozen)
+    # where a live row sorts in Redis: (player id, composite, exact ms as stored, 0 for none),
+    # what a cursor's position holds (rankd/cursors.py); None from the archive
+    position: tuple[str, int, int] | None = None

@@ -34,6 +34,14 @@ class Reads:
             total, flat = await self.conn.call(call)
         return rows(flat), int(total)
 
+    async def after(
+        self, ref: PeriodRef, position: tuple[str, int, int], count: int
+    ) -> tuple[int, int, Rows]:
+        """(0-based rank of the first row, total, rows): up to ``count`` entries after
+        ``position`` (a cursor's page; stores/sharded.py ``after``, on one key or many)."""
+        with reachable():
+            return await self.sharded.after(ref, self.shards.of(ref.board), position, count)
+
     async def entry(
         self, ref: PeriodRef, player_id: str
     ) -> tuple[tuple[int, int, int] | None, int]:
