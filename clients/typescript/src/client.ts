@@ -2,7 +2,12 @@
 // behaves as the Python client (rankd.client) does: errors are RankdAPIError subclasses;
 // only submits are retried (a run_id is counted once, so a resent run changes nothing
 // twice), on 503, a lost connection or a timeout, and on 429 when its Retry-After is short;
-// reads and admin calls are the caller's to retry.
+// reads and admin calls are the caller's to retry. No other error answer is retried (a 403
+// or any other 4xx, a 501 `not_enabled` or `not_implemented`): sending again changes nothing.
+//
+// `key` is any bearer credential: an admin or server key, or a player token (mintToken's
+// `token`), which a game client holds: its reads are that player's own view, and it submits
+// that player's runs on boards with `client_submits`.
 
 import { RankdAPIError, RateLimited, Unavailable, errorFor } from "./errors.js";
 import { EventReader, lines } from "./events.js";
@@ -21,9 +26,14 @@ export type Entry = Top["entries"][number];
 export type PlayerStanding = Answer<"player">;
 export type Around = Answer<"around">;
 export type Friends = Answer<"friends">;
+export type PlayerStandings = Answer<"standings">;
+export type BoardStanding = PlayerStandings["standings"][number];
 export type RankOf = Answer<"rank_of">;
 export type Periods = Answer<"periods">;
 export type Profile = Answer<"get_profile">;
+export type TokenRequest = Body<"mint_token">;
+export type TokenScope = NonNullable<TokenRequest["scope"]>[number];
+export type PlayerTokenIssued = Answer<"mint_token">;
 export type Ban = Answer<"ban">;
 export type Hold = Answer<"holds">["holds"][number];
 export type HoldDecision = Answer<"approve">;
@@ -81,7 +91,10 @@ export function isTransportError(failure: unknown): boolean {
 }
 
 export interface ClientOptions {
-  /** An admin or server key; none: public reads only. */
+  /** The bearer credential every call sends: an admin or server key, or a player token
+   * (`mintToken`'s `token`, for a game client: reads are that player's own view; submits
+   * need the `submit` scope and a board with `client_submits`; key routes answer 403
+   * `Forbidden`). None: public reads only. */
   key?: string;
   /** Per request, in milliseconds (the event stream has none). Default 10 s. */
   timeoutMs?: number;
@@ -96,7 +109,7 @@ export interface Where {
   segment?: string;
 }
 export interface ViewerWhere extends Where {
-  /** A player's own view (needs a server key). */
+  /** A player's own view (needs a server key; a player token reads its own anyway). */
   viewer?: string;
 }
 
@@ -189,9 +202,10 @@ export class RankdClient {
     return this.send({ method: "GET", path: `/v1/boards/${part(boardId)}/segments`, params: { ...options } });
   }
 
-  // --- runs (server key) -------------------------------------------------------------------
+  // --- runs (server key; a player token its own runs, on client_submits boards) ------------
 
-  /** Submit one run; retried on 503 (resending a run_id is harmless). */
+  /** Submit one run; retried on 503 (resending a run_id is harmless). With a player token:
+   * that player's own run, on a board with `client_submits` (else `Forbidden`). */
   submit(
     boardId: string,
     runId: string,
@@ -242,14 +256,20 @@ export class RankdClient {
     return results;
   }
 
-  // --- reads (public; viewer= needs a server key) -------------------------------------------
+  // --- reads (public; viewer= needs a server key; a player token reads its own view) -------
 
-  top(boardId: string, options: ViewerWhere & { n?: number; offset?: number } = {}): Promise<Top> {
-    const { n = 10, offset = 0, ...where } = options;
+  /** `n` entries from `offset`, or after `cursor` (a page's `next_cursor`: exact under
+   * concurrent writes, at any depth); `next_cursor` is null on the last page. */
+  top(
+    boardId: string,
+    options: ViewerWhere & { n?: number; offset?: number; cursor?: string } = {},
+  ): Promise<Top> {
+    const { n = 10, offset = 0, cursor, ...where } = options;
+    const paging = cursor !== undefined ? { cursor } : { offset };
     return this.send({
       method: "GET",
       path: `/v1/boards/${part(boardId)}/top`,
-      params: { ...where, n, offset },
+      params: { ...where, n, ...paging },
     });
   }
 
@@ -279,6 +299,21 @@ export class RankdClient {
       method: "GET",
       path: `/v1/boards/${part(boardId)}/players/${part(playerId)}/friends`,
       params: { ...options, ids: ids.join(",") },
+    });
+  }
+
+  /** One player's standing on each of `boards` (up to 100) in the current period of
+   * `window` (default: each board's first). Boards where the player has no entry, or that
+   * lack the window, are left out; ids of boards that do not exist are in `unknown_boards`. */
+  standings(
+    playerId: string,
+    boards: readonly string[],
+    options: { window?: string; viewer?: string } = {},
+  ): Promise<PlayerStandings> {
+    return this.send({
+      method: "GET",
+      path: `/v1/players/${part(playerId)}/standings`,
+      params: { ...options, boards: boards.join(",") },
     });
   }
 
@@ -321,6 +356,20 @@ export class RankdClient {
 
   getPlayer(playerId: string): Promise<Profile> {
     return this.send({ method: "GET", path: `/v1/players/${part(playerId)}` });
+  }
+
+  /** A player token for a game client (server key): `scope` of "read", "submit", "join"
+   * (service default: read only), valid `ttlS` seconds, 60..604800 (service default: 3600).
+   * Give its `token` to the game, as its client's `key`. `NotEnabled` (501) when the service
+   * has no RANKD_PLAYER_TOKEN_SECRET. */
+  mintToken(
+    playerId: string,
+    options: { scope?: readonly TokenScope[]; ttlS?: number } = {},
+  ): Promise<PlayerTokenIssued> {
+    const body: TokenRequest = {};
+    if (options.scope !== undefined) body.scope = [...options.scope];
+    if (options.ttlS !== undefined) body.ttl_s = options.ttlS;
+    return this.send({ method: "POST", path: `/v1/players/${part(playerId)}/tokens`, body });
   }
 
   ban(playerId: string): Promise<Ban> {

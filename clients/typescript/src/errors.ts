@@ -23,7 +23,12 @@ export class RankdAPIError extends Error {
 
 export class InvalidRequest extends RankdAPIError {}
 export class ScoreOutOfRange extends RankdAPIError {}
+/** 401: no credentials where some are needed, a wrong key, or a player token that is
+ * expired, altered or signed with a secret the service does not hold. */
 export class Unauthorized extends RankdAPIError {}
+/** 403: valid credentials that are not enough: a server key on an admin route, or a player
+ * token on a key route, a batch, another player's view or run, a board without
+ * `client_submits`, or without the scope the call needs. */
 export class Forbidden extends RankdAPIError {}
 export class BoardNotFound extends RankdAPIError {}
 export class PlayerNotRanked extends RankdAPIError {}
@@ -33,6 +38,12 @@ export class RunConflict extends RankdAPIError {}
 export class BodyTooLarge extends RankdAPIError {}
 export class UnsupportedMediaType extends RankdAPIError {}
 export class RateLimited extends RankdAPIError {}
+/** 501 `not_enabled`: a feature the service was not configured for (player tokens without
+ * RANKD_PLAYER_TOKEN_SECRET); not retried. */
+export class NotEnabled extends RankdAPIError {}
+/** 501 `not_implemented`: something the contract names that this version of the service
+ * does not build yet; not retried. */
+export class NotBuilt extends RankdAPIError {}
 /** 503: nothing was accepted; retrying is safe (submits are idempotent by run_id). */
 export class Unavailable extends RankdAPIError {}
 
@@ -56,6 +67,8 @@ export const BY_CODE: Readonly<Record<string, ErrorClass>> = {
   body_too_large: BodyTooLarge,
   unsupported_media_type: UnsupportedMediaType,
   rate_limited: RateLimited,
+  not_enabled: NotEnabled,
+  not_implemented: NotBuilt,
   unavailable: Unavailable,
 };
 

@@ -43,6 +43,7 @@ export interface Board {
   retention_days: Record<string, number>;
   segments: string[];
   score_format: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3";
+  client_submits: boolean;
   created_at: string;
   tie_resolution_ms: Record<string, number>;
 }
@@ -64,6 +65,17 @@ export interface BoardSettings {
   retention_days?: Record<string, number> | null;
   segments?: string[] | null;
   score_format?: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3" | null;
+  client_submits?: boolean | null;
+}
+
+export interface BoardStanding {
+  board_id: string;
+  window: string;
+  period: string;
+  rank: number;
+  score: number;
+  achieved_at: string;
+  total: number;
 }
 
 export interface Boards {
@@ -109,6 +121,7 @@ export interface Friends {
   window: string;
   period: string;
   entries: FriendEntry[];
+  not_found: string[];
 }
 
 export interface Health {
@@ -176,6 +189,18 @@ export interface PlayerRank {
   error_bound?: number | null;
 }
 
+export interface PlayerStandings {
+  player_id: string;
+  standings: BoardStanding[];
+  unknown_boards: string[];
+}
+
+export interface PlayerTokenIssued {
+  token: string;
+  expires_at: string;
+  scope: string[];
+}
+
 export interface Profile {
   player_id: string;
   name: string | null;
@@ -237,6 +262,7 @@ export interface Standing {
   segment: string | null;
   status: "ranked" | "held" | "closed";
   rank?: number | null;
+  previous_rank?: number | null;
   score?: number | null;
   achieved_at?: string | null;
   improved: boolean;
@@ -248,6 +274,20 @@ export interface SubmitResult {
   player_id: string;
   score: number;
   standings: Standing[];
+}
+
+export interface TokenRequest {
+  ttl_s?: number | null;
+  scope?: Array<"read" | "submit" | "join"> | null;
+}
+
+export interface TopPage {
+  board_id: string;
+  window: string;
+  period: string;
+  total: number;
+  entries: Entry[];
+  next_cursor: string | null;
 }
 
 /** Each operation (by operationId): its method, path, JSON body and 2xx answer. */
@@ -266,6 +306,7 @@ export interface Operations {
   holds: { method: "GET"; path: "/v1/boards/{board_id}/holds"; request: never; response: Holds };
   list_boards: { method: "GET"; path: "/v1/boards"; request: never; response: Boards };
   metrics_text: { method: "GET"; path: "/metrics"; request: never; response: string };
+  mint_token: { method: "POST"; path: "/v1/players/{player_id}/tokens"; request: TokenRequest; response: PlayerTokenIssued };
   periods: { method: "GET"; path: "/v1/boards/{board_id}/periods"; request: never; response: Periods };
   player: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}"; request: never; response: PlayerRank };
   put_board: { method: "PUT"; path: "/v1/boards/{board_id}"; request: BoardSettings; response: Board };
@@ -274,8 +315,9 @@ export interface Operations {
   readyz: { method: "GET"; path: "/readyz"; request: never; response: Ready };
   reject: { method: "POST"; path: "/v1/boards/{board_id}/holds/{run_id}/reject"; request: never; response: HoldDecision };
   segments: { method: "GET"; path: "/v1/boards/{board_id}/segments"; request: never; response: Segments };
+  standings: { method: "GET"; path: "/v1/players/{player_id}/standings"; request: never; response: PlayerStandings };
   submit_batch: { method: "POST"; path: "/v1/boards/{board_id}/runs:batch"; request: Batch; response: BatchResults };
   submit_run: { method: "POST"; path: "/v1/boards/{board_id}/runs"; request: Run; response: SubmitResult };
-  top: { method: "GET"; path: "/v1/boards/{board_id}/top"; request: never; response: Page };
+  top: { method: "GET"; path: "/v1/boards/{board_id}/top"; request: never; response: TopPage };
   unban: { method: "DELETE"; path: "/v1/players/{player_id}/ban"; request: never; response: Ban };
 }

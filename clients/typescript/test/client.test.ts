@@ -6,6 +6,7 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { createHmac } from "node:crypto";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, describe, test } from "node:test";
@@ -17,6 +18,8 @@ import {
   Forbidden,
   HoldNotFound,
   InvalidRequest,
+  NotBuilt,
+  NotEnabled,
   PlayerNotRanked,
   RankdAPIError,
   RankdClient,
@@ -24,9 +27,10 @@ import {
   RetryPolicy,
   Unauthorized,
   Unavailable,
+  errorFor,
   type Run,
 } from "../src/index.js";
-import { ADMIN, SERVER, freePort, startService, type Service } from "./service.js";
+import { ADMIN, SERVER, TOKEN_SECRET, freePort, startService, type Service } from "./service.js";
 
 let service: Service;
 let admin: RankdClient;
@@ -67,6 +71,7 @@ describe("every endpoint", () => {
     const board = await admin.putBoard(boardId, { windows: ["all-time", "weekly"], segments: ["country"] });
     assert.equal(board.board_id, boardId);
     assert.deepEqual(board.windows, ["all-time", "weekly"]);
+    assert.equal(board.client_submits, false);
     assert.equal((await admin.getBoard(boardId)).order, "desc");
     assert.ok((await admin.listBoards()).some((b) => b.board_id === boardId));
 
@@ -112,6 +117,7 @@ describe("every endpoint", () => {
       [1, "p1"],
       [2, "p3"],
     ]);
+    assert.deepEqual(friends.not_found, ["nobody"]);
     assert.equal((await server.rankOf(boardId, 600)).rank, 2);
     const fr = await server.top(boardId, { segment: "country:FR" });
     assert.deepEqual(fr.entries.map((e) => e.player_id), ["p1"]);
@@ -188,6 +194,156 @@ describe("every endpoint", () => {
   });
 });
 
+describe("player tokens and one player across boards (v1.3)", () => {
+  test("a token client reads its own view and submits its own runs", async () => {
+    const serversOnly = newBoardId("ts-tok");
+    const open = newBoardId("ts-tok-open");
+    await admin.putBoard(serversOnly);
+    assert.equal((await admin.putBoard(open, { client_submits: true, max_run_score: 1000 })).client_submits, true);
+    const banned = newBoardId("tok-banned");
+    const other = newBoardId("tok-other");
+    const friend = newBoardId("tok-friend");
+    await server.submit(serversOnly, "r-1", banned, 50);
+    await server.submit(serversOnly, "r-2", other, 10);
+    await admin.ban(banned);
+    await waitFor(async () => (await server.top(serversOnly)).entries.length === 1);
+
+    const issued = await server.mintToken(banned, { scope: ["submit", "read"], ttlS: 600 });
+    assert.deepEqual(issued.scope, ["read", "submit"]); // in the service's order
+    const left = Date.parse(issued.expires_at) - Date.now();
+    assert.ok(590_000 < left && left <= 600_000, `expires in ${left} ms`);
+    const [head, payload, signature] = issued.token.split(".");
+    const signed = createHmac("sha256", TOKEN_SECRET).update(`${head}.${payload}`).digest("base64url");
+    assert.equal(signature, signed);
+    const claims = JSON.parse(Buffer.from(payload ?? "", "base64url").toString()) as Record<string, unknown>;
+    assert.deepEqual([claims["sub"], claims["scope"]], [banned, "read submit"]);
+
+    const runs: string[] = [];
+    const game = new RankdClient(service.base, {
+      key: issued.token,
+      retry: FAST,
+      fetch: async (input, init) => {
+        if (String(input).endsWith("/runs")) runs.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    // shadow-banned: the player still sees themselves, where they would stand
+    assert.deepEqual((await game.top(serversOnly)).entries.map((e) => e.player_id), [banned, other]);
+    assert.equal((await game.player(serversOnly, banned)).rank, 1);
+    assert.equal((await game.top(serversOnly, { viewer: banned })).total, 2);
+    assert.deepEqual((await game.around(serversOnly, banned, { range: 1 })).entries.map((e) => e.player_id), [
+      banned,
+      other,
+    ]);
+    const friends = await game.friends(serversOnly, banned, [other, friend]);
+    assert.deepEqual(friends.entries.map((e) => e.player_id), [banned, other]);
+    assert.deepEqual(friends.not_found, [friend]);
+    await assert.rejects(server.player(serversOnly, banned), PlayerNotRanked); // the public view
+    await assert.rejects(game.top(serversOnly, { viewer: other }), Forbidden);
+
+    // its own runs, on a board that takes client runs; a refusal is not retried
+    const accepted = await game.submit(open, "c-1", banned, 40);
+    assert.equal(accepted.standings[0]?.rank, 1);
+    assert.equal(runs.length, 1);
+    const refused = await game.submit(serversOnly, "c-2", banned, 60).catch((e: unknown) => e);
+    assert.ok(refused instanceof Forbidden);
+    assert.equal(refused.status, 403);
+    assert.match(refused.message, /client_submits/);
+    assert.equal(runs.length, 2);
+    await assert.rejects(game.submit(open, "c-3", other, 60), Forbidden);
+    await assert.rejects(game.submitBatch(open, [{ run_id: "c-4", player_id: banned, score: 1 }]), Forbidden);
+    // key routes answer a token 403
+    await assert.rejects(game.putBoard(open, { grace_seconds: 1 }), Forbidden);
+    await assert.rejects(game.mintToken(banned), Forbidden);
+    await assert.rejects(game.getPlayer(banned), Forbidden);
+    await assert.rejects(game.ban(other), Forbidden);
+    assert.deepEqual((await server.top(serversOnly)).entries.map((e) => e.player_id), [other]);
+
+    // the default scope is read only; a submit-only token reads nothing
+    const readOnly = await server.mintToken(friend);
+    assert.deepEqual(readOnly.scope, ["read"]);
+    const reader = new RankdClient(service.base, { key: readOnly.token });
+    assert.equal((await reader.top(open)).total, 0); // the banned player's run: not in others' view
+    await assert.rejects(reader.submit(open, "f-1", friend, 1), (e: unknown) => e instanceof Forbidden && /submit/.test(e.message));
+    const submitOnly = new RankdClient(service.base, { key: (await server.mintToken(friend, { scope: ["submit"] })).token });
+    await assert.rejects(submitOnly.top(open), Forbidden);
+    await assert.rejects(new RankdClient(service.base, { key: "not-a-key" }).top(open), Unauthorized);
+    await assert.rejects(server.mintToken(friend, { ttlS: 10 }), InvalidRequest);
+  });
+
+  test("a player's own runs are rate-limited: 429 with Retry-After", async () => {
+    const boardId = newBoardId("ts-tok-rate");
+    await admin.putBoard(boardId, { client_submits: true });
+    const player = newBoardId("tok-rate");
+    const token = (await server.mintToken(player, { scope: ["submit"] })).token;
+    // burst 10 at 1 run/s; a policy that waits at most 10 ms leaves a 1 s Retry-After to us
+    const game = new RankdClient(service.base, {
+      key: token,
+      retry: new RetryPolicy({ attempts: 3, firstDelayMs: 1, maxDelayMs: 10 }),
+    });
+    let failure: unknown = null;
+    for (let i = 0; i < 15 && failure === null; i++) {
+      failure = await game.submit(boardId, `r-${i}`, player, i).then(() => null, (e: unknown) => e);
+    }
+    assert.ok(failure instanceof RateLimited, String(failure));
+    assert.equal(failure.status, 429);
+    assert.ok(failure.retryAfter !== null && failure.retryAfter >= 1);
+  });
+
+  test("top pages follow cursors", async () => {
+    const boardId = newBoardId("ts-cursor");
+    await admin.putBoard(boardId);
+    for (let i = 0; i < 7; i++) await server.submit(boardId, `c${i}`, `cp${i}`, i);
+    const first = await server.top(boardId, { n: 3 });
+    assert.ok(first.next_cursor);
+    const second = await server.top(boardId, { n: 3, cursor: first.next_cursor });
+    const last = await server.top(boardId, { n: 3, cursor: second.next_cursor ?? undefined });
+    assert.deepEqual(
+      [first, second, last].map((p) => p.entries.map((e) => e.rank)),
+      [[1, 2, 3], [4, 5, 6], [7]],
+    );
+    assert.equal(last.next_cursor, null);
+  });
+
+  test("standings: one player across boards", async () => {
+    const weeklyFirst = newBoardId("ts-st-weekly");
+    const plain = newBoardId("ts-st-plain");
+    const empty = newBoardId("ts-st-empty");
+    const missing = newBoardId("ts-st-missing");
+    await admin.putBoard(weeklyFirst, { windows: ["weekly", "all-time"], order: "asc" });
+    await admin.putBoard(plain);
+    await admin.putBoard(empty);
+    const player = newBoardId("st-player");
+    const rival = newBoardId("st-rival");
+    for (const boardId of [weeklyFirst, plain]) {
+      await server.submit(boardId, `${boardId}-1`, player, 70);
+      await server.submit(boardId, `${boardId}-2`, rival, 50);
+    }
+    const found = await server.standings(player, [weeklyFirst, plain, empty, missing]);
+    assert.equal(found.player_id, player);
+    const byBoard = new Map(found.standings.map((s) => [s.board_id, s]));
+    assert.deepEqual([...byBoard.keys()].sort(), [plain, weeklyFirst].sort());
+    const weekly = byBoard.get(weeklyFirst);
+    assert.deepEqual([weekly?.window, weekly?.rank, weekly?.total], ["weekly", 2, 2]);
+    const top = byBoard.get(plain);
+    assert.deepEqual([top?.window, top?.rank, top?.score], ["all-time", 1, 70]);
+    assert.deepEqual(found.unknown_boards, [missing]);
+    const allTime = await server.standings(player, [weeklyFirst, plain], { window: "all-time" });
+    assert.deepEqual([...new Set(allTime.standings.map((s) => s.window))], ["all-time"]);
+    const onlyWeekly = await server.standings(player, [weeklyFirst, plain], { window: "weekly" });
+    assert.deepEqual(onlyWeekly.standings.map((s) => s.board_id), [weeklyFirst]);
+    await assert.rejects(server.standings(player, []), InvalidRequest);
+
+    // banned: gone from the public answer, still in the player's own (token or viewer=)
+    await admin.ban(player);
+    await waitFor(async () => (await server.standings(player, [plain])).standings.length === 0);
+    assert.equal((await server.standings(player, [plain], { viewer: player })).standings.length, 1);
+    const game = new RankdClient(service.base, { key: (await server.mintToken(player)).token });
+    assert.equal((await game.standings(player, [weeklyFirst, plain])).standings.length, 2);
+    await assert.rejects(new RankdClient(service.base).standings(player, [plain], { viewer: player }), Unauthorized);
+  });
+});
+
 describe("errors", () => {
   test("are classes with status, code and message", async () => {
     const failure = await server.top("no-such-board").catch((e: unknown) => e);
@@ -206,6 +362,15 @@ describe("errors", () => {
       e instanceof InvalidRequest && e.status === 400 && /score/.test(e.message));
     await assert.rejects(server.player(boardId, "nobody"), PlayerNotRanked);
     await assert.rejects(server.top(boardId, { window: "hourly" }), InvalidRequest);
+  });
+
+  test("the v1.3 codes: not_enabled and not_implemented (501)", () => {
+    const off = errorFor(501, { error: { code: "not_enabled", message: "set RANKD_PLAYER_TOKEN_SECRET" } });
+    assert.ok(off instanceof NotEnabled && off.status === 501 && off.code === "not_enabled");
+    const later = errorFor(501, { error: { code: "not_implemented", message: "not built yet" } });
+    assert.ok(later instanceof NotBuilt && later.code === "not_implemented");
+    assert.equal(errorFor(501, null).constructor, RankdAPIError); // no body: the base class
+    assert.ok(errorFor(403, { error: { code: "forbidden", message: "" } }) instanceof Forbidden);
   });
 });
 
@@ -231,6 +396,25 @@ describe("retries, as the Python client's", () => {
       await assert.rejects(client.top(boardId), Unavailable); // reads are the caller's to retry
       assert.equal(front.seen, 1);
     });
+  });
+
+  test("a 403 or a 501 is never retried, not even for a submit", async () => {
+    const boardId = newBoardId("ts-no-retry");
+    await admin.putBoard(boardId);
+    const cases: Array<[number, string, new (...args: never[]) => RankdAPIError]> = [
+      [403, "forbidden", Forbidden],
+      [501, "not_implemented", NotBuilt],
+      [501, "not_enabled", NotEnabled],
+    ];
+    for (const [status, code, ErrorType] of cases) {
+      await withFront("/runs", 1, status, code, null, async (front, base) => {
+        const client = new RankdClient(base, { key: SERVER, retry: FAST });
+        const failure = await client.submit(boardId, `r-${code}`, "p1", 5).catch((e: unknown) => e);
+        assert.ok(failure instanceof ErrorType, String(failure));
+        assert.equal(failure.status, status);
+        assert.equal(front.seen, 1);
+      });
+    }
   });
 
   test("429: a short Retry-After is waited for, a long one is the caller's", async () => {
@@ -342,10 +526,12 @@ test("the README's TypeScript examples type-check and run", async () => {
     ts.flattenDiagnosticMessageText(d.messageText, "\n"),
   );
   assert.deepEqual(problems, [], "the README's example does not type-check");
-  for (const file of files) {
+  for (const [i, file] of files.entries()) {
     const run = spawnSync(process.execPath, [file.replace(/\.mts$/, ".mjs")], { encoding: "utf8", timeout: 30_000 });
     assert.equal(run.status, 0, `${file} failed:\n${run.stdout}\n${run.stderr}`);
-    assert.match(run.stdout, /board_not_found/); // the example's error handling ran
+    // each example's error handling ran
+    if (blocks[i]?.includes("BoardNotFound")) assert.match(run.stdout, /board_not_found/);
+    if (blocks[i]?.includes("Forbidden")) assert.match(run.stdout, /403 forbidden/);
   }
 });
 

@@ -10,6 +10,8 @@ import { join, resolve } from "node:path";
 
 export const ADMIN = "dev-admin-key"; // the README's keys, so its example runs as written
 export const SERVER = "dev-server-key";
+// player tokens are signed with it (HS256: 32 bytes at least)
+export const TOKEN_SECRET = "ts-test-player-token-secret-0123456789";
 
 export interface Service {
   base: string;
@@ -36,6 +38,7 @@ export async function startService(): Promise<Service> {
     ...process.env,
     RANKD_ADMIN_KEYS: ADMIN,
     RANKD_SERVER_KEYS: SERVER,
+    RANKD_PLAYER_TOKEN_SECRET: TOKEN_SECRET,
     RANKD_LOG_LEVEL: "warning",
     RANKD_SEASON_JOB_INTERVAL_S: "0",
   };

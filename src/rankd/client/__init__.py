@@ -10,6 +10,14 @@ per endpoint. Error answers raise :class:`RankdAPIError` subclasses (``.status``
     with RankdClient("http://127.0.0.1:8000", key="dev-server-key") as rankd:
         rankd.submit("arena", "r-7f3a91", "48213377", 1284500)
         top = rankd.top("arena", n=10)
+
+``key`` is any bearer credential: an admin or server key, or a player token. A game server
+mints a player token (``mint_token``) and hands it to the game, whose client then reads as
+that player's own view and, on boards with ``client_submits``, submits that player's runs::
+
+    issued = rankd.mint_token("48213377", scope=["read", "submit"], ttl_s=3600)
+    with RankdClient("http://127.0.0.1:8000", key=issued["token"]) as game:
+        me = game.player("arena", "48213377")
 """
 
 from rankd.client import errors, types
@@ -22,6 +30,8 @@ from rankd.client.errors import (
     Forbidden,
     HoldNotFound,
     InvalidRequest,
+    NotBuilt,
+    NotEnabled,
     PlayerNotRanked,
     RankdAPIError,
     RateLimited,
@@ -42,6 +52,8 @@ __all__ = [
     "Forbidden",
     "HoldNotFound",
     "InvalidRequest",
+    "NotBuilt",
+    "NotEnabled",
     "PlayerNotRanked",
     "RankdAPIError",
     "RankdClient",

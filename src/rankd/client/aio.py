@@ -26,19 +26,26 @@ from rankd.client.types import (
     Periods,
     PlayerErased,
     PlayerRank,
+    PlayerStandings,
+    PlayerTokenIssued,
     Profile,
     RankOf,
     Ready,
     Run,
     Segments,
     SubmitResult,
+    TokenScope,
     Top,
+    TopPage,
 )
 
 
 class AsyncRankdClient:
-    """A Rankd service at ``base_url``; ``key`` is an admin or server key (none: public
-    reads only). Errors raise :class:`rankd.client.RankdAPIError` subclasses."""
+    """A Rankd service at ``base_url``. ``key`` is the bearer credential every call sends:
+    an admin or server key, or a player token (``mint_token``'s ``token``, for a game
+    client: reads are that player's own view, submits need a board with ``client_submits``
+    and the ``submit`` scope, key routes answer 403); none: public reads only. Errors raise
+    :class:`rankd.client.RankdAPIError` subclasses."""
 
     def __init__(
         self,
@@ -95,7 +102,7 @@ class AsyncRankdClient:
     async def get_board(self, board_id: str) -> Board:
         return cast(Board, await self._send(calls.get_board(board_id)))
 
-    # --- runs (server key) --------------------------------------------------------------------
+    # --- runs (server key; a player token its own runs, on client_submits boards) -----------
 
     async def submit(
         self,
@@ -107,7 +114,8 @@ class AsyncRankdClient:
         ended_at: str | datetime | None = None,
         segments: dict[str, str] | None = None,
     ) -> SubmitResult:
-        """Submit one run; retried on 503 (resending a run_id is harmless)."""
+        """Submit one run; retried on 503 (resending a run_id is harmless). With a player
+        token: that player's own run, on a board with ``client_submits`` (else Forbidden)."""
         run = calls.run_body(run_id, player_id, score, ended_at, segments)
         return cast(SubmitResult, await self._send(calls.submit(board_id, run)))
 
@@ -126,7 +134,7 @@ class AsyncRankdClient:
             results += await self.submit_batch(board_id, chunk)
         return results
 
-    # --- reads (public; viewer= needs a server key) -------------------------------------------
+    # --- reads (public; viewer= needs a server key; a player token reads its own view) ------
 
     async def top(
         self,
@@ -138,9 +146,13 @@ class AsyncRankdClient:
         period: str | None = None,
         segment: str | None = None,
         viewer: str | None = None,
-    ) -> Top:
+        cursor: str | None = None,
+    ) -> TopPage:
+        """``n`` entries from ``offset``, or after ``cursor`` (a page's ``next_cursor``:
+        exact under concurrent writes, at any depth); the answer's ``next_cursor`` is
+        None on the last page."""
         where = calls.where_params(window, period, segment, viewer)
-        return cast(Top, await self._send(calls.top(board_id, n, offset, where)))
+        return cast(TopPage, await self._send(calls.top(board_id, n, offset, where, cursor)))
 
     async def player(
         self,
@@ -183,6 +195,22 @@ class AsyncRankdClient:
     ) -> Friends:
         where = calls.where_params(window, period, segment, viewer)
         return cast(Friends, await self._send(calls.friends(board_id, player_id, ids, where)))
+
+    async def standings(
+        self,
+        player_id: str,
+        boards: Sequence[str],
+        window: str | None = None,
+        *,
+        viewer: str | None = None,
+    ) -> PlayerStandings:
+        """One player's standing on each of ``boards`` (up to 100) in the current period of
+        ``window`` (default: each board's first). Boards where the player has no entry, or
+        that lack the window, are left out; ids of boards that do not exist come back in
+        ``unknown_boards``."""
+        where = calls.where_params(window, None, None, viewer)
+        call = calls.standings(player_id, boards, where)
+        return cast(PlayerStandings, await self._send(call))
 
     async def rank_of(
         self,
@@ -234,6 +262,20 @@ class AsyncRankdClient:
 
     async def get_player(self, player_id: str) -> Profile:
         return cast(Profile, await self._send(calls.get_player(player_id)))
+
+    async def mint_token(
+        self,
+        player_id: str,
+        *,
+        scope: Sequence[TokenScope] | None = None,
+        ttl_s: int | None = None,
+    ) -> PlayerTokenIssued:
+        """A player token for a game client (server key): ``scope`` of ``read``, ``submit``,
+        ``join`` (service default: read only), valid ``ttl_s`` seconds, 60..604800 (service
+        default: 3600). Pass its ``token`` as the game client's ``key``. Raises NotEnabled
+        when the service has no RANKD_PLAYER_TOKEN_SECRET."""
+        call = calls.mint_token(player_id, ttl_s, scope)
+        return cast(PlayerTokenIssued, await self._send(call))
 
     async def ban(self, player_id: str) -> Ban:
         return cast(Ban, await self._send(calls.ban(player_id)))

@@ -2,7 +2,10 @@
 what both do with an answer: decode it or raise its error, and when to retry.
 
 Only submits are retried (runs and runs:batch): the service counts a ``run_id`` once, so a
-run resent after a 503, a dropped connection or a timeout changes nothing twice.
+run resent after a 503, a dropped connection or a timeout changes nothing twice. An error
+answer other than 503 and a short 429 is never retried: not a 4xx (``forbidden`` for a player
+token on a board without ``client_submits``, say), nor a 501 (``not_enabled``,
+``not_implemented``), which a retry cannot change.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import httpx
 
 from rankd.client.errors import RankdAPIError, RateLimited, Unavailable, error_for
 from rankd.client.types import MAX_BATCH as MAX_BATCH
-from rankd.client.types import Run
+from rankd.client.types import Run, TokenRequest, TokenScope
 
 
 @dataclass(frozen=True)
@@ -157,8 +160,12 @@ def submit_batch(board_id: str, runs: Sequence[Run]) -> Call:
     return Call("POST", path, body={"runs": list(runs)}, idempotent_submit=True)
 
 
-def top(board_id: str, n: int, offset: int, where: dict[str, str]) -> Call:
-    params = {**where, "n": str(n), "offset": str(offset)}
+def top(
+    board_id: str, n: int, offset: int, where: dict[str, str], cursor: str | None = None
+) -> Call:
+    # a cursor (the previous page's next_cursor) replaces the offset
+    paging = {"cursor": cursor} if cursor is not None else {"offset": str(offset)}
+    params = {**where, "n": str(n), **paging}
     return Call("GET", f"/v1/boards/{_part(board_id)}/top", params=params)
 
 
@@ -201,6 +208,21 @@ def put_player(player_id: str, name: str | None, segments: dict[str, str] | None
 
 def get_player(player_id: str) -> Call:
     return Call("GET", f"/v1/players/{_part(player_id)}")
+
+
+def mint_token(player_id: str, ttl_s: int | None, scope: Sequence[TokenScope] | None) -> Call:
+    body: TokenRequest = {}
+    if ttl_s is not None:
+        body["ttl_s"] = ttl_s
+    if scope is not None:
+        body["scope"] = list(scope)
+    return Call("POST", f"/v1/players/{_part(player_id)}/tokens", body=body)
+
+
+def standings(player_id: str, boards: str | Sequence[str], where: dict[str, str]) -> Call:
+    listed = boards if isinstance(boards, str) else ",".join(boards)
+    params = {**where, "boards": listed}
+    return Call("GET", f"/v1/players/{_part(player_id)}/standings", params=params)
 
 
 def ban(player_id: str) -> Call:

@@ -34,10 +34,17 @@ class ScoreOutOfRange(RankdAPIError):
 
 
 class Unauthorized(RankdAPIError):
+    """401: no credentials where some are needed, or a wrong key, or a player token that is
+    expired, altered or signed with a secret the service does not hold."""
+
     code = "unauthorized"
 
 
 class Forbidden(RankdAPIError):
+    """403: the credentials are valid but not enough: a server key on an admin route, or a
+    player token on a key route, a batch, another player's view or run, a board without
+    ``client_submits``, or without the scope the call needs."""
+
     code = "forbidden"
 
 
@@ -75,6 +82,20 @@ class RateLimited(RankdAPIError):
     code = "rate_limited"
 
 
+class NotEnabled(RankdAPIError):
+    """501: a feature the service was not configured for (player tokens without
+    RANKD_PLAYER_TOKEN_SECRET); not retried."""
+
+    code = "not_enabled"
+
+
+class NotBuilt(RankdAPIError):
+    """501 ``not_implemented``: something the contract names that this version of the
+    service does not build yet; not retried."""
+
+    code = "not_implemented"
+
+
 class Unavailable(RankdAPIError):
     """503: nothing was accepted; retrying is safe (submits are idempotent by run_id)."""
 
@@ -96,6 +117,8 @@ BY_CODE: dict[str, type[RankdAPIError]] = {
         BodyTooLarge,
         UnsupportedMediaType,
         RateLimited,
+        NotEnabled,
+        NotBuilt,
         Unavailable,
     )
 }

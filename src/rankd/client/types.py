@@ -13,6 +13,7 @@ from rankd.results import (
     Board,
     BoardDeleted,
     BoardSettings,
+    BoardStanding,
     ConsumerLag,
     Entry,
     ErrorBody,
@@ -28,6 +29,8 @@ from rankd.results import (
     PlayerErased,
     PlayerRank,
     PlayerStanding,
+    PlayerStandings,
+    PlayerTokenIssued,
     Profile,
     RankOf,
     Ready,
@@ -38,7 +41,10 @@ from rankd.results import (
     SegmentValues,
     Standing,
     SubmitResult,
+    TokenRequest,
+    TokenScope,
     Top,
+    TopPage,
 )
 
 __all__ = [
@@ -51,6 +57,7 @@ __all__ = [
     "Board",
     "BoardDeleted",
     "BoardSettings",
+    "BoardStanding",
     "ConsumerLag",
     "Entry",
     "ErrorBody",
@@ -66,6 +73,8 @@ __all__ = [
     "PlayerErased",
     "PlayerRank",
     "PlayerStanding",
+    "PlayerStandings",
+    "PlayerTokenIssued",
     "Profile",
     "RankOf",
     "Ready",
@@ -76,5 +85,8 @@ __all__ = [
     "Segments",
     "Standing",
     "SubmitResult",
+    "TokenRequest",
+    "TokenScope",
     "Top",
+    "TopPage",
 ]

@@ -9,12 +9,14 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import httpx
+import jwt
 import orjson
 import pytest
 import uvicorn
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
+from rankd.api.app import create_app
 from rankd.client import (
     AsyncRankdClient,
     BoardImmutableField,
@@ -22,6 +24,8 @@ from rankd.client import (
     Forbidden,
     HoldNotFound,
     InvalidRequest,
+    NotBuilt,
+    NotEnabled,
     PlayerNotRanked,
     RankdAPIError,
     RankdClient,
@@ -35,7 +39,7 @@ from rankd.client.calls import EventReader, chunks, time_text, top_event
 from rankd.client.errors import error_for
 from rankd.client.types import Run
 from rankd.embedded import free_port
-from tests.support.common import ADMIN, SERVER, new_board_id
+from tests.support.common import ADMIN, SERVER, TOKEN_SECRET, Urls, make_settings, new_board_id
 from tests.support.durable import wait_until
 
 BASE = "http://rankd.test"
@@ -151,6 +155,7 @@ async def test_boards_runs_reads_and_profiles(
     assert [e["player_id"] for e in around["entries"]] == ["p1", "p2", "p4"]
     friends = await server.friends(board_id, "p4", ["p1", "nobody"])
     assert [(e["player_id"], e["position"]) for e in friends["entries"]] == [("p1", 1), ("p4", 2)]
+    assert friends["not_found"] == ["nobody"]
     assert (await server.rank_of(board_id, 250))["rank"] == 2
     periods = await server.periods(board_id, window="weekly")
     assert [p["status"] for p in periods["periods"]] == ["open"]
@@ -291,6 +296,209 @@ async def test_submits_retry_503_with_bounded_backoff(
         assert front.seen == 1
 
 
+# --- player tokens, one player across boards (v1.3) ---------------------------------------
+
+
+def new_player(prefix: str) -> str:
+    return new_board_id(prefix).replace(".", "-")  # a valid player id, of this test only
+
+
+async def test_a_token_client_reads_its_own_view_and_submits_its_own_runs(
+    app: FastAPI, admin: AsyncRankdClient, server: AsyncRankdClient
+) -> None:
+    servers_only = await new_board(admin)
+    open_board = await new_board(admin, client_submits=True, max_run_score=1000)
+    assert (await server.get_board(servers_only))["client_submits"] is False
+    assert (await server.get_board(open_board))["client_submits"] is True
+    banned, other, friend = new_player("tok-ban"), new_player("tok-other"), new_player("tok-fr")
+    await server.submit(servers_only, "r-1", banned, 50)
+    await server.submit(servers_only, "r-2", other, 10)
+    await admin.ban(banned)
+
+    async def hidden() -> bool:
+        return [e["player_id"] for e in (await server.top(servers_only))["entries"]] == [other]
+
+    assert await wait_until(hidden)
+    issued = await server.mint_token(banned, scope=["submit", "read"], ttl_s=600)
+    assert issued["scope"] == ["read", "submit"]  # in the service's order
+    claims = jwt.decode(issued["token"], TOKEN_SECRET, algorithms=["HS256"])
+    assert (claims["sub"], claims["scope"]) == (banned, "read submit")
+    expires = datetime.fromisoformat(issued["expires_at"].replace("Z", "+00:00"))
+    assert timedelta(seconds=590) < expires - datetime.now(UTC) <= timedelta(seconds=600)
+
+    front = Front(app, "/runs", failures=0)
+    async with in_process(front, issued["token"], retry=FAST) as game:
+        # shadow-banned: the player still sees themselves, where they would stand
+        top = await game.top(servers_only)
+        assert [e["player_id"] for e in top["entries"]] == [banned, other]
+        assert (await game.player(servers_only, banned))["rank"] == 1
+        assert (await game.top(servers_only, viewer=banned))["total"] == 2
+        around = await game.around(servers_only, banned, range=1)
+        assert [e["player_id"] for e in around["entries"]] == [banned, other]
+        friends = await game.friends(servers_only, banned, [other, friend])
+        assert [e["player_id"] for e in friends["entries"]] == [banned, other]
+        assert friends["not_found"] == [friend]
+        with pytest.raises(PlayerNotRanked):
+            await server.player(servers_only, banned)  # the public view hides them
+        with pytest.raises(Forbidden):
+            await game.top(servers_only, viewer=other)  # no one else's own view
+
+        # its own runs, on a board that takes client runs: nothing else, never retried
+        result = await game.submit(open_board, "c-1", banned, 40)
+        assert result["standings"][0]["rank"] == 1
+        assert front.seen == 1
+        with pytest.raises(Forbidden) as refused:
+            await game.submit(servers_only, "c-2", banned, 60)
+        assert refused.value.status == 403 and "client_submits" in refused.value.message
+        assert front.seen == 2  # a 403 is not retried
+        with pytest.raises(Forbidden):
+            await game.submit(open_board, "c-3", other, 60)
+        with pytest.raises(ScoreOutOfRange):
+            await game.submit(open_board, "c-4", banned, 5000)
+        with pytest.raises(Forbidden):
+            await game.submit_batch(
+                open_board, [{"run_id": "c-5", "player_id": banned, "score": 1}]
+            )
+        # key routes answer a token 403
+        with pytest.raises(Forbidden):
+            await game.put_board(open_board, grace_seconds=1)
+        with pytest.raises(Forbidden):
+            await game.mint_token(banned)
+        with pytest.raises(Forbidden):
+            await game.get_player(banned)
+        with pytest.raises(Forbidden):
+            await game.ban(other)
+    assert [e["player_id"] for e in (await server.top(servers_only))["entries"]] == [other]
+
+    # the default scope is read only: no submits
+    read_only = await server.mint_token(friend)
+    assert read_only["scope"] == ["read"]
+    async with in_process(app, read_only["token"]) as game:
+        # another player's own view: the banned player's run stays out of it
+        assert (await game.top(open_board))["total"] == 0
+        with pytest.raises(Forbidden) as no_scope:
+            await game.submit(open_board, "f-1", friend, 1)
+        assert "submit" in no_scope.value.message
+    submit_only = await server.mint_token(friend, scope=["submit"])
+    async with in_process(app, submit_only["token"]) as game:
+        with pytest.raises(Forbidden):
+            await game.top(open_board)
+    # a token that is not one is 401 on a read
+    async with in_process(app, "not-a-key") as wrong:
+        with pytest.raises(Unauthorized):
+            await wrong.top(open_board)
+
+
+async def test_a_players_own_runs_are_rate_limited_429_with_retry_after(
+    app: FastAPI, admin: AsyncRankdClient, server: AsyncRankdClient
+) -> None:
+    board_id = await new_board(admin, client_submits=True)
+    player = new_player("tok-rate")
+    token = (await server.mint_token(player, scope=["submit"]))["token"]
+    # burst 10 at 1 run/s: FAST waits at most 10 ms, so a Retry-After of 1 s is the caller's
+    async with in_process(app, token, retry=FAST) as game:
+        with pytest.raises(RateLimited) as limited:
+            for i in range(15):
+                await game.submit(board_id, f"r-{i}", player, i)
+    assert limited.value.status == 429
+    assert limited.value.retry_after is not None and limited.value.retry_after >= 1
+
+
+async def test_top_pages_follow_cursors(admin: AsyncRankdClient, server: AsyncRankdClient) -> None:
+    board_id = await new_board(admin)
+    for i in range(7):
+        await server.submit(board_id, f"c{i}", f"cp{i}", i)
+    first = await server.top(board_id, 3)
+    second = await server.top(board_id, 3, cursor=first["next_cursor"])
+    last = await server.top(board_id, 3, cursor=second["next_cursor"])
+    pages = [first, second, last]
+    assert [[e["rank"] for e in p["entries"]] for p in pages] == [[1, 2, 3], [4, 5, 6], [7]]
+    assert last["next_cursor"] is None
+
+
+async def test_standings_one_player_across_boards(
+    app: FastAPI, admin: AsyncRankdClient, server: AsyncRankdClient
+) -> None:
+    weekly_first = await new_board(admin, windows=["weekly", "all-time"], order="asc")
+    plain = await new_board(admin)
+    empty = await new_board(admin)
+    missing = new_board_id("missing")
+    player, rival = new_player("st"), new_player("st-rival")
+    for board_id in (weekly_first, plain):
+        await server.submit(board_id, f"{board_id}-1", player, 70)
+        await server.submit(board_id, f"{board_id}-2", rival, 50)
+
+    found = await server.standings(player, [weekly_first, plain, empty, missing])
+    assert found["player_id"] == player
+    by_board = {s["board_id"]: s for s in found["standings"]}
+    assert set(by_board) == {weekly_first, plain}
+    assert by_board[weekly_first]["window"] == "weekly"  # each board's first window
+    assert (by_board[weekly_first]["rank"], by_board[weekly_first]["total"]) == (2, 2)
+    assert (by_board[plain]["window"], by_board[plain]["rank"]) == ("all-time", 1)
+    assert by_board[plain]["score"] == 70 and by_board[plain]["achieved_at"].endswith("Z")
+    assert found["unknown_boards"] == [missing]
+    all_time = await server.standings(player, (weekly_first, plain), "all-time")
+    assert {s["window"] for s in all_time["standings"]} == {"all-time"}
+    weekly = await server.standings(player, [weekly_first, plain], window="weekly")
+    assert [s["board_id"] for s in weekly["standings"]] == [weekly_first]  # plain has none
+    with pytest.raises(InvalidRequest):
+        await server.standings(player, [], "weekly")
+    with pytest.raises(InvalidRequest):
+        await server.standings(player, [plain], "hourly")
+
+    # banned: gone from the public answer, still in the player's own (token or viewer=)
+    await admin.ban(player)
+
+    async def hidden() -> bool:
+        return (await server.standings(player, [plain]))["standings"] == []
+
+    assert await wait_until(hidden)
+    assert len((await server.standings(player, [plain], viewer=player))["standings"]) == 1
+    token = (await server.mint_token(player))["token"]
+    async with in_process(app, token) as game:
+        own = await game.standings(player, [weekly_first, plain])
+        assert {s["board_id"] for s in own["standings"]} == {weekly_first, plain}
+    async with in_process(app, key=None) as public:
+        with pytest.raises(Unauthorized):
+            await public.standings(player, [plain], viewer=player)
+
+
+@pytest.fixture(scope="module")
+async def untokened(urls: Urls) -> AsyncIterator[FastAPI]:
+    """A service without RANKD_PLAYER_TOKEN_SECRET: player tokens are off."""
+    app = create_app(make_settings(urls, player_token_secret=[]))
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+async def test_without_a_secret_minting_is_501_not_enabled(untokened: FastAPI) -> None:
+    front = Front(untokened, "/tokens", failures=0)
+    async with in_process(front, retry=FAST) as client:
+        with pytest.raises(NotEnabled) as off:
+            await client.mint_token(new_player("off"), scope=["read"])
+    assert (off.value.status, off.value.code) == (501, "not_enabled")
+    assert "RANKD_PLAYER_TOKEN_SECRET" in off.value.message
+    assert front.seen == 1
+
+
+async def test_4xx_and_501_are_never_retried(app: FastAPI, admin: AsyncRankdClient) -> None:
+    board_id = await new_board(admin)
+    for status, code, error in (
+        (403, "forbidden", Forbidden),
+        (501, "not_implemented", NotBuilt),
+        (501, "not_enabled", NotEnabled),
+    ):
+        front = Front(app, "/runs", failures=1, status=status, code=code)
+        async with in_process(front, retry=FAST) as client:
+            with pytest.raises(error) as refused:
+                await client.submit(board_id, f"r-{status}-{code}", "p1", 5)
+            assert (refused.value.status, refused.value.code) == (status, code)
+            assert front.seen == 1
+            # the next call is not refused by the front: the run was never sent twice
+            await client.submit(board_id, f"r-{status}-{code}", "p1", 5)
+            assert front.seen == 2
+
+
 # --- over a real socket -------------------------------------------------------------------
 
 
@@ -316,6 +524,15 @@ async def test_both_clients_over_a_real_socket(app: FastAPI, admin: AsyncRankdCl
                 top = client.top(board_id)
                 return top["total"], [e["player_id"] for e in top["entries"]]
 
+        def blocking_token() -> tuple[list[str], list[str]]:
+            with RankdClient(base, SERVER) as client:
+                issued = client.mint_token("p1", scope=["read"], ttl_s=60)
+            with RankdClient(base, issued["token"]) as game:
+                mine = game.player(board_id, "p1")
+                assert mine["rank"] == 2
+                found = game.standings("p1", [board_id, "no-such-board"])
+                return [s["board_id"] for s in found["standings"]], found["unknown_boards"]
+
         def blocking_admin() -> None:
             with RankdClient(base, ADMIN) as client:
                 assert client.segments(board_id)["segments"] == []
@@ -325,6 +542,7 @@ async def test_both_clients_over_a_real_socket(app: FastAPI, admin: AsyncRankdCl
                 assert client.delete_board(board_id) == {"board_id": board_id, "deleted": True}
 
         assert await asyncio.to_thread(blocking) == (2, ["p2", "p1"])
+        assert await asyncio.to_thread(blocking_token) == ([board_id], ["no-such-board"])
         async with AsyncRankdClient(base) as public:
             assert (await public.rank_of(board_id, 15))["rank"] == 2
         await asyncio.to_thread(blocking_admin)
@@ -370,3 +588,7 @@ def test_unknown_codes_and_bodies_become_the_base_error() -> None:
     assert type(error) is RankdAPIError and error.code == "teapot" and error.status == 418
     gateway = error_for(503, None)
     assert isinstance(gateway, Unavailable)
+    assert isinstance(error_for(501, {"error": {"code": "not_enabled", "message": ""}}), NotEnabled)
+    built = error_for(501, {"error": {"code": "not_implemented", "message": "later"}})
+    assert isinstance(built, NotBuilt) and built.status == 501
+    assert type(error_for(501, None)) is RankdAPIError  # a 501 without the body: not retried
