@@ -8,7 +8,15 @@ PORT ?= 8000
 DATA_DIR ?= $(or $(RANKD_DATA_DIR),.rankd)
 RANKD_ADMIN_KEYS ?= dev-admin-key
 RANKD_SERVER_KEYS ?= dev-server-key
-export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS
+# signs player tokens (docs/quick-start.md, "Game clients"): a dev default, like the keys;
+# anyone who knows it can sign a token for any player, so set your own (openssl rand -hex 32)
+RANKD_PLAYER_TOKEN_SECRET ?= dev-player-token-secret-0123456789abcdef
+export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS RANKD_PLAYER_TOKEN_SECRET
+# browser pages that may call `make run`'s API (CORS): a static server on port 5173, e.g.
+# docs/game-client-example.html. Set for `make run` and `run-cluster` only, not exported (the
+# tests' services set their own); RANKD_CORS_ORIGINS in the environment takes its place.
+RUN_CORS_ORIGINS ?= http://127.0.0.1:5173,http://localhost:5173
+RUN_ENV = RANKD_CORS_ORIGINS='$(or $(RANKD_CORS_ORIGINS),$(RUN_CORS_ORIGINS))'
 
 .PHONY: install dev run run-cluster test test-fast test-ts lint typecheck format lock lock-check \
 	bench bench-quick bench-giant bench-deps clean
@@ -52,11 +60,11 @@ lock-check: $(UV)
 	$(UV) lock --check --python '$(PYTHON)'
 
 run: install
-	$(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)'
+	$(RUN_ENV) $(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)'
 
 # a Redis Cluster (3 primaries + 3 replicas), three clustered NATS servers, one PostgreSQL
 run-cluster: install
-	$(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)-cluster' --topology cluster
+	$(RUN_ENV) $(BIN)/rankd serve --host '$(HOST)' --port '$(PORT)' --data-dir '$(DATA_DIR)-cluster' --topology cluster
 
 lint: dev
 	$(BIN)/ruff check src tests bench

@@ -1,8 +1,9 @@
 """The README's and the guides' snippets run, so none can rot.
 
 Each Markdown file (README.md, docs/*.md) gets a fresh `rankd serve` (embedded servers, a
-temporary data dir, the README's keys `dev-admin-key` / `dev-server-key`), and its fenced
-blocks run in the order they appear:
+temporary data dir, and `make run`'s dev defaults: the keys `dev-admin-key` /
+`dev-server-key`, its player token secret and its CORS origins), and its fenced blocks run
+in the order they appear:
 
 - ```sh blocks run in one bash session per file (`set -euo pipefail`), as a reader typing
   them into one terminal: a variable set in one block is there in the next. `curl` fails on
@@ -117,6 +118,8 @@ class Served:
         self.env |= {
             "RANKD_ADMIN_KEYS": "dev-admin-key",
             "RANKD_SERVER_KEYS": "dev-server-key",
+            "RANKD_PLAYER_TOKEN_SECRET": "dev-player-token-secret-0123456789abcdef",
+            "RANKD_CORS_ORIGINS": "http://127.0.0.1:5173,http://localhost:5173",
             "RANKD_DATA_DIR": str(data_dir),
             "RANKD_LOG_LEVEL": "warning",
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
