@@ -121,13 +121,18 @@ class Service:
     def start(self) -> None:
         command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(self.port)]
         self.process = subprocess.Popen(command, env=self.env)
-        deadline = time.monotonic() + 60
+        # other tests of this worker's servers may leave log messages the new instance
+        # waits on at start (redelivered with backoff): generous, and says why if not
+        deadline = time.monotonic() + 120
+        said = "no answer"
         while True:
             with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{self.base}/readyz", timeout=2).status_code == 200:
+                ready = httpx.get(f"{self.base}/readyz", timeout=2)
+                if ready.status_code == 200:
                     return
+                said = ready.text
             assert self.process.poll() is None, "rankd serve exited"
-            assert time.monotonic() < deadline, "rankd serve did not become ready"
+            assert time.monotonic() < deadline, f"rankd serve did not become ready: {said}"
             time.sleep(0.2)
 
     def stop(self) -> None:
