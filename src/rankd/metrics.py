@@ -159,6 +159,11 @@ RATE_UNCHECKED = Counter(
 LIVE_STREAMS = Gauge(
     "rankd_live_streams", "Live event streams this process serves.", multiprocess_mode="livesum"
 )
+PLAYER_STREAMS = Gauge(
+    "rankd_player_streams",
+    "Player event streams (GET /v1/players/{id}/events) this process serves.",
+    multiprocess_mode="livesum",
+)
 LIVE_EVENTS = Counter("rankd_live_events_total", "Top-list events sent to live streams.")
 LIVE_NOTICES = Counter("rankd_live_notices_total", "Change notices received from Redis.")
 LIVE_DROPPED = Counter(

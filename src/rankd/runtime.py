@@ -19,6 +19,7 @@ from rankd.services.invalidation import Invalidations
 from rankd.services.live import LiveHub
 from rankd.services.moderation import Moderation
 from rankd.services.names import NameCache
+from rankd.services.player_streams import PlayerHub
 from rankd.services.players import Players
 from rankd.services.rate_limits import Rate, RateLimiter
 from rankd.services.reads import Reader
@@ -75,9 +76,20 @@ class Runtime:
     _heals: set[asyncio.Task[None]] = field(default_factory=set)
     # the probes, /readyz and the Redis watch (health.py)
     health: Health = field(init=False)
+    # player event streams (services/player_streams.py)
+    players_live: PlayerHub = field(init=False)
 
     def __post_init__(self) -> None:
         self.submitter.on_busy = self.repairs.ask
+        self.players_live = PlayerHub(
+            self.boards.get,
+            self.reader.ranks,
+            self.reader.own_rank,
+            self.moderation.bans.__contains__,
+            self.settings.live_max_player_streams,
+        )
+        # they wake on the board streams' change notices (one listener per process)
+        self.live.followers.append(self.players_live.notify)
         self.health = Health(
             self.settings,
             self.redis,
@@ -348,6 +360,7 @@ class Runtime:
         self._tasks.clear()
         stuck += await self.moderation.close()
         stuck += await self.deletions.close()
+        await self.players_live.close_all()
         await self.live.close()
         if self.consumer is not None:
             stuck += await self.consumer.stop(CLOSE_TIMEOUT_S)

@@ -156,6 +156,9 @@ class Settings(BaseSettings):
     live_max_streams: int = Field(2000, ge=1)
     # of which one client address may hold at most this many (past it, 429; 0: no cap)
     live_max_streams_per_address: int = Field(20, ge=0)
+    # Player event streams (GET /v1/players/{id}/events) per process, past that 503; each
+    # holds a queue of at most 64 events and a rank per board window and friend it follows
+    live_max_player_streams: int = Field(20_000, ge=1)
     live_heartbeat_s: float = Field(15.0, gt=0)
     live_send_timeout_s: float = Field(10.0, gt=0)
 

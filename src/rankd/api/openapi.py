@@ -42,7 +42,8 @@ class Doc:
 
 
 BODY = ("invalid_request", "body_too_large", "unsupported_media_type")
-READ = ("invalid_request", "board_not_found", "unavailable")
+# unauthorized: a read made with an Authorization header that holds no valid key or token
+READ = ("invalid_request", "board_not_found", "unauthorized", "unavailable")
 
 ROUTES: dict[str, Doc] = {
     "PUT /v1/boards/{board_id}": Doc(
@@ -69,6 +70,7 @@ ROUTES: dict[str, Doc] = {
     "GET /v1/boards/{board_id}/rank-of": Doc("public", (*READ, "score_out_of_range")),
     "GET /v1/boards/{board_id}/periods": Doc("public", READ),
     "GET /v1/boards/{board_id}/events": Doc("public", READ),
+    "GET /v1/players/{player_id}/events": Doc("server", READ, player=True),
     "PUT /v1/players/{player_id}": Doc("server", (*BODY, "unavailable")),
     "GET /v1/players/{player_id}/standings": Doc(
         "viewer", ("invalid_request", "unavailable"), player=True
@@ -107,8 +109,8 @@ ROLE_NOTES: dict[Role, str] = {
 }
 PLAYER_NOTES: dict[Role, str] = {
     "viewer": "A player token (scope `read`) reads as that player's own view.",
-    "server": "A player token (scope `submit`) may submit that player's own runs on a board "
-    "with `client_submits`.",
+    "server": "A player token may do this for its own player only (on submits: scope "
+    "`submit`, a board with `client_submits`).",
 }
 
 # An example sentence per code (the real ones name the value at fault).

@@ -145,6 +145,13 @@ class LiveHub:
         self._listener: asyncio.Task[None] | None = None
         self._count = 0
         self._announcing: set[asyncio.Task[None]] = set()
+        # told of every notice too: the board (None: all of them), e.g. the player streams
+        self.followers: list[Callable[[str | None], None]] = []
+
+    def listening(self) -> None:
+        """Make sure the one listener runs (started with the first stream of any kind)."""
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.create_task(self.listen(), name="live-notices")
 
     @property
     def count(self) -> int:
@@ -173,8 +180,7 @@ class LiveHub:
                 "retry shortly or read /top"
             )
         self._per_address[address] = held + 1
-        if self._listener is None or self._listener.done():
-            self._listener = asyncio.create_task(self.listen(), name="live-notices")
+        self.listening()
         topic = (board_id, window, segment)
         feed = self._feeds.setdefault(topic, Feed())
         feed.streams += 1
@@ -203,6 +209,8 @@ class LiveHub:
         if touched is None:  # a moderation change: every stream reads again
             self._notice_all()
             return
+        for follower in self.followers:
+            follower(board_id)
         for window, _period, segment in touched:
             feed = self._feeds.get((board_id, window, segment))
             if feed is not None:
@@ -228,6 +236,8 @@ class LiveHub:
     def _notice_all(self) -> None:
         for feed in self._feeds.values():
             feed.notice()
+        for follower in self.followers:
+            follower(None)
 
     async def close(self) -> None:
         await stop_tasks(list(self._announcing), 1.0)

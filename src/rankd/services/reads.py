@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from rankd import cursors
 from rankd.boards import BoardConfig
 from rankd.cursors import Cursor
-from rankd.errors import ScoreOutOfRange, Unavailable
+from rankd.errors import PlayerNotRanked, ScoreOutOfRange, Unavailable
 from rankd.periods import ALL_TIME, PeriodRef
 from rankd.results import (
     ApproxStanding,
@@ -340,6 +340,20 @@ class Reader:
         # the asked ids this view shows no entry for (the public view: banned ones too)
         missing = [i for i in ids if i not in found]
         return {**scope.head, "entries": entries, "not_found": missing}
+
+    async def ranks(self, scope: Scope, player_ids: Sequence[str]) -> dict[str, int]:
+        """The public ranks of those of ``player_ids`` that have an entry (player streams:
+        one group read for many players)."""
+        self._restored(scope)
+        source = await self.standings(scope)
+        return {row.player_id: row.rank for row in await source.group(player_ids)}
+
+    async def own_rank(self, scope: Scope, player_id: str) -> int | None:
+        """The player's rank in their own view (None: no entry)."""
+        try:
+            return (await self.player(scope, player_id, player_id))["rank"]
+        except PlayerNotRanked:
+            return None
 
     async def rank_of(self, scope: Scope, score: int) -> RankOf:
         self._restored(scope)

@@ -308,6 +308,9 @@ async def test_real_answers_of_every_route_match_the_document(
     await call("POST", tokens, status=403, json={}, headers=token_h)
     await call("GET", "/v1/boards/{board_id}/top", status=200, headers=token_h)
     await call("POST", runs, status=403, json=run, headers=token_h)  # no scope, no client_submits
+    player_events = "/v1/players/{player_id}/events"  # its stream: test_player_events.py
+    await call("GET", player_events, status=401, params={"boards": board})
+    await call("GET", player_events, status=400, params={"boards": "Bad!"}, headers=SERVER_H)
     standings = "/v1/players/{player_id}/standings"
     await call("GET", standings, status=200, params={"boards": board})
     await call("GET", standings, status=200, params={"boards": board}, headers=token_h)
