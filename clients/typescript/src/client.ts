@@ -10,7 +10,7 @@
 // that player's runs on boards with `client_submits`.
 
 import { RankdAPIError, RateLimited, Unavailable, errorFor } from "./errors.js";
-import { EventReader, lines } from "./events.js";
+import { EventReader, lines, playerEvent, type PlayerEvent } from "./events.js";
 import type { Operations } from "./wire.js";
 
 type Answer<K extends keyof Operations> = Operations[K]["response"];
@@ -336,15 +336,45 @@ export class RankdClient {
     options: Where & { n?: number; signal?: AbortSignal } = {},
   ): AsyncGenerator<Top> {
     const { n = 10, signal, ...where } = options;
+    for await (const found of this.stream(`/v1/boards/${part(boardId)}/events`, { ...where, n }, signal)) {
+      if (found[0] === "top") yield JSON.parse(found[1]) as Top;
+    }
+  }
+
+  /** One player's live events on `boards` (up to 20; each board window's current period,
+   * global standings), read as they come (Server-Sent Events): a `StandingEvent` on connect
+   * for each window where the player has an entry and whenever their rank changes (at most
+   * one a second per board and window), a `PassedEvent` when one of `friends` (up to 100)
+   * overtakes them; narrow on `event.kind`. Needs a server key or that player's own token
+   * (scope "read"; another player's id is `Forbidden`). The request goes out at the first
+   * `next()`, which throws an error answer as any call does (`InvalidRequest`,
+   * `BoardNotFound`, `Unavailable` when the instance serves its maximum of streams, ...).
+   * The stream has no timeout; end it with `signal` (or by leaving a `for await` loop). */
+  async *playerEvents(
+    playerId: string,
+    boards: readonly string[],
+    options: { friends?: readonly string[]; signal?: AbortSignal } = {},
+  ): AsyncGenerator<PlayerEvent> {
+    const { friends, signal } = options;
+    const params = { boards: boards.join(","), friends: friends?.length ? friends.join(",") : undefined };
+    for await (const found of this.stream(`/v1/players/${part(playerId)}/events`, params, signal)) {
+      const event = playerEvent(found);
+      if (event) yield event;
+    }
+  }
+
+  /** The [event, data] pairs of a text/event-stream, line by line as they arrive; an error
+   * answer throws its RankdAPIError subclass before any. */
+  private async *stream(path: string, params: Params, signal?: AbortSignal): AsyncGenerator<[string, string]> {
     const init: RequestInit = { headers: { ...this.headers, Accept: "text/event-stream" } };
     if (signal) init.signal = signal;
-    const response = await this.fetch(this.url(`/v1/boards/${part(boardId)}/events`, { ...where, n }), init);
+    const response = await this.fetch(this.url(path, params), init);
     if (response.status >= 400) await decode(response); // throws its error
     if (!response.body) return;
     const reader = new EventReader();
     for await (const line of lines(response.body)) {
       const found = reader.feed(line);
-      if (found && found[0] === "top") yield JSON.parse(found[1]) as Top;
+      if (found) yield found;
     }
   }
 

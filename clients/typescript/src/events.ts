@@ -59,3 +59,45 @@ export async function* lines(body: ReadableStream<Uint8Array>): AsyncGenerator<s
     await body.cancel().catch(() => undefined);
   }
 }
+
+// --- a player's own events (GET /v1/players/{player_id}/events) ---------------------------
+// Server-Sent Events, not JSON answers, so not in the generated wire.ts: each is its payload
+// as the service sends it, plus `kind` (the event's name), on which a PlayerEvent narrows.
+
+/** The player's rank in one board window's current period (global standings): sent on
+ * connect for each window where the player has an entry, then whenever it changes (at most
+ * one a second per board and window, the latest state always sent). */
+export interface StandingEvent {
+  kind: "standing";
+  board_id: string;
+  window: string;
+  period: string;
+  rank: number;
+  /** The rank the stream last sent for this window; null on connect, in a new period, or
+   * when the player had no entry before. */
+  previous_rank: number | null;
+}
+
+/** One of the stream's listed friends, behind the player (or without an entry) at the last
+ * look, is now ahead of them. */
+export interface PassedEvent {
+  kind: "passed";
+  board_id: string;
+  window: string;
+  period: string;
+  /** The friend. */
+  player_id: string;
+  /** The friend's rank now. */
+  rank: number;
+  /** The followed player's rank now. */
+  your_rank: number;
+}
+
+export type PlayerEvent = StandingEvent | PassedEvent;
+
+/** A player stream's event, its payload tagged with `kind`; null for anything else (a kind
+ * this client does not know is skipped). As rankd.client.calls.player_event. */
+export function playerEvent(found: [string, string] | null): PlayerEvent | null {
+  if (found === null || (found[0] !== "standing" && found[0] !== "passed")) return null;
+  return { ...(JSON.parse(found[1]) as object), kind: found[0] } as PlayerEvent;
+}

@@ -309,6 +309,7 @@ export interface Operations {
   mint_token: { method: "POST"; path: "/v1/players/{player_id}/tokens"; request: TokenRequest; response: PlayerTokenIssued };
   periods: { method: "GET"; path: "/v1/boards/{board_id}/periods"; request: never; response: Periods };
   player: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}"; request: never; response: PlayerRank };
+  player_events: { method: "GET"; path: "/v1/players/{player_id}/events"; request: never; response: string };
   put_board: { method: "PUT"; path: "/v1/boards/{board_id}"; request: BoardSettings; response: Board };
   put_profile: { method: "PUT"; path: "/v1/players/{player_id}"; request: ProfileUpdate; response: Profile };
   rank_of: { method: "GET"; path: "/v1/boards/{board_id}/rank-of"; request: never; response: RankOf };

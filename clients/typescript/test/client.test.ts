@@ -2,7 +2,8 @@
 // endpoint, errors as classes with status/code/message, the Python client's retry rules
 // (through a small HTTP front that answers 503/429 before passing requests on to the real
 // service), the event stream, src/wire.ts checked against the service's /openapi.json, and
-// the README's TypeScript example type-checked and run as written (only the port changed).
+// a player's own event stream, the README's TypeScript example type-checked and run as
+// written (only the port changed).
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -28,6 +29,7 @@ import {
   Unauthorized,
   Unavailable,
   errorFor,
+  type PlayerEvent,
   type Run,
 } from "../src/index.js";
 import { ADMIN, SERVER, TOKEN_SECRET, freePort, startService, type Service } from "./service.js";
@@ -484,6 +486,52 @@ test("events: the top list on connect and after each change", async () => {
   await assert.rejects(server.events("no-such-board").next(), BoardNotFound);
 });
 
+test("playerEvents: rank changes, a friend passing, a token following its own player", { timeout: 60_000 }, async () => {
+  const boardId = newBoardId("ts-pe");
+  await admin.putBoard(boardId);
+  const me = newBoardId("pe-me");
+  const pal = newBoardId("pe-pal");
+  const rival = newBoardId("pe-rival");
+  await server.submit(boardId, "r-1", me, 50);
+  await server.submit(boardId, "r-2", pal, 10);
+  const { period } = await server.player(boardId, me);
+  const standing = (rank: number, previous: number | null): PlayerEvent => ({
+    kind: "standing",
+    board_id: boardId,
+    window: "all-time",
+    period,
+    rank,
+    previous_rank: previous,
+  });
+
+  const stream = server.playerEvents(me, [boardId], { friends: [pal, newBoardId("pe-stranger")] });
+  assert.deepEqual(await nextOf(stream), standing(1, null)); // on connect
+  await server.submit(boardId, "r-3", rival, 70); // no listed friend: no passed event
+  assert.deepEqual(await nextOf(stream), standing(2, 1));
+  await server.submit(boardId, "r-4", pal, 90); // a friend overtakes
+  assert.deepEqual([await nextOf(stream), await nextOf(stream)], [
+    standing(3, 2),
+    { kind: "passed", board_id: boardId, window: "all-time", period, player_id: pal, rank: 1, your_rank: 3 },
+  ]);
+  await stream.return(undefined);
+  assert.equal((await stream.next()).done, true);
+
+  await assert.rejects(server.playerEvents(me, [boardId, "no-such-board"]).next(), BoardNotFound);
+  await assert.rejects(server.playerEvents(me, []).next(), InvalidRequest);
+  await assert.rejects(new RankdClient(service.base).playerEvents(me, [boardId]).next(), Unauthorized);
+
+  // a token client follows its own player, and no one else (ending the stream with a signal)
+  const game = new RankdClient(service.base, { key: (await server.mintToken(me)).token });
+  const stop = new AbortController();
+  const own = game.playerEvents(me, [boardId], { signal: stop.signal });
+  assert.deepEqual(await nextOf(own), standing(3, null));
+  stop.abort();
+  await assert.rejects(own.next(), { name: "AbortError" });
+  const refused = await game.playerEvents(pal, [boardId]).next().catch((e: unknown) => e);
+  assert.ok(refused instanceof Forbidden, String(refused));
+  assert.deepEqual([refused.status, refused.code], [403, "forbidden"]);
+});
+
 // --- the README's example ---------------------------------------------------------------
 
 const PACKAGE = new URL("../../", import.meta.url);
@@ -536,6 +584,21 @@ test("the README's TypeScript examples type-check and run", async () => {
 });
 
 // --- helpers ------------------------------------------------------------------------------
+
+/** The next value of a stream that does not end, within `withinMs`. */
+async function nextOf<T>(stream: AsyncGenerator<T>, withinMs = 5000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, fail) => {
+    timer = setTimeout(() => fail(new Error(`no event within ${withinMs} ms`)), withinMs);
+  });
+  try {
+    const next = await Promise.race([stream.next(), late]);
+    assert.equal(next.done, false, "the stream ended");
+    return next.value as T;
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 async function waitFor(check: () => Promise<boolean>, withinMs = 5000): Promise<void> {
   const deadline = Date.now() + withinMs;

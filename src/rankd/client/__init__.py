@@ -18,9 +18,15 @@ that player's own view and, on boards with ``client_submits``, submits that play
     issued = rankd.mint_token("48213377", scope=["read", "submit"], ttl_s=3600)
     with RankdClient("http://127.0.0.1:8000", key=issued["token"]) as game:
         me = game.player("arena", "48213377")
+        # live: the player's rank changes, and the listed friends who pass them
+        for event in game.player_events("48213377", ["arena"], friends=["77"]):
+            if event["kind"] == "passed":
+                print(event["player_id"], "is ahead of you now")
+
+Those events are typed :class:`StandingEvent` and :class:`PassedEvent` (``rankd.client.events``).
 """
 
-from rankd.client import errors, types
+from rankd.client import errors, events, types
 from rankd.client.aio import AsyncRankdClient
 from rankd.client.calls import MAX_BATCH, RetryPolicy
 from rankd.client.errors import (
@@ -41,6 +47,7 @@ from rankd.client.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
+from rankd.client.events import PassedEvent, PlayerEvent, StandingEvent
 from rankd.client.sync import RankdClient
 
 __all__ = [
@@ -54,6 +61,8 @@ __all__ = [
     "InvalidRequest",
     "NotBuilt",
     "NotEnabled",
+    "PassedEvent",
+    "PlayerEvent",
     "PlayerNotRanked",
     "RankdAPIError",
     "RankdClient",
@@ -61,9 +70,11 @@ __all__ = [
     "RetryPolicy",
     "RunConflict",
     "ScoreOutOfRange",
+    "StandingEvent",
     "Unauthorized",
     "Unavailable",
     "UnsupportedMediaType",
     "errors",
+    "events",
     "types",
 ]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, cast
@@ -12,6 +13,7 @@ import httpx
 
 from rankd.client import calls
 from rankd.client.calls import Call, RetryPolicy
+from rankd.client.events import PlayerEvent
 from rankd.client.types import (
     Around,
     Ban,
@@ -241,6 +243,39 @@ class AsyncRankdClient:
     ) -> AsyncIterator[Top]:
         """The live top list: the first on connect, then each change (server-sent events)."""
         call = calls.events(board_id, n, calls.where_params(window, period, segment))
+        async with contextlib.aclosing(self._stream(call)) as stream:
+            async for found in stream:
+                top = calls.top_event(found)
+                if top is not None:
+                    yield cast(Top, top)
+
+    async def player_events(
+        self,
+        player_id: str,
+        boards: Sequence[str],
+        friends: Sequence[str] | None = None,
+    ) -> AsyncGenerator[PlayerEvent, None]:
+        """One player's live events on ``boards`` (up to 20; each board window's current
+        period, global standings), as server-sent events, read as they come: a
+        :class:`StandingEvent` on connect for each window where the player has an entry and
+        whenever their rank changes (at most one a second per board and window), a
+        :class:`PassedEvent` when one of ``friends`` (up to 100) overtakes them; narrow on
+        ``event["kind"]``. Needs a server key or that player's own token (scope ``read``;
+        another player's id is Forbidden). The request goes out at the first iteration, which
+        raises an error answer as any call does (InvalidRequest, BoardNotFound, Unavailable
+        when the instance serves its maximum of streams, ...); the stream has no timeout:
+        end it with ``aclose()`` (or iterate it in ``contextlib.aclosing``)."""
+        call = calls.player_events(player_id, boards, friends)
+        async with contextlib.aclosing(self._stream(call)) as stream:
+            async for found in stream:
+                event = calls.player_event(found)
+                if event is not None:
+                    yield event
+
+    async def _stream(self, call: Call) -> AsyncGenerator[tuple[str, str], None]:
+        """The (event, data) pairs of a text/event-stream, line by line as they arrive; an
+        error answer raises its RankdAPIError subclass before any. Its callers close it
+        (contextlib.aclosing) when they are closed, so the connection ends with them."""
         async with self._http.stream(
             "GET", call.path, params=call.params, timeout=None
         ) as response:
@@ -249,9 +284,9 @@ class AsyncRankdClient:
                 calls.decode(response)
             reader = calls.EventReader()
             async for line in response.aiter_lines():
-                top = calls.top_event(reader.feed(line))
-                if top is not None:
-                    yield cast(Top, top)
+                found = reader.feed(line)
+                if found is not None:
+                    yield found
 
     # --- players (server key) and moderation (admin key) --------------------------------------
 

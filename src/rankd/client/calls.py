@@ -15,12 +15,13 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import httpx
 
 from rankd.client.errors import RankdAPIError, RateLimited, Unavailable, error_for
+from rankd.client.events import PLAYER_EVENT_KINDS, PlayerEvent
 from rankd.client.types import MAX_BATCH as MAX_BATCH
 from rankd.client.types import Run, TokenRequest, TokenScope
 
@@ -197,6 +198,19 @@ def events(board_id: str, n: int, where: dict[str, str]) -> Call:
     return Call("GET", f"/v1/boards/{_part(board_id)}/events", params=params)
 
 
+def _listed(ids: str | Sequence[str]) -> str:
+    return ids if isinstance(ids, str) else ",".join(ids)
+
+
+def player_events(
+    player_id: str, boards: str | Sequence[str], friends: str | Sequence[str] | None
+) -> Call:
+    params = {"boards": _listed(boards)}
+    if friends:
+        params["friends"] = _listed(friends)
+    return Call("GET", f"/v1/players/{_part(player_id)}/events", params=params)
+
+
 def put_player(player_id: str, name: str | None, segments: dict[str, str] | None) -> Call:
     body: dict[str, Any] = {}
     if name is not None:
@@ -220,8 +234,7 @@ def mint_token(player_id: str, ttl_s: int | None, scope: Sequence[TokenScope] | 
 
 
 def standings(player_id: str, boards: str | Sequence[str], where: dict[str, str]) -> Call:
-    listed = boards if isinstance(boards, str) else ",".join(boards)
-    params = {**where, "boards": listed}
+    params = {**where, "boards": _listed(boards)}
     return Call("GET", f"/v1/players/{_part(player_id)}/standings", params=params)
 
 
@@ -297,3 +310,11 @@ def top_event(found: tuple[str, str] | None) -> Any | None:
     if found is None or found[0] != "top":
         return None
     return json.loads(found[1])
+
+
+def player_event(found: tuple[str, str] | None) -> PlayerEvent | None:
+    """A player stream's event (``standing`` or ``passed``), its payload with ``kind`` set to
+    the event's name; None for anything else (a kind this client does not know is skipped)."""
+    if found is None or found[0] not in PLAYER_EVENT_KINDS:
+        return None
+    return cast(PlayerEvent, {**json.loads(found[1]), "kind": found[0]})

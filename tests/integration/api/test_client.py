@@ -4,7 +4,8 @@ in process over httpx's ASGI transport, and over a real socket (uvicorn on a fre
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -35,12 +36,14 @@ from rankd.client import (
     Unauthorized,
     Unavailable,
 )
-from rankd.client.calls import EventReader, chunks, time_text, top_event
+from rankd.client.calls import EventReader, chunks, player_event, time_text, top_event
 from rankd.client.errors import error_for
+from rankd.client.events import PlayerEvent
 from rankd.client.types import Run
 from rankd.embedded import free_port
 from tests.support.common import ADMIN, SERVER, TOKEN_SECRET, Urls, make_settings, new_board_id
 from tests.support.durable import wait_until
+from tests.support.live import serving
 
 BASE = "http://rankd.test"
 FAST = RetryPolicy(attempts=4, first_delay_s=0.001, max_delay_s=0.01)
@@ -551,6 +554,84 @@ async def test_both_clients_over_a_real_socket(app: FastAPI, admin: AsyncRankdCl
         await serving
 
 
+# --- a player's own events (v1.3), over a real socket: streams need one --------------------
+
+
+async def next_event(stream: AsyncGenerator[PlayerEvent, None]) -> PlayerEvent:
+    async with asyncio.timeout(5):  # the same task throughout: no task per event
+        return await anext(stream)
+
+
+@pytest.mark.timeout(60)
+async def test_player_events_rank_changes_friends_passing_and_tokens(
+    app: FastAPI, admin: AsyncRankdClient, server: AsyncRankdClient
+) -> None:
+    board_id = await new_board(admin)
+    me, pal, rival = new_player("pe-me"), new_player("pe-pal"), new_player("pe-rival")
+    await server.submit(board_id, "r-1", me, 50)
+    await server.submit(board_id, "r-2", pal, 10)
+    period = (await server.player(board_id, me))["period"]
+
+    def standing(rank: int, previous: int | None) -> PlayerEvent:
+        return {
+            "kind": "standing",
+            "board_id": board_id,
+            "window": "all-time",
+            "period": period,
+            "rank": rank,
+            "previous_rank": previous,
+        }
+
+    async with serving(app) as base, AsyncRankdClient(base, SERVER) as client:
+        friends = [pal, new_player("pe-stranger")]
+        async with aclosing(client.player_events(me, [board_id], friends=friends)) as stream:
+            assert await next_event(stream) == standing(1, None)  # on connect
+            await server.submit(board_id, "r-3", rival, 70)  # no listed friend: no passed
+            assert await next_event(stream) == standing(2, 1)
+            await server.submit(board_id, "r-4", pal, 90)  # a friend overtakes
+            assert [await next_event(stream), await next_event(stream)] == [
+                standing(3, 2),
+                {
+                    "kind": "passed",
+                    "board_id": board_id,
+                    "window": "all-time",
+                    "period": period,
+                    "player_id": pal,
+                    "rank": 1,
+                    "your_rank": 3,
+                },
+            ]
+        with pytest.raises(BoardNotFound):
+            await anext(client.player_events(me, [board_id, new_board_id("missing")]))
+        with pytest.raises(InvalidRequest):
+            await anext(client.player_events(me, []))
+        async with AsyncRankdClient(base) as public:
+            with pytest.raises(Unauthorized):
+                await anext(public.player_events(me, [board_id]))
+
+        # a token client follows its own player, and no one else
+        token = (await server.mint_token(me, scope=["read"]))["token"]
+        async with AsyncRankdClient(base, token) as game:
+            async with aclosing(game.player_events(me, [board_id])) as own:
+                assert await next_event(own) == standing(3, None)
+            with pytest.raises(Forbidden) as refused:
+                await anext(game.player_events(pal, [board_id]))
+            assert (refused.value.status, refused.value.code) == (403, "forbidden")
+
+        def blocking() -> PlayerEvent:
+            with RankdClient(base, token) as game:
+                events = game.player_events(me, (board_id,), friends=[pal])
+                try:
+                    first = next(events)
+                finally:
+                    events.close()
+                with pytest.raises(Forbidden):
+                    next(game.player_events(rival, [board_id]))
+                return first
+
+        assert await asyncio.to_thread(blocking) == standing(3, None)
+
+
 # --- the pieces without a server ----------------------------------------------------------
 
 
@@ -581,6 +662,45 @@ def test_event_reader_yields_top_events_and_skips_heartbeats() -> None:
     lines = [": heartbeat", "", "event: top", 'data: {"total": 1,', 'data: "entries": []}', ""]
     found = [top_event(reader.feed(line)) for line in lines]
     assert [f for f in found if f is not None] == [{"total": 1, "entries": []}]
+
+
+def test_player_events_are_tagged_with_their_kind_and_others_skipped() -> None:
+    reader = EventReader()
+    lines = [
+        "event: standing",
+        'data: {"board_id": "a", "window": "all-time", "period": "all-time", "rank": 2,',
+        'data: "previous_rank": null}',
+        "",
+        ": heartbeat",
+        "",
+        "event: passed",
+        'data: {"board_id": "a", "window": "all-time", "period": "all-time",',
+        'data: "player_id": "77", "rank": 1, "your_rank": 2}',
+        "",
+        "event: later",
+        'data: {"board_id": "a"}',
+        "",
+    ]
+    found = [player_event(reader.feed(line)) for line in lines]
+    assert [f for f in found if f is not None] == [
+        {
+            "kind": "standing",
+            "board_id": "a",
+            "window": "all-time",
+            "period": "all-time",
+            "rank": 2,
+            "previous_rank": None,
+        },
+        {
+            "kind": "passed",
+            "board_id": "a",
+            "window": "all-time",
+            "period": "all-time",
+            "player_id": "77",
+            "rank": 1,
+            "your_rank": 2,
+        },
+    ]
 
 
 def test_unknown_codes_and_bodies_become_the_base_error() -> None:
