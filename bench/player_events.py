@@ -5,8 +5,8 @@ N players hold a board; each player's stream (GET /v1/players/{id}/events?boards
 key) is opened over a plain socket, and the instance's RSS is read before and after they
 connect, its CPU while they idle (heartbeats only); then one submit taking the top spot,
 which moves every player down one rank: how long until every stream has its `standing`
-event. Baseline, same servers and process: N board streams (GET /v1/boards/B/events) and
-the same submit reaching each as a `top` event.
+event. Baseline, same servers, a fresh `rankd serve` process: N board streams
+(GET /v1/boards/B/events) and the same submit reaching each as a `top` event.
 
 python -m bench.player_events [--quick] [--streams 10000] [--idle-s 20]
 """
@@ -113,6 +113,21 @@ async def held(port: int, pid: int, paths: list[str], kind: str, idle_s: float) 
     }
 
 
+async def seed(port: int, n: int) -> None:
+    """A board with players p0..p{n-1}, p{i} scoring i."""
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+        (await http.put(f"/v1/boards/{BOARD}", json={}, headers=ADMIN_H)).raise_for_status()
+        for i in range(0, n, 1000):
+            runs = [
+                {"run_id": f"seed{j}", "player_id": f"p{j}", "score": j}
+                for j in range(i, min(n, i + 1000))
+            ]
+            response = await http.post(
+                f"/v1/boards/{BOARD}/runs:batch", json={"runs": runs}, headers=SERVER_H
+            )
+            response.raise_for_status()
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     n = args.streams
     env = {
@@ -123,22 +138,16 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "RANKD_HTTP_MAX_CONNECTIONS_PER_ADDRESS": "0",
         "RANKD_LIVE_HEARTBEAT_S": "15",
     }
-    with servers() as stack, service_process(stack, extra_env=env) as (port, process):
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
-            (await http.put(f"/v1/boards/{BOARD}", json={}, headers=ADMIN_H)).raise_for_status()
-            for i in range(0, n, 1000):
-                runs = [
-                    {"run_id": f"seed{j}", "player_id": f"p{j}", "score": j}
-                    for j in range(i, min(n, i + 1000))
-                ]
-                response = await http.post(
-                    f"/v1/boards/{BOARD}/runs:batch", json={"runs": runs}, headers=SERVER_H
-                )
-                response.raise_for_status()
-        players = [f"/v1/players/p{i}/events?boards={BOARD}&friends=p{i + 1}" for i in range(n)]
-        mine = await held(port, process.pid, players, "standing", args.idle_s)
-        board = [f"/v1/boards/{BOARD}/events?n=10" for _ in range(n)]
-        baseline = await held(port, process.pid, board, "top", args.idle_s)
+    with servers() as stack:
+        # each kind in a process of its own: memory a process freed is not given back to
+        # the system, so the second kind would look free in the first one's process
+        with service_process(stack, extra_env=env) as (port, process):
+            await seed(port, n)
+            players = [f"/v1/players/p{i}/events?boards={BOARD}&friends=p{i + 1}" for i in range(n)]
+            mine = await held(port, process.pid, players, "standing", args.idle_s)
+        with service_process(stack, extra_env=env) as (port, process):
+            board = [f"/v1/boards/{BOARD}/events?n=10" for _ in range(n)]
+            baseline = await held(port, process.pid, board, "top", args.idle_s)
     return {"player_streams": mine, "baseline_board_streams": baseline}
 
 

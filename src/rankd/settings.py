@@ -157,8 +157,9 @@ class Settings(BaseSettings):
     # of which one client address may hold at most this many (past it, 429; 0: no cap)
     live_max_streams_per_address: int = Field(20, ge=0)
     # Player event streams (GET /v1/players/{id}/events) per process, past that 503; each
-    # holds a queue of at most 64 events and a rank per board window and friend it follows
-    live_max_player_streams: int = Field(20_000, ge=1)
+    # holds a queue of at most 64 events and a rank per board window and friend it follows,
+    # and costs about 56 KiB with its connection (bench/player_events.py): 560 MiB at most
+    live_max_player_streams: int = Field(10_000, ge=1)
     live_heartbeat_s: float = Field(15.0, gt=0)
     live_send_timeout_s: float = Field(10.0, gt=0)
 

@@ -8,7 +8,8 @@ How it scales: streams are grouped per board. One watch per board (a task, alive
 stream follows the board) wakes on the same change notices the board streams use
 (services/live.py), at most once a second, and reads the ranks of every player its streams
 follow and of their friends in one group read per window (chunks of GROUP_CHUNK ids):
-10,000 streams on a board cost about ten reads a second per window, not 10,000. A banned
+10,000 streams on a board cost about ten reads a second per window, not 10,000
+(bench/player_events.py measures it). A banned
 player's stream reads their own view (they are told of their rank as if nobody had banned
 them; nobody else learns of it). Each stream compares the ranks with the last ones it saw
 and queues its events.
