@@ -295,6 +295,10 @@ def _session_members(sid: int) -> list[int]:
             ["RANKD_REDIS_URL", "RANKD_POSTGRES_URL", "RANKD_NATS_URL", "not a URL"],
         ),
         ({"RANKD_REDIS_URL": "redis://127.0.0.1:1"}, ["RANKD_POSTGRES_URL", "unset"]),
+        # the embedded Redis's limit, checked before any embedded server starts
+        ({"RANKD_REDIS_MAX_MEMORY": "lots"}, ["RANKD_REDIS_MAX_MEMORY", "'lots'", "512mb"]),
+        ({"RANKD_PLAYER_TOKEN_SECRET": "short"}, ["RANKD_PLAYER_TOKEN_SECRET", "32 bytes"]),
+        ({"RANKD_CORS_ORIGINS": "game.example"}, ["RANKD_CORS_ORIGINS", "not an origin"]),
     ],
 )
 def test_serve_refuses_a_bad_setting_in_one_line_starting_nothing(

@@ -25,6 +25,7 @@ from pathlib import Path
 from rankd import datadir
 from rankd.embedded.lifecycle import EmbeddedServers, start_embedded
 from rankd.embedded.process import EmbeddedServerError
+from rankd.embedded.redis_server import max_memory
 from rankd.embedded.supervisor import STATUS_FILE, Supervisor
 from rankd.embedded.topology import (
     TOPOLOGIES,
@@ -119,6 +120,12 @@ def _located(settings: Settings, wanted: Wanted, note: Callable[[str], None]) ->
             f"{command}: {', '.join(unset)} unset: set all of RANKD_REDIS_URL, "
             "RANKD_POSTGRES_URL and RANKD_NATS_URL, or none (the embedded default)"
         )
+    if serving:
+        # what the embedded servers are started with, checked before any of them starts
+        try:
+            max_memory()
+        except ValueError as exc:
+            raise StartupRefused(f"{command}: {exc}") from None
     data_dir = settings.data_dir.resolve()
     shared = data_dir / SERVICES_FILE
     if not serving and shared.exists():
