@@ -209,3 +209,56 @@ async def test_workers_log_alike_and_one_scrape_shows_the_whole_service(
         line for line in lines if f" INFO rankd.access POST /v1/boards/{board}/runs 200 " in line
     ]
     assert len(posted) == runs, text[-3000:]
+
+
+async def test_tokens_cursors_and_player_streams_across_two_workers(
+    urls: Urls, tmp_path: Path
+) -> None:
+    """v1.3 from outside, with every request on a new connection (so on either process):
+    a cursor made by one process pages on in the other (one signing secret, from
+    PostgreSQL), a token minted by one is honoured by the other, and a player stream held
+    by one process hears of a submit the other took."""
+    secret = "workers-token-secret-0123456789abcdef"
+    fresh = {"Connection": "close"}
+    async with two_workers(urls, tmp_path, env={"RANKD_PLAYER_TOKEN_SECRET": secret}) as http:
+        board = new_board_id("w13")
+        config = {"client_submits": True}
+        assert (await http.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)).is_success
+        runs = [{"run_id": f"s{i}", "player_id": f"s{i:02d}", "score": i} for i in range(60)]
+        seeded = await http.post(
+            f"/v1/boards/{board}/runs:batch", json={"runs": runs}, headers=SERVER_H
+        )
+        assert seeded.status_code == 200, seeded.text
+
+        seen: list[str] = []
+        params: dict[str, Any] = {"n": 7}
+        while True:
+            page = await http.get(f"/v1/boards/{board}/top", params=params, headers=fresh)
+            assert page.status_code == 200, page.text
+            seen += [e["player_id"] for e in page.json()["entries"]]
+            if page.json()["next_cursor"] is None:
+                break
+            params = {"n": 7, "cursor": page.json()["next_cursor"]}
+        assert seen == [f"s{i:02d}" for i in reversed(range(60))]
+
+        minted = await http.post(
+            "/v1/players/wme/tokens", json={"scope": ["read", "submit"]}, headers=SERVER_H
+        )
+        token = {"Authorization": f"Bearer {minted.json()['token']}", **fresh}
+        stream_headers = {"Authorization": token["Authorization"]}
+        path = f"/v1/players/wme/events?boards={board}"
+        async with http.stream("GET", path, headers=stream_headers) as events:
+            assert events.status_code == 200
+            lines = events.aiter_lines()
+            # each submit on a new connection, each moving the player (35th, 15th, 1st)
+            for n, score in enumerate((25, 45, 100)):
+                body = {"run_id": f"me{n}", "player_id": "wme", "score": score}
+                sent = await http.post(f"/v1/boards/{board}/runs", json=body, headers=token)
+                assert sent.status_code == 200, sent.text
+                rank = sent.json()["standings"][0]["rank"]
+                async with asyncio.timeout(10):
+                    async for line in lines:
+                        if line.startswith("data:") and f'"rank":{rank},' in line:
+                            break
+            mine = await http.get(f"/v1/boards/{board}/players/wme", headers=token)
+            assert mine.status_code == 200 and mine.json()["rank"] == 1
