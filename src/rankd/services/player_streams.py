@@ -32,7 +32,7 @@ from typing import Any
 from rankd import metrics
 from rankd.aio import stop_tasks
 from rankd.boards import BoardConfig
-from rankd.errors import BoardNotFound, TooManyStreams, Unavailable
+from rankd.errors import RankdError, TooManyStreams, Unavailable
 from rankd.services.scope import Scope, resolve_scope
 
 logger = logging.getLogger("rankd.live")
@@ -224,14 +224,17 @@ class PlayerHub:
                 return
             try:
                 await self._pass(watch)
-            except BoardNotFound:
-                for stream in list(watch.streams):
-                    stream.close()
-                return
             except Unavailable as exc:
                 logger.info("player streams of %s: %s; again shortly", watch.board_id, exc)
                 await asyncio.sleep(RETRY_S)
                 watch.wake.set()
+            except RankdError as exc:
+                # the board went, or its config no longer allows the read: the streams end
+                # (a client that reconnects is told why before any stream starts)
+                logger.info("player streams of %s end: %s", watch.board_id, exc)
+                for stream in list(watch.streams):
+                    stream.close()
+                return
 
     async def _pass(self, watch: BoardWatch) -> None:
         board = await self.board(watch.board_id)

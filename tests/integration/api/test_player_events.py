@@ -167,3 +167,20 @@ async def test_an_unknown_board_is_404_and_the_cap_is_503(
         assert time.monotonic() < deadline
         await http.get("/healthz")
     assert not rt.players_live.watches
+
+
+async def test_a_deleted_board_ends_its_player_streams(http: httpx.AsyncClient) -> None:
+    arena = await board(http)
+    await submit(http, arena, "gone", 5)
+    async with http.stream("GET", f"/v1/players/gone/events?boards={arena}") as response:
+        assert response.status_code == 200
+        lines = response.aiter_lines()
+        async with asyncio.timeout(5):
+            async for line in lines:
+                if line.startswith("event: standing"):
+                    break
+        deleted = await http.delete(f"/v1/boards/{arena}", headers=ADMIN_H)
+        assert deleted.status_code == 200
+        async with asyncio.timeout(15):  # the stream ends (heartbeats until then)
+            async for _line in lines:
+                pass
