@@ -81,8 +81,11 @@ async def open_read(
 
 
 def refuse_unbuilt(request: Request) -> None:
+    raw: bytes = request.scope.get("query_string", b"")
     for name in unbuilt.READ_PARAMS:
-        if name in request.query_params:
+        # the bytes first, so a hot read parses no query it need not; a percent-encoded
+        # name (inc%6Cude) is parsed and refused too
+        if (name.encode() in raw or b"%" in raw) and name in request.query_params:
             raise unbuilt.not_built(f"the query parameter {name!r}")
 
 

@@ -74,6 +74,9 @@ async def test_an_unbuilt_read_parameter_is_400(
     response = await client.get(f"/v1/boards/{board}/{path}", params={param: "x"})
     assert response.status_code == 400, response.text
     assert "not built" in response.json()["error"]["message"]
+    encoded = "".join(f"%{b:02X}" for b in param.encode())  # the name percent-encoded
+    sneaky = await client.get(f"/v1/boards/{board}/{path}?{encoded}=x")
+    assert sneaky.status_code == 400, sneaky.text
 
 
 @pytest.mark.parametrize(("method", "path"), unbuilt.ROUTES)
