@@ -97,8 +97,10 @@ class Health:
     async def _check_health(self) -> None:
         checks = await self.probe(timeout_s=1.0)
         for name, state in checks.items():
+            metrics.DEPENDENCY_UP.labels(name).set(1 if state == "ok" else 0)
             if state != "ok":
                 self.recovery.begin(name, state)
+        metrics.RECOVERING.set(len(self.recovery.pending))
         if checks["redis"] == "ok":
             await self.notice_redis_restart()
         if not self.recovery.pending or checks["nats"] != "ok":

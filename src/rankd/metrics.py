@@ -125,6 +125,23 @@ CONSUMER_OLDEST_UNACKED = Gauge(
     "Age of the oldest log message not yet applied.",
     multiprocess_mode="livemostrecent",
 )
+MESSAGES_DEFERRED = Counter(
+    "rankd_log_messages_deferred_total",
+    "Log messages left unacknowledged because a board period refused writes for now (a "
+    "rebuild holds it); the log delivers them again after its backoff.",
+)
+DEPENDENCY_UP = Gauge(
+    "rankd_dependency_up",
+    "1 while the health watch reaches a dependency (redis, postgres, nats), else 0.",
+    ["dependency"],
+    multiprocess_mode="livemostrecent",
+)
+RECOVERING = Gauge(
+    "rankd_recovering",
+    "What this instance is recovering from (a restarted Redis, a dependency back, the log's "
+    "tail at start): /readyz is 503 while it is above 0.",
+    multiprocess_mode="livemostrecent",
+)
 REBUILDS = Counter(
     "rankd_rebuilds_total",
     "Board periods (one window, period and segment each) this process loaded into Redis from "

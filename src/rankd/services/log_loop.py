@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from rankd import metrics
 from rankd.aio import stop_tasks, wait_or_stop
 from rankd.errors import LogUnavailable
 from rankd.services.applier import Applier, Outcome
@@ -50,6 +51,8 @@ async def apply_log(
         # a deferred message (its board's period refuses writes for now) is not acked:
         # the log delivers it again after its backoff, while the others go on
         deferred = set(outcome.deferred)
+        if deferred:
+            metrics.MESSAGES_DEFERRED.inc(len(deferred))
         await sub.ack([m for m in messages if m.seq not in deferred] if deferred else messages)
         seen = max(seen, *(m.seq for m in messages))
         if on_batch is not None:
