@@ -130,6 +130,11 @@ MESSAGES_DEFERRED = Counter(
     "Log messages left unacknowledged because a board period refused writes for now (a "
     "rebuild holds it); the log delivers them again after its backoff.",
 )
+LOG_PURGED = Counter(
+    "rankd_log_messages_purged_total",
+    "Log messages this process trimmed from the run log (RANKD_LOG_RETENTION), all of them "
+    "applied to PostgreSQL first.",
+)
 DEPENDENCY_UP = Gauge(
     "rankd_dependency_up",
     "1 while the health watch reaches a dependency (redis, postgres, nats), else 0.",

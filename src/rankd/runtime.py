@@ -10,6 +10,7 @@ from typing import Any
 from rankd.aio import keep_task, stop_tasks
 from rankd.auth import Authenticator
 from rankd.health import Health
+from rankd.retention import parse_retention
 from rankd.services.applier import Applier
 from rankd.services.approx import Histograms
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
@@ -17,6 +18,7 @@ from rankd.services.deletion import Deletions
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.invalidation import Invalidations
 from rankd.services.live import LiveHub
+from rankd.services.log_retention import LogRetention
 from rankd.services.moderation import Moderation
 from rankd.services.names import NameCache
 from rankd.services.player_streams import PlayerHub
@@ -293,6 +295,9 @@ class Runtime:
         if self.reader.histograms is not None:  # one refresher per instance (approx ranks)
             refresh = self.reader.histograms.run(self._stopping)
             self._tasks.append(asyncio.create_task(refresh, name="histogram-refresh"))
+        retention = LogRetention(self.runlog, DURABLE, parse_retention(self.settings.log_retention))
+        trims = retention.run_forever(self.settings.log_retention_check_s, self._stopping)
+        self._tasks.append(asyncio.create_task(trims, name="log-retention"))
         scrubber = self.deletions.run_scrubber(self._stopping)
         self._tasks.append(asyncio.create_task(scrubber, name="log-scrubber"))
         if self.settings.season_job_interval_s > 0:

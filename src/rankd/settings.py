@@ -39,6 +39,11 @@ class Settings(BaseSettings):
     stream: str = Field("RUNS", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     subject_prefix: str = Field("runs", pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
     publish_timeout_s: float = Field(5.0, gt=0, le=300)
+    # How long, and how much, of the log is kept: an age and/or a size (7d, 20gb, 7d,20gb);
+    # never a message the durable copy has not applied (services/log_retention.py). Each
+    # instance looks every log_retention_check_s.
+    log_retention: str = "7d"
+    log_retention_check_s: float = Field(60.0, gt=0)
     # Copies of the stream JetStream keeps (when it creates the stream): 3 on a three-node
     # cluster, so one node's loss loses no acknowledged run; 1 on a single server.
     stream_replicas: int = Field(1, ge=1, le=5)
@@ -235,6 +240,14 @@ class Settings(BaseSettings):
     @classmethod
     def _nats_url(cls, value: str | None) -> str | None:
         return _check_urls(value, NATS_SCHEMES, "nats://host:port[,nats://host:port...]")
+
+    @field_validator("log_retention")
+    @classmethod
+    def _retention(cls, value: str) -> str:
+        from rankd.retention import parse_retention
+
+        parse_retention(value)  # ValueError: one line naming the variable (settings_error)
+        return value.strip()
 
     @field_validator("log_level", mode="before")
     @classmethod

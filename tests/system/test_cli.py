@@ -299,6 +299,7 @@ def _session_members(sid: int) -> list[int]:
         ({"RANKD_REDIS_MAX_MEMORY": "lots"}, ["RANKD_REDIS_MAX_MEMORY", "'lots'", "512mb"]),
         ({"RANKD_PLAYER_TOKEN_SECRET": "short"}, ["RANKD_PLAYER_TOKEN_SECRET", "32 bytes"]),
         ({"RANKD_CORS_ORIGINS": "game.example"}, ["RANKD_CORS_ORIGINS", "not an origin"]),
+        ({"RANKD_LOG_RETENTION": "forever"}, ["RANKD_LOG_RETENTION", "7d,20gb"]),
     ],
 )
 def test_serve_refuses_a_bad_setting_in_one_line_starting_nothing(

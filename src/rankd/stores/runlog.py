@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import nats
@@ -29,49 +28,14 @@ from nats.js.errors import APIError, BadRequestError, NotFoundError, ServiceUnav
 
 from rankd.errors import LogUnavailable
 
-
-@dataclass(frozen=True, slots=True)
-class LogMessage:
-    """One logged message as the applier takes it; ``handle`` is the log's own, for acks."""
-
-    seq: int
-    subject: str
-    data: bytes
-    handle: object = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Durable:
-    """A consumer every instance shares: each message goes to one of them until acked."""
-
-    name: str
-    backoff_s: Sequence[float]  # delays before a batch that was not acked is delivered again
-    max_deliver: int  # deliveries of one message before the log stops trying (-1: never)
-    max_ack_pending: int  # messages delivered and not yet acked, over every instance
-
-
-@dataclass(frozen=True, slots=True)
-class LogLag:
-    """Where a durable consumer stands in the log."""
-
-    pending: int  # not delivered yet
-    ack_pending: int  # delivered, not acked yet
-    ack_floor: int  # every message up to this sequence is acked
-    oldest_unacked: bytes | None  # the payload of the oldest message still to apply, if any
-    caught_up: bool  # every message the log holds is applied (or gone from it)
-
-
-def unapplied_from(
-    pending: int, ack_pending: int, floor: int, delivered: int, last: int
-) -> int | None:
-    """Where the oldest message still to apply may be: past the ack floor while messages wait;
-    past what was delivered while the consumer says idle but the log holds more (a replicated
-    log acks a publish before the consumer's server counts it); None when nothing waits."""
-    if pending or ack_pending:
-        return floor + 1
-    if last > delivered:
-        return delivered + 1
-    return None
+# the shapes, named here too for the modules that import them from the log
+from rankd.stores.log_shapes import Durable as Durable
+from rankd.stores.log_shapes import LogLag as LogLag
+from rankd.stores.log_shapes import LogMessage as LogMessage
+from rankd.stores.log_shapes import LogState as LogState
+from rankd.stores.log_shapes import subject_token as subject_token
+from rankd.stores.log_shapes import time_ms
+from rankd.stores.log_shapes import unapplied_from as unapplied_from
 
 
 class LogSubscription(Protocol):
@@ -121,6 +85,19 @@ class RunLog(Protocol):
         """A private reader of every message from ``sequence`` on (for replays)."""
         ...
 
+    async def state(self) -> LogState:
+        """The stream's first and last sequence, message count and bytes."""
+        ...
+
+    async def received_at(self, sequence: int) -> tuple[int, int] | None:
+        """The first message at or after ``sequence``: (its sequence, when the log stored it,
+        ms); None when there is none."""
+        ...
+
+    async def purge_before(self, sequence: int) -> None:
+        """Drop every message below ``sequence`` (services/log_retention.py decides)."""
+        ...
+
     async def erase(self, sequence: int) -> None:
         """Remove one message for good, its stored bytes overwritten (not just unlinked);
         a message already gone is fine."""
@@ -129,16 +106,6 @@ class RunLog(Protocol):
     async def lag(self, durable: str) -> LogLag:
         """How far the shared consumer named ``durable`` is behind the log."""
         ...
-
-
-def subject_token(board_id: str) -> str:
-    """The board id as one subject token: ``.`` separates tokens, so it becomes ``~``.
-
-    Board ids are ``[a-z0-9_.-]`` (boards.BOARD_ID), which holds no ``~``, so two boards
-    never share a subject, and ids without a dot keep the subject they always had. The
-    board id itself travels in the message body; the subject only has to be valid.
-    """
-    return board_id.replace(".", "~")
 
 
 class JetStreamSubscription:
@@ -352,6 +319,34 @@ class JetStreamLog:
         sub = JetStreamSubscription(self._js(), f"{self.subject_prefix}.>", self.stream, config)
         await sub.open()
         return sub
+
+    async def state(self) -> LogState:
+        js = self._js()
+        try:
+            info = (await js.stream_info(self.stream)).state
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"the run log did not answer: {exc!r}") from exc
+        last = int(info.last_seq or 0)
+        first = int(info.first_seq or 0) if info.messages else last + 1
+        return LogState(first, last, int(info.messages or 0), int(info.bytes or 0))
+
+    async def received_at(self, sequence: int) -> tuple[int, int] | None:
+        js = self._js()
+        subject = f"{self.subject_prefix}.>"
+        try:
+            found = await js.get_msg(self.stream, sequence, subject=subject, next=True)
+        except NotFoundError:
+            return None
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"the run log did not answer: {exc!r}") from exc
+        return int(found.seq or sequence), time_ms(found.time)
+
+    async def purge_before(self, sequence: int) -> None:
+        js = self._js()
+        try:
+            await js.purge_stream(self.stream, seq=sequence)
+        except (nats.errors.Error, OSError) as exc:
+            raise LogUnavailable(f"cannot trim the run log: {exc!r}") from exc
 
     async def erase(self, sequence: int) -> None:
         js = self._js()
