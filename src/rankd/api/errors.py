@@ -14,8 +14,10 @@ from starlette.responses import Response
 
 from rankd import errors
 from rankd.api.http import JSONBody
+from rankd.logs import Repeats
 
 logger = logging.getLogger("rankd.api")
+_REPEATS = Repeats()
 
 
 # Every error class's HTTP status (CONTRACT.md names them per endpoint).
@@ -89,9 +91,11 @@ def rankd_error_response(exc: errors.RankdError) -> Response:
     status = status_of(exc)
     if isinstance(exc, errors.ClientGone):
         logger.debug("client gone: %s", exc.message)
-    elif status >= 500:
-        # a store that cannot answer: the client retries; the cause is for the operator
-        logger.warning("%s: %s (%s)", exc.code, exc.message, causes(exc))
+    elif status >= 500 and (held := _REPEATS.allow(f"{exc.code}: {exc.message}")) is not None:
+        # a store that cannot answer: the client retries; the cause is for the operator,
+        # once a second per kind of failure, however many requests meet it
+        more = f"; {held} more like it in the last second or more" if held else ""
+        logger.warning("%s: %s (%s)%s", exc.code, exc.message, causes(exc), more)
     return response_for(exc)
 
 
