@@ -35,10 +35,9 @@ from rankd.results import (
     PlayerStanding,
     RankOf,
     Segments,
-    Top,
     TopPage,
 )
-from rankd.services.answers import Next, entry_of, following, listed, standing_of, total_of
+from rankd.services.answers import entry_of, following, listed, standing_of, total_of
 from rankd.services.approx import Histograms
 from rankd.services.listings import Listings
 from rankd.services.names import NameCache
@@ -94,13 +93,11 @@ class Reader:
         self.listings = Listings(store, archive, self.states, clock)
         # Top lists are the same for every reader: each process renders one at most once per
         # top_cache_s (default 0.2 s, well inside the design's 2 s read staleness budget).
-        # a top list with where the page after it starts (its cursor's content)
-        self._tops: TTLCache[tuple[str, str, str, str, int, int], tuple[Top, Next | None]] = (
-            TTLCache(
-                top_cache_s,
-                top_cache_bytes,
-                lambda _, cached: _TOP_BYTES + _ENTRY_BYTES * len(cached[0]["entries"]),
-            )
+        # a top list's answer, its next_cursor made once with it
+        self._tops: TTLCache[tuple[str, str, str, str, int, int], TopPage] = TTLCache(
+            top_cache_s,
+            top_cache_bytes,
+            lambda _, body: _TOP_BYTES + _ENTRY_BYTES * len(body["entries"]),
         )
         # signs top-list cursors; the runtime sets the service's shared secret at open
         self.cursor_key = secrets.token_bytes(32)
@@ -183,11 +180,10 @@ class Reader:
         viewer: str | None = None,
         *,
         max_age_s: float | None = None,
-    ) -> Top:
+    ) -> TopPage:
         """``max_age_s``: reuse a cached list only if it is at most this old (a live stream
         told of a change asks for a list read after it)."""
-        body, _ = await self._top(scope, n, offset, viewer, max_age_s=max_age_s)
-        return body
+        return await self._top(scope, n, offset, viewer, max_age_s=max_age_s)
 
     async def top_page(
         self, scope: Scope, n: int, offset: int, viewer: str | None, cursor: Cursor | None
@@ -197,7 +193,13 @@ class Reader:
         after = None
         if cursor is not None:
             offset, after = cursor.offset, cursor.position
-        body, more = await self._top(scope, n, offset, viewer, after=after)
+        return await self._top(scope, n, offset, viewer, after=after)
+
+    def _paged(
+        self, scope: Scope, rows: list[Row], total: int, viewer: str | None = None
+    ) -> TopPage:
+        """A top list's answer with its next_cursor (made once per cached list)."""
+        more = following(rows, total, viewer)
         token = None
         if more is not None:
             board = scope.board
@@ -210,7 +212,7 @@ class Reader:
                 more.viewer,
             )
             token = cursors.encode(Cursor(read, more.offset, more.position), self.cursor_key)
-        return {**body, "next_cursor": token}
+        return {**listed(scope, rows, total), "next_cursor": token}
 
     async def _top(
         self,
@@ -221,17 +223,17 @@ class Reader:
         *,
         max_age_s: float | None = None,
         after: tuple[str, int, int] | None = None,
-    ) -> tuple[Top, Next | None]:
+    ) -> TopPage:
         self._restored(scope)
         source = None
         if viewer is not None:
             source = await self.standings(scope, viewer)
             if (view := await source.own_view(viewer)) is not None:
                 rows, total = await view.rows(source, offset, n)
-                return listed(scope, rows, total), following(rows, total, viewer)
+                return self._paged(scope, rows, total, viewer)
             if source.archived:  # the viewer's own (a banned viewer sees themselves)
                 rows, total = await source.top(offset, n)  # never cached
-                return listed(scope, rows, total), following(rows, total, viewer)
+                return self._paged(scope, rows, total, viewer)
         if after is not None:  # a cursor's page: never cached (it is asked once)
             if source is None:
                 source = await self.standings(scope)
@@ -243,7 +245,7 @@ class Reader:
                 return s.top(offset, n)  # an archive never changes: its offset is exact
 
             rows, total = await self._ask(scope, source, page, total_of)
-            return listed(scope, rows, total), following(rows, total)
+            return self._paged(scope, rows, total)
         cache_key = (*scope.ref, n, offset)
         hit = self._tops.get(cache_key)
         if hit is not None and (max_age_s is None or hit.age_s <= max_age_s):
@@ -252,10 +254,10 @@ class Reader:
         if source is None:
             source = await self.standings(scope)
         rows, total = await self._ask(scope, source, lambda s: s.top(offset, n), total_of)
-        answer = listed(scope, rows, total), following(rows, total)
+        body = self._paged(scope, rows, total)
         # aged from the read's start: a change noticed meanwhile (live streams) may be missing
-        self._tops.put(cache_key, answer, age_s=time.monotonic() - started)
-        return answer
+        self._tops.put(cache_key, body, age_s=time.monotonic() - started)
+        return body
 
     async def player(
         self, scope: Scope, player_id: str, viewer: str | None = None, *, approx: bool = False
