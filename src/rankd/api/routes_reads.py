@@ -136,16 +136,7 @@ async def top(
         where.period = where.period or decoded.read.period
     rt, scope = await open_read(request, board_id, where)
     if decoded is not None:
-        board = scope.board
-        read = cursors.Read(
-            board.board_id,
-            board.generation,
-            scope.window,
-            scope.period.id,
-            scope.segment,
-            where.viewer or "",
-        )
-        cursors.check_read(decoded, read)
+        cursors.check_read(decoded, scope.cursor_read(where.viewer or ""))
     return reply(await rt.reader.top_page(scope, n, offset, where.viewer, decoded))
 
 

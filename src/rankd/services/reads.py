@@ -202,15 +202,7 @@ class Reader:
         more = following(rows, total, viewer)
         token = None
         if more is not None:
-            board = scope.board
-            read = cursors.Read(
-                board.board_id,
-                board.generation,
-                scope.window,
-                scope.period.id,
-                scope.segment,
-                more.viewer,
-            )
+            read = scope.cursor_read(more.viewer)
             token = cursors.encode(Cursor(read, more.offset, more.position), self.cursor_key)
         return {**listed(scope, rows, total), "next_cursor": token}
 

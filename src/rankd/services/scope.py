@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from rankd import cursors
 from rankd.boards import BoardConfig
 from rankd.errors import InvalidRequest, PlayerNotRanked
 from rankd.formats import SEGMENT_VALUE_PATTERN, is_segment_value
@@ -29,6 +30,13 @@ class Scope:
     @property
     def head(self) -> Head:
         return {"board_id": self.board.board_id, "window": self.window, "period": self.period.id}
+
+    def cursor_read(self, viewer: str) -> cursors.Read:
+        """The list a cursor of this scope pages (``viewer``: "" for the public list)."""
+        board = self.board
+        return cursors.Read(
+            board.board_id, board.generation, self.window, self.period.id, self.segment, viewer
+        )
 
     def not_ranked(self, player_id: str) -> PlayerNotRanked:
         return PlayerNotRanked(
