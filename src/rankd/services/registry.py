@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from rankd.boards import BoardConfig, apply_changes, changed_immutable
@@ -16,6 +17,8 @@ from rankd.ttlcache import TTLCache
 
 # A request that must wait for a config waits this long at most for PostgreSQL.
 LOAD_TIMEOUT_S = 2.0
+# How often a PUT that recreates a just-deleted board looks whether its removal is done.
+RECREATE_POLL_S = 0.1
 # Estimated bytes of one cached config (its fields, windows, retention and codecs).
 _CONFIG_BYTES = 4096
 _UNKNOWN_BYTES = 200
@@ -36,7 +39,11 @@ class BoardRegistry:
         max_bytes: int = 4 << 20,
         unknown_ttl_s: float = 1.0,
         unknown_max_bytes: int = 1 << 20,
+        recreate_wait_s: float | None = None,
     ) -> None:
+        """``recreate_wait_s``: how long a PUT of a just-deleted board's id waits for the
+        old board's Redis keys to be removed (by default the deletion's settle time, the
+        cache's TTL and a second, plus a second for the sweep itself)."""
         self.pg = pg
         self.redis = redis
         self._cache: TTLCache[str, BoardConfig] = TTLCache(
@@ -46,6 +53,7 @@ class BoardRegistry:
             unknown_ttl_s, unknown_max_bytes, lambda board_id, _: _UNKNOWN_BYTES + len(board_id)
         )
         self._refreshing: dict[str, asyncio.Task[None]] = {}
+        self.recreate_wait_s = ttl_s + 2.0 if recreate_wait_s is None else recreate_wait_s
 
     async def get(self, board_id: str, *, recent_unknown_ok: bool = True) -> BoardConfig:
         """The board's config; BoardNotFound if there is no such board.
@@ -123,13 +131,25 @@ class BoardRegistry:
             return True
         return await self.pg.board_has_periods(config.board_id)
 
+    async def _removal_done(self, board_id: str) -> bool:
+        """Whether a deleted board's keys are gone, waiting a few seconds for it: the
+        deleting instance sweeps them again once every instance has dropped the old config
+        (services/deletion.py), and a new board sharing those keys before then would lose
+        its first runs to that sweep. Only a dead deleter or a huge board waits longer."""
+        deadline = time.monotonic() + self.recreate_wait_s
+        while await self.redis.board_keys.is_deleting(board_id):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(RECREATE_POLL_S)
+        return True
+
     async def put(self, board_id: str, body: Any) -> tuple[BoardConfig, bool]:
         """Create or update; omitted fields keep their values. Returns (config, created)."""
         check_board_id(board_id)
         current = await self.pg.get_board(board_id)
         new = apply_changes(board_id, current, body)
         if current is None and await deletions.deleted_generation(self.pg, board_id) is not None:
-            if await self.redis.board_keys.is_deleting(board_id):
+            if not await self._removal_done(board_id):
                 raise Unavailable(
                     f"board {board_id!r} was just deleted and its standings are still being "
                     "removed; create it again in a few seconds"

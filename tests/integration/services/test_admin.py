@@ -265,6 +265,28 @@ async def test_a_deleted_board_is_gone_everywhere_and_its_id_starts_afresh(
     assert await cur.fetchall() == [("p9",)]
 
 
+async def test_a_deleted_boards_id_can_be_put_again_at_once(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    """PUT right after DELETE waits out the old keys' removal and answers 201; the new
+    board's first runs survive the deleting instance's second sweep."""
+    board = new_board_id("again")
+    path = f"/v1/boards/{board}"
+    assert (
+        await client.put(path, json={"windows": ["all-time"]}, headers=ADMIN_H)
+    ).status_code == 201
+    for n in range(3):
+        await submit(client, board, f"r{n}", f"p{n}", 10 + n)
+    assert (await client.delete(path, headers=ADMIN_H)).status_code == 200
+    response = await client.put(path, json={"windows": ["all-time"]}, headers=ADMIN_H)
+    assert response.status_code == 201, response.text
+    await submit(client, board, "r0", "fresh", 1)
+    # past the deleting instance's second sweep (settle time), the new run is still there
+    await asyncio.sleep(runtime.deletions.settle_s + 0.5)
+    top = await get(client, f"{path}/top")
+    assert (top["total"], ids(top)) == (1, ["fresh"])
+
+
 async def redis_mentions(redis: Redis, board: str, player: str) -> list[bytes]:
     """The keys of ``board`` with a member or field that holds ``player``'s id."""
     found: list[bytes] = []
