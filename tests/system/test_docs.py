@@ -1,9 +1,11 @@
 """The README's and the guides' snippets run, so none can rot.
 
-Each Markdown file (README.md, docs/*.md) gets a fresh `rankd serve` (embedded servers, a
+The README and the guides (docs/*.md) run in a reader's order (the README, then the guides
+as its "Where next" list gives them) against one `rankd serve` (embedded servers, a
 temporary data dir, and `make run`'s dev defaults: the keys `dev-admin-key` /
-`dev-server-key`, its player token secret and its CORS origins), and its fenced blocks run
-in the order they appear:
+`dev-server-key`, its player token secret and its CORS origins), as a reader going through
+them next to one `make run` would: a guide that reuses an earlier one's run ids, or assumes
+a fresh service, fails. Each file's fenced blocks run in the order they appear:
 
 - ```sh blocks run in one bash session per file (`set -euo pipefail`), as a reader typing
   them into one terminal: a variable set in one block is there in the next. `curl` fails on
@@ -181,11 +183,42 @@ def script(path: Path, ports: dict[str, str]) -> str:
     return "\n".join(parts) + "\n"
 
 
-RUNNABLE = [path for path in DOCS if any(b.lang in RUN for b in blocks(path))]
+GUIDE_LINK = re.compile(r"- \[[^\]]+\]\(docs/(?P<name>[a-z0-9-]+\.md)\)")
 
 
-@pytest.mark.parametrize("path", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
-def test_the_snippets_run(path: Path, served: Served, tmp_path: Path) -> None:
+def readers_order() -> list[Path]:
+    """The README, then the guides in the order its "Where next" list gives them, then any
+    guide it does not list (alphabetically): the order a reader goes through them."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    listed = readme.partition("## Where next")[2]
+    order = [ROOT / "README.md"]
+    for match in GUIDE_LINK.finditer(listed):
+        path = ROOT / "docs" / match["name"]
+        if path.exists() and path not in order:
+            order.append(path)
+    return order + [path for path in DOCS if path not in order]
+
+
+RUNNABLE = [path for path in readers_order() if any(b.lang in RUN for b in blocks(path))]
+
+
+def test_the_readers_order_lists_every_guide() -> None:
+    assert sorted(readers_order()) == sorted(DOCS)
+    assert readers_order()[:2] == [ROOT / "README.md", ROOT / "docs" / "quick-start.md"]
+
+
+@pytest.mark.timeout(1200)
+def test_the_snippets_run_in_the_readers_order(served: Served, tmp_path: Path) -> None:
+    """Every file's snippets, one file after another against one service, as a reader
+    going through the README and then the guides would run them: a guide that reuses an
+    earlier one's run ids or boards, or assumes a fresh service, fails here. Each file runs
+    in a shell of its own (a reader opens a new terminal per guide)."""
+    for path in RUNNABLE:
+        run_file(path, served, tmp_path / path.stem)
+
+
+def run_file(path: Path, served: Served, tmp_path: Path) -> None:
+    tmp_path.mkdir()
     env = served.env | {"RANKD_DOCS_PYTHON": sys.executable}
     code = script(path, {"8000": str(served.port), "8001": str(free_port())})
     # a scratch folder as the working directory (snippets that write files leave none
