@@ -296,6 +296,9 @@ class Rebuilder:
             # banned players to :shadow, held runs to :pending, as PostgreSQL says
             banned = await moderation_db.banned_entries(conn, board)
             held = await moderation_db.held_entries(conn, board)
+            # a period whose every run waits for review has no entries yet, but its
+            # :pending key serves the players' own views
+            selected += _held_only(selected, held, window, period)
             todo: list[tuple[PeriodRef, int, BoardConfig]] = []
             for ref, start_ms in selected:
                 board_id, win, pid, _ = ref
@@ -335,6 +338,20 @@ class Rebuilder:
             report.members_per_s,
         )
         return report
+
+
+def _held_only(
+    selected: list[tuple[PeriodRef, int]],
+    held: dict[PeriodRef, list[tuple[str, int, int]]],
+    window: str | None,
+    period: str | None,
+) -> list[tuple[PeriodRef, int]]:
+    """The periods with held runs and no entries, narrowed as ``selected`` was."""
+    seen = {ref for ref, _ in selected}
+    wanted = [r for r in sorted(held) if r not in seen and window in (None, r.window)]
+    return [
+        (r, parse_period(r.window, r.period).start_ms) for r in wanted if period in (None, r.period)
+    ]
 
 
 def _small(

@@ -649,3 +649,34 @@ async def test_a_torn_period_is_rebuilt_by_the_service_that_meets_it(
 
 async def _no_repairs(runtime: Runtime) -> bool:
     return not runtime.repairs.describe()
+
+
+async def test_a_period_whose_every_run_is_held_is_rebuilt_for_the_players_own_views(
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, redis: Redis
+) -> None:
+    """No entry yet (every run waits for review), so no period in PostgreSQL's list of
+    periods with entries: the holds alone say the :pending key must come back."""
+    board_id = await make_board(windows=["all-time", "weekly"], hold_top=1)
+    await submit(client, board_id, "h1", "p1", 50, ago(minutes=1))
+    await submit(client, board_id, "h2", "p2", 70, ago(minutes=1))
+    await wait_consumer_idle(client, runtime)
+    path = f"/v1/boards/{board_id}/top"
+
+    async def own_views() -> list[Any]:
+        found = []
+        for viewer in ("p1", "p2"):
+            for window in ("all-time", "weekly"):
+                params = {"viewer": viewer, "window": window}
+                found.append((await client.get(path, params=params, headers=ADMIN_H)).json())
+        return found
+
+    before = await own_views()
+    assert [view["total"] for view in before] == [1, 1, 1, 1]
+    assert (await client.get(path)).json()["total"] == 0
+    # every key of the board, as a lost Redis loses them
+    lost = [k async for k in redis.scan_iter(match=f"lb:{{{board_id}:*", count=1000)]
+    assert any(k.endswith(b":pending") for k in lost)
+    await redis.delete(*lost)
+    await runtime.rebuilder.rebuild(board=board_id)
+    assert await own_views() == before
+    assert (await client.get(path)).json()["total"] == 0
