@@ -1,20 +1,17 @@
-"""The ``rankd`` command: serve, rebuild, freeze, replay."""
+"""The ``rankd`` command: serve, rebuild, freeze, replay (backup and restore: cli_backup.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -25,16 +22,15 @@ from rich.progress import (
 )
 
 from rankd import datadir, logs
+from rankd.cli_backup import backup, restore
+from rankd.cli_support import DataDir, fail, load_settings, located_services, store_failure
 from rankd.embedded import startup
-from rankd.settings import Settings, settings_error
+from rankd.settings import Settings
 
 app = typer.Typer(add_completion=False, help="Rankd: real-time leaderboards for games.")
 log = logging.getLogger("rankd")
 T = TypeVar("T")
 
-DataDir = Annotated[
-    Path | None, typer.Option(help="where embedded servers keep their data [./.rankd]")
-]
 AllowEmpty = Annotated[
     bool,
     typer.Option(
@@ -57,12 +53,6 @@ def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-def _fail(message: str) -> NoReturn:
-    """One line on stderr and a non-zero exit: for what the user can fix, no traceback."""
-    typer.echo(message, err=True)
-    raise typer.Exit(3)
-
-
 def _check_port(host: str, port: int) -> None:
     """Fail now if (host, port) cannot be bound, before any server is started."""
     # bound as uvicorn binds it: IPv6 for an address with a colon, SO_REUSEADDR set
@@ -72,34 +62,12 @@ def _check_port(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except socket.gaierror as exc:
-            _fail(f"rankd serve: cannot listen on {host}: {exc.strerror}; check --host")
+            fail(f"rankd serve: cannot listen on {host}: {exc.strerror}; check --host")
         except OSError as exc:
-            _fail(
+            fail(
                 f"rankd serve: cannot listen on {host}:{port}: {exc.strerror}; "
                 "pick another port with --port (nothing was started)"
             )
-
-
-@contextlib.contextmanager
-def _services(settings: Settings, wanted: startup.Wanted) -> Iterator[Settings]:
-    """Settings with the service URLs, embedded servers started if need be
-    (embedded/startup.py); what the user can fix exits with one line."""
-    try:
-        with startup.services(
-            settings, wanted, note=lambda line: typer.echo(line, err=True)
-        ) as ready:
-            yield ready
-    except startup.StartupRefused as refused:
-        _fail(str(refused))
-
-
-def _settings(command: str, data_dir: Path | None) -> Settings:
-    """The settings from the environment; a bad value exits with one line naming it."""
-    try:
-        settings = Settings()
-    except (ValidationError, SettingsError) as exc:
-        _fail(f"{command}: {settings_error(exc)}")
-    return settings if data_dir is None else settings.model_copy(update={"data_dir": data_dir})
 
 
 def _print_version(value: bool) -> None:
@@ -132,7 +100,7 @@ async def _known_board(runtime: Any, board: str | None) -> None:
     try:
         await runtime.boards.get(board, recent_unknown_ok=False)
     except BoardNotFound:
-        _fail(f"board {board!r} does not exist; `GET /v1/boards` lists the boards")
+        fail(f"board {board!r} does not exist; `GET /v1/boards` lists the boards")
 
 
 @app.command()
@@ -146,10 +114,10 @@ def serve(
     topology: TopologyOption = None,
 ) -> None:
     """Run the HTTP service; with no RANKD_*_URL set, on embedded Redis, PostgreSQL and NATS."""
-    settings = _settings("rankd serve", data_dir)
+    settings = load_settings("rankd serve", data_dir)
     logs.configure(settings.log_level)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    services = _services(
+    services = located_services(
         settings,
         startup.Wanted(
             "rankd serve",
@@ -199,7 +167,7 @@ def _run_with_runtime(
             await runtime.close()
 
     wanted = startup.Wanted(command, has_data=has_data, allow_empty=allow_empty)
-    services = _services(_settings(command, data_dir), wanted)
+    services = located_services(load_settings(command, data_dir), wanted)
     with services as settings:
         try:
             return asyncio.run(go(settings))
@@ -208,22 +176,13 @@ def _run_with_runtime(
             typer.echo(f"{command}: interrupted; run it again to finish", err=True)
             raise SystemExit(130) from None
         except Exception as exc:
-            if not _store_failure(exc):
+            if not store_failure(exc):
                 raise
             from rankd.api.errors import causes
 
             # a store gone away is the operator's to fix, not a bug: one line, not a traceback
             typer.echo(f"{command}: {exc} ({causes(exc)})", err=True)
             raise SystemExit(1) from None
-
-
-def _store_failure(exc: BaseException) -> bool:
-    from psycopg import OperationalError
-    from redis.exceptions import RedisError
-
-    from rankd.errors import RankdError
-
-    return isinstance(exc, RankdError | OSError | RedisError | OperationalError)
 
 
 def _rate_updater(progress: Progress, task: Any) -> Callable[[int], None]:
@@ -380,6 +339,10 @@ def replay(
         has_data=datadir.has_postgres_data if parked else datadir.has_log_data,
         allow_empty=allow_empty,
     )
+
+
+app.command()(backup)
+app.command()(restore)
 
 
 def entry() -> None:

@@ -35,6 +35,7 @@ class LogState:
     last: int
     messages: int
     bytes: int
+    created: str = ""  # when the stream was created: which history its sequences number
 
 
 def time_ms(stamp: object) -> int:

@@ -323,12 +323,14 @@ class JetStreamLog:
     async def state(self) -> LogState:
         js = self._js()
         try:
-            info = (await js.stream_info(self.stream)).state
+            stream = await js.stream_info(self.stream)
         except (nats.errors.Error, OSError) as exc:
             raise LogUnavailable(f"the run log did not answer: {exc!r}") from exc
+        info = stream.state
         last = int(info.last_seq or 0)
         first = int(info.first_seq or 0) if info.messages else last + 1
-        return LogState(first, last, int(info.messages or 0), int(info.bytes or 0))
+        created = str(stream.created or "")
+        return LogState(first, last, int(info.messages or 0), int(info.bytes or 0), created)
 
     async def received_at(self, sequence: int) -> tuple[int, int] | None:
         js = self._js()

@@ -1,0 +1,56 @@
+"""What every ``rankd`` command shares: its settings, its servers, and one-line failures."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+
+from rankd.embedded import startup
+from rankd.settings import Settings, settings_error
+
+DataDir = Annotated[
+    Path | None, typer.Option(help="where embedded servers keep their data [./.rankd]")
+]
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr and a non-zero exit: for what the user can fix, no traceback."""
+    typer.echo(message, err=True)
+    raise typer.Exit(3)
+
+
+@contextlib.contextmanager
+def located_services(settings: Settings, wanted: startup.Wanted) -> Iterator[Settings]:
+    """Settings with the service URLs, embedded servers started if need be
+    (embedded/startup.py); what the user can fix exits with one line."""
+    try:
+        with startup.services(
+            settings, wanted, note=lambda line: typer.echo(line, err=True)
+        ) as ready:
+            yield ready
+    except startup.StartupRefused as refused:
+        fail(str(refused))
+
+
+def load_settings(command: str, data_dir: Path | None) -> Settings:
+    """The settings from the environment; a bad value exits with one line naming it."""
+    try:
+        settings = Settings()
+    except (ValidationError, SettingsError) as exc:
+        fail(f"{command}: {settings_error(exc)}")
+    return settings if data_dir is None else settings.model_copy(update={"data_dir": data_dir})
+
+
+def store_failure(exc: BaseException) -> bool:
+    from psycopg import OperationalError
+    from redis.exceptions import RedisError
+
+    from rankd.errors import RankdError
+
+    return isinstance(exc, RankdError | OSError | RedisError | OperationalError)
