@@ -23,7 +23,7 @@ from rich.progress import (
 
 from rankd import datadir, logs
 from rankd.cli_backup import backup, restore
-from rankd.cli_support import DataDir, fail, load_settings, located_services, store_failure
+from rankd.cli_support import DataDir, exit_on_store_failure, fail, load_settings, located_services
 from rankd.embedded import startup
 from rankd.settings import Settings
 
@@ -176,13 +176,7 @@ def _run_with_runtime(
             typer.echo(f"{command}: interrupted; run it again to finish", err=True)
             raise SystemExit(130) from None
         except Exception as exc:
-            if not store_failure(exc):
-                raise
-            from rankd.api.errors import causes
-
-            # a store gone away is the operator's to fix, not a bug: one line, not a traceback
-            typer.echo(f"{command}: {exc} ({causes(exc)})", err=True)
-            raise SystemExit(1) from None
+            exit_on_store_failure(command, exc)
 
 
 def _rate_updater(progress: Progress, task: Any) -> Callable[[int], None]:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from rankd import datadir
-from rankd.cli_support import DataDir, fail, load_settings, located_services, store_failure
+from rankd.cli_support import DataDir, exit_on_store_failure, fail, load_settings, located_services
 from rankd.embedded import startup
 
 T = TypeVar("T")
@@ -51,12 +51,7 @@ def _run(command: str, job: Coroutine[Any, Any, T]) -> T:
         typer.echo(f"{command}: interrupted", err=True)
         raise SystemExit(130) from None
     except Exception as exc:
-        if not store_failure(exc):
-            raise
-        from rankd.api.errors import causes
-
-        typer.echo(f"{command}: {exc} ({causes(exc)})", err=True)
-        raise SystemExit(1) from None
+        exit_on_store_failure(command, exc)
 
 
 def backup(folder: Folder, data_dir: DataDir = None, pg_bin: PgBin = None) -> None:

@@ -54,3 +54,14 @@ def store_failure(exc: BaseException) -> bool:
     from rankd.errors import RankdError
 
     return isinstance(exc, RankdError | OSError | RedisError | OperationalError)
+
+
+def exit_on_store_failure(command: str, exc: Exception) -> NoReturn:
+    """A store gone away is the operator's to fix, not a bug: one line and exit 1, not a
+    traceback; anything else is raised again."""
+    if not store_failure(exc):
+        raise exc
+    from rankd.api.errors import causes
+
+    typer.echo(f"{command}: {exc} ({causes(exc)})", err=True)
+    raise SystemExit(1) from None
