@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -70,7 +71,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "game-client-example.html"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "docs" / "game-client-example.html"
+TS_CLIENT = ROOT / "clients" / "typescript"
 # the page the fetch calls below run in: any page will do, what counts is its origin
 BLANK = "<!doctype html><meta charset='utf-8'><title>a game</title><p>playing</p>\n"
 
@@ -84,6 +87,7 @@ class Static:
     """A folder served over HTTP on a port of its own: one origin for pages."""
 
     def __init__(self, folder: Path) -> None:
+        self.folder = folder
         handler = functools.partial(Quiet, directory=str(folder))
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.origin = f"http://127.0.0.1:{self.server.server_port}"
@@ -446,6 +450,97 @@ async def test_the_docs_example_page(
     await page.click("#run button")
     await expect(page.locator("#status")).to_have_class("err")
     await expect(page.locator("#status")).to_contain_text("score_out_of_range")
+
+
+# a page with no bundler: the package's ES modules from the site's node_modules, named by
+# an import map, as a consumer who installed the tarball would serve them
+PACKAGED_PAGE = """<!doctype html><meta charset="utf-8"><title>a game</title>
+<script type="importmap">
+{"imports": {"@rankd/client": "./node_modules/@rankd/client/dist/index.js"}}
+</script>
+<script type="module">
+import * as rankd from "@rankd/client";
+window.rankd = rankd;
+</script>
+<p>playing</p>
+"""
+
+# The game's calls through the client: its own run and entry with the token, the public top
+# without one, and two refusals as the client's error classes
+PACKAGED_CALLS = """async ([api, board, player, token, rival]) => {
+  const { RankdClient, Forbidden, BoardNotFound } = window.rankd;
+  const game = new RankdClient(api, { key: token });
+  const anyone = new RankdClient(api);
+  const submitted = await game.submit(board, `${player}-1`, player, 400);
+  const top = await anyone.top(board, { n: 10 });
+  const mine = await game.player(board, player);
+  const refused = await game.submit(board, `${rival}-1`, rival, 999).catch((e) => e);
+  const missing = await anyone.top("no-such-board").catch((e) => e);
+  return {
+    standings: submitted.standings.map((s) => [s.status, s.rank]),
+    top: top.entries.map((e) => e.player_id),
+    rank: mine.rank,
+    refused: [refused instanceof Forbidden, refused.status, refused.code],
+    missing: [missing instanceof BoardNotFound, missing.status, missing.code],
+  };
+}"""
+
+
+def unpack_client(folder: Path) -> None:
+    """`npm pack` of clients/typescript (its `prepare` builds dist/), unpacked into the
+    site's node_modules/@rankd/client, as `npm install` of the tarball lays it out."""
+    npm = shutil.which("npm")
+    if npm is None or not (TS_CLIENT / "node_modules" / "typescript").is_dir():
+        pytest.skip(
+            "packing the TypeScript client needs npm and its dev dependencies (make test-ts)"
+        )
+    with tempfile.TemporaryDirectory(prefix="rankd-pack-") as scratch:
+        done = subprocess.run(
+            [npm, "pack", "--silent", "--pack-destination", scratch],
+            cwd=TS_CLIENT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        [tarball] = Path(scratch).glob("*.tgz")
+        with tarfile.open(tarball) as packed:
+            packed.extractall(scratch, filter="data")
+        target = folder / "node_modules" / "@rankd" / "client"
+        shutil.rmtree(target, ignore_errors=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(Path(scratch) / "package", target)
+    assert (target / "dist" / "index.js").is_file()
+    assert not (target / "src").exists() and not (target / "dist" / "test").exists()
+
+
+async def test_the_packaged_typescript_client_in_a_page(
+    service: Service, sites: tuple[Static, Static], page: Page
+) -> None:
+    """The TypeScript client's tarball, served as a site without a bundler would serve it,
+    imported as `@rankd/client` in a page on another origin: a player's run and reads with
+    the player's token (preflighted), the public top, refusals as its error classes."""
+    game, _ = sites
+    unpack_client(game.folder)
+    (game.folder / "packaged-client.html").write_text(PACKAGED_PAGE)
+    ace, bob, me = player_id("ace"), player_id("bob"), player_id("me")
+    async with httpx.AsyncClient(base_url=service.base, timeout=10) as http:
+        board = await put_board(http, client_submits=True, max_run_score=1000)
+        await server_submit(http, board, ace, 900)
+        await server_submit(http, board, bob, 300)
+        token = await mint(http, me, ["read", "submit"])
+
+    await page.goto(f"{game.origin}/packaged-client.html")
+    await page.wait_for_function("window.rankd !== undefined")
+    answer = await page.evaluate(PACKAGED_CALLS, [service.base, board, me, token, bob])
+    assert answer == {
+        "standings": [["ranked", 2]],
+        "top": [ace, me, bob],
+        "rank": 2,
+        "refused": [True, 403, "forbidden"],
+        "missing": [True, 404, "board_not_found"],
+    }
 
 
 async def test_a_public_grant_reads_from_anywhere_and_writes_from_nowhere(
