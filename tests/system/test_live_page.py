@@ -3,11 +3,15 @@ real `rankd serve` process: rows change within a second of a submit, ▲n / NEW 
 10 s from the change, the pickers work and live in the URL (the segment values listed from
 /segments, or free text on a service without it), scores show per the board's score_format,
 boards created after load appear, the player search answers and follows the stream, and a
-stopped service shows the disconnected state. The page also fits a 390 px phone, has a
-favicon, and has a kiosk mode (big type, no pickers, the board's name and countdown).
+stopped service shows the disconnected state. The page also fits a 390 px phone (names on
+one line, ellipsized, the search above the list), has a favicon, and has a kiosk mode (big
+type, no pickers, the board's name and countdown) whose ten rows fit the screen at 720p,
+1080p and 4K, landscape and portrait. A board the service does not have is said to be
+missing (never another board shown instead), and an all-time board says "all-time" once.
 
 Skips only when no Chromium is installed (Debian's `chromium`; `.ci/run` installs it).
-With RANKD_UPDATE_SCREENSHOT=1 it also writes docs/live-page.png for the README.
+With RANKD_UPDATE_SCREENSHOT=1 it also writes docs/live-page.png for the README and
+docs/live-page-kiosk.png.
 """
 
 from __future__ import annotations
@@ -230,9 +234,12 @@ async def test_the_live_page_in_a_browser(service: Service, page: Page) -> None:
         await expect(rows).to_have_count(2)
         await expect(page.locator("#meta")).to_contain_text("country:FR")
         assert "segment=country%3AFR" in page.url
-        # the window picker: the all-time standings hold the same runs
+        # the window picker: the all-time standings hold the same runs; the header names the
+        # window (the card only the segment and the count), and all-time has no period to pick
         await page.select_option("#window", "all-time")
-        await expect(page.locator("#meta")).to_contain_text("all-time")
+        await expect(page.locator("#countdown")).to_have_text("all-time")
+        await expect(page.locator("#meta")).to_have_text("country:FR · 2 players")
+        await expect(page.locator("#period")).to_be_disabled()
         assert "window=all-time" in page.url
         await page.select_option("#seg-dim", "")
         await expect(rows).to_have_count(5)
@@ -317,16 +324,27 @@ async def test_phone_width_kiosk_and_favicon(service: Service, page: Page) -> No
         icon = await http.get("/favicon.ico")
         assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
 
-        # 390 px wide (a phone): nothing cut off, no sideways scrolling
+        # 390 px wide (a phone): nothing cut off, no sideways scrolling; the name takes the
+        # width, and when the score was achieved shows under it, short ("12 sec ago")
         await page.set_viewport_size({"width": 390, "height": 844})
         await page.goto(f"{service.base}/?board={board_id}&window=daily")
         rows = page.locator("#rows tr")
         await expect(rows).to_have_count(3)
         assert await page.evaluate("document.documentElement.scrollWidth") <= 390
-        for cell in (page.locator("th.when"), rows.nth(0).locator("td.when")):
+        for cell in (page.locator("th.score"), rows.nth(0).locator("td.score")):
             box = await cell.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
-        await expect(rows.nth(0).locator("td.when")).to_contain_text("ago")
+        await expect(page.locator("th.when")).to_be_hidden()
+        await expect(rows.nth(0).locator("td.when")).to_be_hidden()
+        shown, ago = (
+            await rows.nth(0)
+            .locator("td.score")
+            .evaluate("e => [getComputedStyle(e, '::after').content, e.dataset.ago]")
+        )
+        assert shown == f'"{ago}"' and ("ago" in ago or ago == "now"), (shown, ago)
+        name_box = await rows.nth(0).locator("td.player").bounding_box()
+        score_box = await rows.nth(0).locator("td.score").bounding_box()
+        assert name_box and score_box and name_box["width"] > max(150, score_box["width"])
         await expect(page.locator("#countdown")).to_contain_text("ends in")
 
         # kiosk: big type, no pickers or search, the board's name and the period countdown
@@ -346,8 +364,151 @@ async def test_phone_width_kiosk_and_favicon(service: Service, page: Page) -> No
         # still live
         await submit(http, board_id, "p-d", 500_000_000)
         await expect(rows.nth(0).locator(".move")).to_have_text("NEW", timeout=1000)
-        if os.environ.get("RANKD_UPDATE_SCREENSHOT"):
+
+
+# The longest name the service takes (64 characters), in wide letters: too long for any
+# screen's name column
+LONGEST = "Wide_" + "W" * 59
+PLAYERS = [
+    ("p-w", LONGEST),
+    ("p-a", "a_rather_long_player_name_for_a_phone"),
+    ("p-b", "bo"),
+    ("p-x", "xXx_ShadowSniper_Deluxe_xXx"),
+    ("p-m", "mia"),
+    ("p-o", "ola.fast"),
+    ("p-k", "kai_runs"),
+    ("p-z", "zed_the_quick"),
+    ("p-n", "NightOwlSpeedrunner42"),
+    ("p-l", "lee"),
+]
+# stream screens: 720p, 1080p and 4K, landscape and portrait
+SCREENS = [(1280, 720), (1920, 1080), (3840, 2160), (720, 1280), (1080, 1920), (2160, 3840)]
+
+# Each row's box against the viewport, and its name: how many lines it takes (one line box
+# as tall as the line height) and whether it is cut short with an ellipsis.
+ROWS = """() => [...document.querySelectorAll("#rows tr")].map((row) => {
+  const box = row.getBoundingClientRect(), name = row.querySelector(".name");
+  const style = getComputedStyle(name), nameBox = name.getBoundingClientRect();
+  return {
+    player: row.dataset.player,
+    inside: box.top >= 0 && box.left >= 0 && box.bottom <= innerHeight && box.right <= innerWidth,
+    box: [box.left, box.top, box.right, box.bottom],
+    lines: name.getClientRects().length,
+    height: nameBox.height,
+    lineHeight: parseFloat(style.lineHeight),
+    cut: name.scrollWidth > name.clientWidth,
+    ellipsis: style.textOverflow === "ellipsis" && style.whiteSpace === "nowrap",
+  };
+})"""
+
+
+def check_rows(
+    geometry: list[dict[str, Any]], size: tuple[int, int], *, all_inside: bool, longest_cut: bool
+) -> None:
+    """Every name on one line, ending in an ellipsis when cut: the longest where the screen is
+    too narrow for it (and whole where it is not), the short ones (up to 13 characters) never."""
+    assert [row["player"] for row in geometry] == [p for p, _ in PLAYERS], size
+    for row in geometry:
+        if all_inside:
+            assert row["inside"], (size, row)
+        assert row["lines"] == 1 and row["height"] <= row["lineHeight"] + 1, (size, row)
+        assert row["ellipsis"], (size, row)
+        shown = dict(PLAYERS)[row["player"]]
+        if shown == LONGEST:
+            assert row["cut"] == longest_cut, (size, row)
+        elif len(shown) <= 13:
+            assert not row["cut"], (size, row)
+
+
+async def ten_players(http: httpx.AsyncClient, board_id: str, **config: Any) -> None:
+    await put_board(http, board_id, hold_top=0, **config)
+    for i, (player, shown) in enumerate(PLAYERS):
+        await name(http, player, shown, "FR")
+        await submit(http, board_id, player, 1_000_000 - i * 1_000)
+
+
+async def test_every_row_fits_a_stream_screen(service: Service, page: Page) -> None:
+    """Kiosk mode at 720p, 1080p and 4K, landscape and portrait: all ten rows inside the
+    screen, nothing scrolls, every name on one line (the longest ellipsized)."""
+    board_id = new_board_id("stream")
+    async with httpx.AsyncClient(base_url=service.base, timeout=10) as http:
+        await ten_players(http, board_id, windows=["daily"])
+    rows = page.locator("#rows tr")
+    fonts = {}
+    for width, height in SCREENS:
+        await page.set_viewport_size({"width": width, "height": height})
+        await page.goto(f"{service.base}/?board={board_id}&kiosk=1")
+        await expect(rows).to_have_count(10)
+        check_rows(await page.evaluate(ROWS), (width, height), all_inside=True, longest_cut=True)
+        scroll = await page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+        )
+        assert scroll[0] <= width and scroll[1] <= height, ((width, height), scroll)
+        fonts[width, height] = await font_px(page, "td.score")
+        if (width, height) == (1920, 1080) and os.environ.get("RANKD_UPDATE_SCREENSHOT"):
             await page.screenshot(path=str(SCREENSHOT.with_name("live-page-kiosk.png")))
+    # the type grows with the screen: 4K reads as 1080p does from twice as far
+    assert fonts[3840, 2160] >= 1.9 * fonts[1920, 1080] >= 2.5 * fonts[1280, 720], fonts
+
+
+async def test_names_the_search_a_missing_board_and_all_time(service: Service, page: Page) -> None:
+    """At a desk and on a phone: names on one line, ellipsized, wider than the time column
+    on a phone; the search above the list on a phone; a board that is not there is said to
+    be missing; an all-time board says "all-time" once."""
+    board_id, forever = new_board_id("desk"), new_board_id("forever")
+    async with httpx.AsyncClient(base_url=service.base, timeout=10) as http:
+        await ten_players(http, board_id, windows=["weekly"])
+        await ten_players(http, forever, windows=["all-time"])
+    rows = page.locator("#rows tr")
+    for width, height, cut in [(1920, 1080, False), (1280, 720, True), (390, 844, True)]:
+        await page.set_viewport_size({"width": width, "height": height})
+        await page.goto(f"{service.base}/?board={board_id}&n=10")
+        await expect(rows).to_have_count(10)
+        check_rows(await page.evaluate(ROWS), (width, height), all_inside=False, longest_cut=cut)
+        assert await page.evaluate("document.documentElement.scrollWidth") <= width
+        # the whole name and id are one hover (or long press) away
+        await expect(rows.nth(0).locator("td.player")).to_have_attribute(
+            "title", f"{LONGEST} (p-w)"
+        )
+
+    # on the phone the search is above the list, on the first screen
+    search = await page.locator("#search").bounding_box()
+    first = await rows.nth(0).bounding_box()
+    assert search and first and search["y"] + search["height"] <= min(first["y"], 844)
+    await page.fill("#player", "p-m")
+    await page.click("#search button")
+    await expect(page.locator("#found-around tr.me")).to_contain_text("mia")
+
+    # a board the service does not have: said so, and no other board shown instead
+    for kiosk in ("", "&kiosk=1"):
+        await page.goto(f"{service.base}/?board=no-such-board{kiosk}")
+        await expect(page.locator("#empty")).to_be_visible()
+        await expect(page.locator("#empty")).to_contain_text('no board "no-such-board"')
+        await expect(page.locator("#title")).to_have_text("no-such-board")
+        await expect(page.locator("#conn-text")).to_have_text("no such board")
+        await page.wait_for_timeout(500)  # nothing else arrives
+        await expect(rows).to_have_count(0)
+        assert "board=no-such-board" in page.url
+    await page.goto(f"{service.base}/?board=no-such-board")
+    await expect(page.locator("#board")).to_have_value("no-such-board")
+    await expect(page.locator("#empty")).to_contain_text("Pick one of")
+    # picking a board that is there shows it, and the missing one leaves the list
+    await page.select_option("#board", board_id)
+    await expect(rows).to_have_count(10)
+    await expect(page.locator("#empty")).to_be_hidden()
+    await expect(page.locator('#board option[value="no-such-board"]')).to_have_count(0)
+
+    # an all-time board: "all-time" once, in the header, not "all-time · all-time"
+    for kiosk in ("", "&kiosk=1"):
+        await page.goto(f"{service.base}/?board={forever}{kiosk}")
+        await expect(rows).to_have_count(10)
+        shown = await page.evaluate(
+            "document.querySelector('.bar').innerText + '\\n' + "
+            "document.querySelector('.board-card').innerText"
+        )
+        assert shown.count("all-time") == 1, shown
+        await expect(page.locator("#countdown")).to_have_text("all-time")
+        await expect(page.locator("#meta")).to_have_text("10 players")
 
 
 async def font_px(page: Page, selector: str) -> float:

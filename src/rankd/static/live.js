@@ -37,15 +37,16 @@ function formatScore(score, format) {
   return grouped.format(score);
 }
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
-function ago(date) {
+const relativeShort = new Intl.RelativeTimeFormat(undefined, { numeric: "auto", style: "narrow" });
+function ago(date, format = relative) {
   const s = Math.round((date.getTime() - Date.now()) / 1000);
   const steps = [[60, "second"], [60, "minute"], [24, "hour"], [7, "day"], [4.35, "week"], [12, "month"]];
   let value = s;
   for (const [size, unit] of steps) {
-    if (Math.abs(value) < size) return relative.format(Math.round(value), unit);
+    if (Math.abs(value) < size) return format.format(Math.round(value), unit);
     value /= size;
   }
-  return relative.format(Math.round(value), "year");
+  return format.format(Math.round(value), "year");
 }
 function localTime(date) {
   const today = new Date().toDateString() === date.toDateString();
@@ -91,6 +92,8 @@ function fillSelect(select, values, wanted, labels = {}) {
   select.value = keep;
 }
 
+// A board named in the URL (or shown, then deleted) that the service does not have stays
+// chosen, marked as missing, and the page says so: it never shows another board instead.
 async function loadBoards(initial) {
   const r = await fetch("/v1/boards");
   if (!r.ok) throw new Error(`boards: ${r.status}`);
@@ -98,16 +101,42 @@ async function loadBoards(initial) {
   const chosen = initial ? initial.board : $("board").value;
   const before = state.boards.map((b) => b.board_id).join(",");
   state.boards = boards;
-  if (boards.map((b) => b.board_id).join(",") !== before || initial) {
-    fillSelect($("board"), boards.map((b) => b.board_id), chosen);
+  const ids = boards.map((b) => b.board_id);
+  if (ids.join(",") !== before || initial) {
+    const missing = chosen && !ids.includes(chosen) ? chosen : "";
+    const labels = missing ? { [missing]: `${missing} (no such board)` } : {};
+    fillSelect($("board"), missing ? [missing, ...ids] : ids, chosen, labels);
+    state.missing = missing;
   }
   return boards.length > 0;
 }
+function showMissing(id) {
+  if (state.source) { state.source.close(); state.source = null; }
+  state.lastTop = null;
+  $("title").textContent = id;
+  document.title = `${id} · Rankd live`;
+  $("countdown").textContent = "";
+  $("meta").innerHTML = "&nbsp;";
+  for (const select of ["window", "period", "seg-dim"]) {
+    $(select).innerHTML = ""; $(select).disabled = true;
+  }
+  $("seg-pick").hidden = true; $("seg-val").hidden = true;
+  $("conn").className = "conn"; $("conn-text").textContent = "no such board";
+  const others = state.boards.length;
+  const where = state.kiosk || !others ? "" : ` Pick one of the ${others} ${others === 1 ? "board" : "boards"} above.`;
+  showEmpty(`There is no board "${id}" on this service.${where}`, "missing");
+}
 async function pickBoard(wanted = {}) {
   const board = currentBoard();
+  if (!board && state.missing) { showMissing(state.missing); return; }
   if (!board) { showEmpty("No boards yet: create one with PUT /v1/boards/{id}."); return; }
+  if (state.missing) {  // another board was picked: the missing one leaves the list
+    $("board").querySelector(`option[value="${CSS.escape(state.missing)}"]`)?.remove();
+    state.missing = "";
+  }
   $("title").textContent = board.board_id;
   document.title = `${board.board_id} · Rankd live`;
+  $("window").disabled = false; $("seg-dim").disabled = false;
   fillSelect($("window"), board.windows, wanted.window || $("window").value);
   const dims = ["", ...board.segments];
   fillSelect($("seg-dim"), dims, wanted.dim ?? $("seg-dim").value, { "": "global" });
@@ -117,8 +146,10 @@ async function pickBoard(wanted = {}) {
 async function pickWindow(wantedPeriod = "", wantedValue = undefined) {
   const board = currentBoard(), win = $("window").value;
   const periods = await loadPeriods(board, win);
-  const labels = { "": win === "all-time" ? "all-time" : "current" };
+  // all-time has one period: the picker says so once, in the window picker
+  const labels = { "": win === "all-time" ? "—" : "current" };
   fillSelect($("period"), ["", ...periods.filter((p) => p)], wantedPeriod, labels);
+  $("period").disabled = win === "all-time";
   await loadSegmentValues(wantedValue);
   connect();
 }
@@ -172,6 +203,8 @@ function connect() {
   clearTimeout(state.retry);
   if (state.source) state.source.close();
   toUrl();
+  // kiosk type is sized so that this many rows fit the screen (live.css)
+  document.body.style.setProperty("--rows", $("n").value);
   const board = currentBoard();
   if (!board) return;
   const q = new URLSearchParams({ window: $("window").value, n: $("n").value });
@@ -206,17 +239,21 @@ async function retry() {
   connect();
 }
 
-function showEmpty(message) {
+function showEmpty(message, kind = "") {
   $("rows").innerHTML = "";
   $("empty").hidden = false;
+  $("empty").className = `empty ${kind}`.trim();
   $("empty").textContent = message;
 }
 function render(top) {
   state.lastTop = top;
   const board = currentBoard();
   const format = board ? board.score_format : "integer";
-  $("meta").textContent = `${top.window} · ${top.period}${segment() ? ` · ${segment()}` : ""} · ${grouped.format(top.total)} ${top.total === 1 ? "player" : "players"}`;
+  // the window and period are in the header (with the countdown); the card adds the rest
+  const players = `${grouped.format(top.total)} ${top.total === 1 ? "player" : "players"}`;
+  $("meta").textContent = segment() ? `${segment()} · ${players}` : players;
   $("empty").hidden = top.entries.length > 0;
+  $("empty").className = "empty";
   if (!top.entries.length) $("empty").textContent = "No entries in this period yet.";
   const ranks = new Map(), scores = new Map(), now = Date.now();
   const first = state.ranks.size === 0;
@@ -236,11 +273,15 @@ function render(top) {
     } else if (!first && state.scores.get(e.player_id) !== e.score) cls += " changed";
     const move = moveMark(state.marks.get(e.player_id), e.rank, was);
     const at = new Date(e.achieved_at);
-    const name = e.name ? `${esc(e.name)}<span class="pid">${esc(e.player_id)}</span>` : esc(e.player_id);
+    // one line, ellipsized by the stylesheet; the whole name and id in the title
+    const who = e.name ? `<span class="name">${esc(e.name)}</span><span class="pid">${esc(e.player_id)}</span>`
+      : `<span class="name">${esc(e.player_id)}</span>`;
+    const title = e.name ? `${e.name} (${e.player_id})` : e.player_id;
     return `<tr class="${cls}" data-player="${esc(e.player_id)}"><td class="rank">${e.rank}</td>` +
       `<td class="move"${move.until ? ` data-until="${move.until}"` : ""}>${move.html}</td>` +
-      `<td class="player">${name}</td>` +
-      `<td class="score">${esc(formatScore(e.score, format))}</td>` +
+      `<td class="player" title="${esc(title)}"><div class="who">${who}</div></td>` +
+      // data-ago: "12 sec ago", shown under the score where the "Achieved" column is not (a phone)
+      `<td class="score" data-ago="${esc(ago(at, relativeShort))}">${esc(formatScore(e.score, format))}</td>` +
       `<td class="when" title="${esc(at.toString())}" data-at="${esc(e.achieved_at)}">` +
       `${esc(ago(at))}<small>${esc(localTime(at))}</small></td></tr>`;
   }).join("");
@@ -259,6 +300,8 @@ function tickTimes() {
   for (const cell of document.querySelectorAll("td.when[data-at]")) {
     const at = new Date(cell.dataset.at);
     cell.firstChild.textContent = ago(at);
+    const score = cell.parentElement.querySelector("td.score");
+    if (score) score.dataset.ago = ago(at, relativeShort);
   }
   for (const cell of document.querySelectorAll("td.move[data-until]")) {
     if (Number(cell.dataset.until) <= now) { cell.textContent = ""; delete cell.dataset.until; }
@@ -331,7 +374,7 @@ async function readFound() {
     if (!ok) return `<h3>${title}</h3><p class="err">${esc(body.error.message)}</p>`;
     const rows = body.entries.map((e) => `<tr class="${e.player_id === player ? "me" : ""}">` +
       `<td class="rank">${i === 0 ? e.rank : `${e.position} <small>#${e.rank}</small>`}</td>` +
-      `<td>${esc(e.name ?? e.player_id)}</td>` +
+      `<td class="who-cell" title="${esc(e.name ?? e.player_id)}">${esc(e.name ?? e.player_id)}</td>` +
       `<td class="score">${esc(formatScore(e.score, board.score_format))}</td></tr>`).join("");
     return `<h3>${title}</h3><table id="found-${title.toLowerCase()}">${rows}</table>`;
   }).join("");
@@ -347,8 +390,8 @@ async function start() {
   if (state.kiosk && !wanted.n) $("n").value = "10";
   if (["10", "25", "50", "100"].includes(wanted.n)) $("n").value = wanted.n;
   try {
-    if (await loadBoards(wanted)) await pickBoard(wanted);
-    else showEmpty("No boards yet: create one with PUT /v1/boards/{id}.");
+    await loadBoards(wanted);
+    await pickBoard(wanted);
   } catch (_) {
     connected(false);
     setTimeout(start, RETRY_MS);
@@ -358,9 +401,11 @@ async function start() {
   setInterval(tickTimes, 1000);
 }
 async function refreshBoards() {
-  const had = $("board").value;
+  const had = $("board").value, wasMissing = state.missing;
   try { await loadBoards(); } catch (_) { return; }  // the stream's own state shows the outage
-  if (!had && $("board").value) await pickBoard();
+  // a board asked for before it existed shows once it is created
+  if ((!had || wasMissing) && currentBoard()) await pickBoard();
+  else if (state.missing && !wasMissing) showMissing(state.missing);  // deleted meanwhile
   else if (state.lastTop) render(state.lastTop);  // a changed score_format shows at once
   // values that gained their first entries since appear in the picker
   if (state.segValues && document.activeElement !== $("seg-pick")) await loadSegmentValues();
