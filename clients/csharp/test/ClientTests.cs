@@ -1,0 +1,734 @@
+// The C# client against a real `rankd serve` (tests/system/test_csharp_client.py starts one
+// and runs this program, compiled with Mono's mcs): src/Wire.g.cs checked against the
+// service's /openapi.json, every endpoint, errors as classes with status, code and message
+// (the not-built ones included), the retry rules (through an HttpMessageHandler in front of
+// the real one that answers 503, 429, times out or drops the connection before passing a
+// request on), the live top list and a player's own event stream, and the guides' C#
+// snippets (docs/clients.md, README.md), run as written with the port changed, the Unity
+// sample among them (its MonoBehaviour driven by hand, over a stub of UnityEngine).
+//
+//   mono ClientTests.exe <base url> <path of src/Wire.g.cs> [group ...]
+// Exit status 0 when every test of the groups (default: all) passed.
+
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.IO;
+using System.Linq;
+using System.Net;
+using System.Net.Http;
+using System.Reflection;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+using Rankd;
+using Rankd.Tools;
+
+namespace Rankd.Tests
+{
+    public sealed class Failure : Exception
+    {
+        public Failure(string message) : base(message) { }
+    }
+
+    /// <summary>In front of the real handler: counts calls, keeps each body, and may answer a
+    /// call itself (Before returns an answer) or fail it (Before throws) first.</summary>
+    public sealed class Front : DelegatingHandler
+    {
+        public Front() : base(new HttpClientHandler()) { }
+
+        public readonly List<string> Bodies = new List<string>();
+        public readonly List<string> Urls = new List<string>();
+        public Func<int, HttpRequestMessage, CancellationToken, Task<HttpResponseMessage>> Before;
+
+        public int Calls { get { lock (Bodies) return Bodies.Count; } }
+
+        protected override async Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancel)
+        {
+            var body = request.Content == null ? "" : await request.Content.ReadAsStringAsync();
+            int call;
+            lock (Bodies)
+            {
+                Bodies.Add(body);
+                Urls.Add(request.RequestUri.ToString());
+                call = Bodies.Count;
+            }
+            if (Before != null)
+            {
+                var answer = await Before(call, request, cancel);
+                if (answer != null) return answer;
+            }
+            return await base.SendAsync(request, cancel);
+        }
+
+        public HttpClient Client()
+        {
+            return new HttpClient(this) { Timeout = Timeout.InfiniteTimeSpan };
+        }
+
+        public static HttpResponseMessage Error(int status, string code, string message, string retryAfter = null)
+        {
+            var answer = new HttpResponseMessage((HttpStatusCode)status)
+            {
+                Content = new StringContent("{\"error\": {\"code\": \"" + code + "\", \"message\": \"" + message + "\"}}",
+                    Encoding.UTF8, "application/json"),
+            };
+            if (retryAfter != null) answer.Headers.TryAddWithoutValidation("Retry-After", retryAfter);
+            return answer;
+        }
+    }
+
+    public static class ClientTests
+    {
+        public const string Admin = "dev-admin-key"; // the guides' keys, so their snippets run as written
+        public const string Server = "dev-server-key";
+
+        private static string baseUrl;
+        private static string wirePath;
+        private static RankdClient admin;
+        private static RankdClient server;
+        private static int counter;
+        private static readonly RetryPolicy Fast = new RetryPolicy(3, 1, 2000);
+
+        private static string NewId(string prefix)
+        {
+            return prefix + "-" + Process.GetCurrentProcess().Id + "-" + DateTime.UtcNow.Ticks.ToString("x") + "-" + Interlocked.Increment(ref counter);
+        }
+
+        // --- assertions ----------------------------------------------------------------------
+
+        private static void Check(bool condition, string what)
+        {
+            if (!condition) throw new Failure(what);
+        }
+
+        private static void Equal<T>(T expected, T actual, string what)
+        {
+            if (!EqualityComparer<T>.Default.Equals(expected, actual))
+                throw new Failure(what + ": expected <" + expected + ">, got <" + actual + ">");
+        }
+
+        private static void Same(IEnumerable<string> expected, IEnumerable<string> actual, string what)
+        {
+            var e = string.Join(",", expected.ToArray());
+            var a = actual == null ? "(null)" : string.Join(",", actual.ToArray());
+            if (e != a) throw new Failure(what + ": expected [" + e + "], got [" + a + "]");
+        }
+
+        private static async Task<T> Throws<T>(Func<Task> call, string what) where T : Exception
+        {
+            try
+            {
+                await call();
+            }
+            catch (T expected)
+            {
+                return expected;
+            }
+            catch (Exception other)
+            {
+                throw new Failure(what + ": expected " + typeof(T).Name + ", got " + other.GetType().Name + ": " + other.Message);
+            }
+            throw new Failure(what + ": expected " + typeof(T).Name + ", nothing was thrown");
+        }
+
+        private static async Task Eventually(Func<Task<bool>> condition, string what)
+        {
+            var until = DateTime.UtcNow.AddSeconds(10);
+            while (!await condition())
+            {
+                if (DateTime.UtcNow > until) throw new Failure("not within 10 s: " + what);
+                await Task.Delay(50);
+            }
+        }
+
+        private static async Task<T> Next<T>(EventStream<T> stream, string what) where T : class
+        {
+            using (var limit = new CancellationTokenSource(TimeSpan.FromSeconds(15)))
+            {
+                try
+                {
+                    var found = await stream.NextAsync(limit.Token);
+                    if (found == null) throw new Failure(what + ": the stream ended");
+                    return found;
+                }
+                catch (OperationCanceledException)
+                {
+                    throw new Failure(what + ": no event within 15 s");
+                }
+            }
+        }
+
+        // --- the wire types ----------------------------------------------------------------
+
+        private static async Task WireMatchesOpenApi()
+        {
+            string text;
+            using (var http = new HttpClient())
+                text = await http.GetStringAsync(baseUrl + "/openapi.json");
+            var generated = WireGenerator.Generate((JsonObject)Json.Parse(text));
+            var committed = File.ReadAllText(wirePath, Encoding.UTF8);
+            if (generated == committed) return;
+            var g = generated.Split('\n');
+            var c = committed.Split('\n');
+            int line = 0;
+            while (line < g.Length && line < c.Length && g[line] == c[line]) line++;
+            throw new Failure("src/Wire.g.cs differs from the service's OpenAPI document from line " + (line + 1) + ":\n"
+                + "  service:   " + (line < g.Length ? g[line] : "(end)") + "\n"
+                + "  committed: " + (line < c.Length ? c[line] : "(end)") + "\n"
+                + "regenerate it (README.md, \"The types\") against a current rankd serve and commit it");
+        }
+
+        private static Task WireTypesReadAndWrite()
+        {
+            var run = Run.FromJson(Json.Parse("{\"run_id\": \"r\", \"player_id\": \"p\", \"score\": 9007199254740991, \"segments\": {\"country\": \"FR\"}, \"new_field\": [1]}"));
+            Equal(9007199254740991L, run.Score, "a 2^53-1 score reads exactly");
+            Equal("FR", run.Segments["country"], "a map member");
+            Equal(null, run.EndedAt, "an absent member is null");
+            Check(run.Raw.Has("new_field"), "members this version does not know stay in Raw");
+            Equal("{\"run_id\":\"r\",\"player_id\":\"p\",\"score\":9007199254740991,\"segments\":{\"country\":\"FR\"}}",
+                Json.Write(run), "written back, null members left out");
+            var standing = Standing.FromJson(Json.Parse("{\"window\": \"all-time\", \"period\": \"all-time\", \"segment\": null, \"status\": \"closed\", \"improved\": false, \"is_best\": true}"));
+            Equal(null, standing.Rank, "a nullable integer");
+            Equal(true, standing.IsBest, "a boolean");
+            Equal(null, Board.FromJson("not an object"), "not an object: null");
+            return Task.FromResult(0);
+        }
+
+        private static Task JsonReadsAndWrites()
+        {
+            var parsed = (JsonObject)Json.Parse(" {\"a\": [1, -2.5e3, true, false, null, \"x\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83c\\udfc6\"], \"b\": {}, \"c\": [] } ");
+            var a = (JsonArray)parsed["a"];
+            Equal(1L, (long)a[0], "an integer is a long");
+            Equal(-2500.0, (double)a[1], "an exponent is a double");
+            Equal("x\"\\/\b\f\n\r\t\u00e9\U0001F3C6", (string)a[5], "escapes, \\u and a surrogate pair");
+            Same(new[] { "a", "b", "c" }, parsed.Names, "names keep their order");
+            Equal("{\"a\":[1,-2500,true,false,null,\"x\\\"\\\\/\\b\\f\\n\\r\\t\u00e9\U0001F3C6\"],\"b\":{},\"c\":[]}",
+                Json.Write(parsed), "written compact, as read");
+            Equal("\"\\u0001\\u2028\"", Json.Write("\u0001\u2028"), "control characters escaped");
+            Equal("0.1", Json.Write(0.1), "doubles round-trip, culture-free");
+            Equal("\"2026-11-03T18:22:07.123Z\"", Json.Write(new DateTimeOffset(2026, 11, 3, 19, 22, 7, 123, TimeSpan.FromHours(1))), "a time: UTC, milliseconds");
+            Equal(12345678901234L, (long)Json.Parse("12345678901234"), "a large integer");
+            Equal(1e300 * 10, (double)Json.Parse("1e301"), "a large double");
+            foreach (var bad in new[] { "", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\x\"", "tru", "[1] 2", "\"a\nb\"" })
+            {
+                try
+                {
+                    Json.Parse(bad);
+                    throw new Failure("not JSON, but read: " + bad);
+                }
+                catch (JsonFormatException) { }
+            }
+            return Task.FromResult(0);
+        }
+
+        // --- every endpoint ------------------------------------------------------------------
+
+        private static async Task BoardsRunsReadsProfiles()
+        {
+            var boardId = NewId("cs");
+            var board = await admin.PutBoardAsync(boardId, new BoardSettings
+            {
+                Windows = new List<string> { "all-time", "weekly" },
+                Segments = new List<string> { "country" },
+            });
+            Equal(boardId, board.BoardId, "board id");
+            Same(new[] { "all-time", "weekly" }, board.Windows, "windows");
+            Equal(false, board.ClientSubmits, "client_submits");
+            Equal("desc", (await admin.GetBoardAsync(boardId)).Order, "order");
+            Check((await admin.ListBoardsAsync()).Any(b => b.BoardId == boardId), "listed");
+
+            var submitted = await server.SubmitAsync(boardId, "r-1", "p1", 500, DateTimeOffset.UtcNow,
+                new Dictionary<string, string> { { "country", "FR" } });
+            Equal("r-1", submitted.RunId, "run id");
+            var global = submitted.Standings.Where(s => s.Segment == null).ToList();
+            Same(new[] { "all-time ranked 1", "weekly ranked 1" },
+                global.Select(s => s.Window + " " + s.Status + " " + s.Rank), "standings");
+            Equal(null, global[0].PreviousRank, "no entry before");
+            Check(submitted.Standings.Any(s => s.Segment == "country:FR"), "the segment's standings");
+
+            var results = await server.SubmitBatchAsync(boardId, new List<Run>
+            {
+                new Run { RunId = "r-2", PlayerId = "p2", Score = 700 },
+                new Run { RunId = "r-3", PlayerId = "p3", Score = 300 },
+                new Run { RunId = "r-bad", PlayerId = "p4", Score = -1 },
+            });
+            Equal(3, results.Count, "one result per run");
+            Equal(1L, results[0].Standings[0].Rank, "the batch's first run");
+            Equal("invalid_request", results[2].Error.Code, "a bad run's error");
+
+            var profile = await server.PutPlayerAsync("p1", "kai_runs", new Dictionary<string, string> { { "country", "FR" } });
+            Equal("kai_runs", profile.Name, "name");
+            Equal("FR", profile.Segments["country"], "segments");
+            Equal("kai_runs", (await server.GetPlayerAsync("p1")).Name, "the profile read back");
+
+            var top = await server.TopAsync(boardId, n: 2);
+            Equal(3L, top.Total, "total");
+            Same(new[] { "1 p2 700", "2 p1 500" }, top.Entries.Select(e => e.Rank + " " + e.PlayerId + " " + e.Score), "top");
+            Equal("kai_runs", top.Entries[1].Name, "names in entries");
+            Equal("p3", (await server.TopAsync(boardId, n: 1, offset: 2)).Entries[0].PlayerId, "offset");
+            var me = await server.PlayerAsync(boardId, "p1", new Where { Window = "weekly" });
+            Equal(2L, me.Rank, "rank");
+            Equal("weekly", me.Window, "window");
+            Check(me.Percentile > 0, "percentile");
+            Same(new[] { "p2", "p1", "p3" }, (await server.AroundAsync(boardId, "p1", range: 1)).Entries.Select(e => e.PlayerId), "around");
+            var friends = await server.FriendsAsync(boardId, "p1", new[] { "p3", "nobody" });
+            Same(new[] { "1 p1", "2 p3" }, friends.Entries.Select(e => e.Position + " " + e.PlayerId), "friends");
+            Same(new[] { "nobody" }, friends.NotFound, "not_found");
+            Equal(2L, (await server.RankOfAsync(boardId, 600)).Rank, "rank-of");
+            Same(new[] { "p1" }, (await server.TopAsync(boardId, where: new Where { Segment = "country:FR" })).Entries.Select(e => e.PlayerId), "a segment's top");
+            Equal("open", (await server.PeriodsAsync(boardId, "weekly")).Periods[0].Status, "periods");
+            var segments = await server.SegmentsAsync(boardId);
+            Equal("country", segments.Segments[0].Dimension, "segments");
+            Equal("FR", segments.Segments[0].Values[0].Value, "segment values");
+            Equal("ok", (await server.HealthzAsync()).Status, "healthz");
+            Equal("ready", (await server.ReadyzAsync()).Status, "readyz");
+        }
+
+        private static async Task SubmitManySendsBatches()
+        {
+            var boardId = NewId("cs-many");
+            await admin.PutBoardAsync(boardId);
+            var front = new Front();
+            var counting = new RankdClient(baseUrl, Server, new RankdClientOptions { Http = front.Client() });
+            var runs = Enumerable.Range(0, 2500).Select(i => new Run { RunId = "m-" + i, PlayerId = "mp" + i, Score = i });
+            var results = await counting.SubmitManyAsync(boardId, runs);
+            Equal(2500, results.Count, "a result per run");
+            Same(new[] { "1000", "1000", "500" },
+                front.Bodies.Select(b => ((JsonArray)((JsonObject)Json.Parse(b))["runs"]).Count.ToString()), "batch sizes");
+            Equal(2500L, (await server.TopAsync(boardId, n: 1)).Total, "all counted");
+            await Throws<ArgumentOutOfRangeException>(() => counting.SubmitBatchAsync(boardId, runs.Take(1001).ToList()), "1001 runs");
+            Equal(3, front.Calls, "an oversized batch is refused before sending");
+        }
+
+        private static async Task Moderation()
+        {
+            var boardId = NewId("cs-mod");
+            await admin.PutBoardAsync(boardId, new BoardSettings { HoldTop = 1 });
+            await server.SubmitAsync(boardId, "h-1", "cheat", 999);
+            var holds = await admin.HoldsAsync(boardId);
+            Same(new[] { "h-1" }, holds.Select(h => h.RunId), "held");
+            Equal(0L, (await server.TopAsync(boardId)).Total, "a held run is not public");
+            Equal("approved", (await admin.ApproveAsync(boardId, "h-1")).Decision, "approve");
+            Equal(1L, (await server.TopAsync(boardId)).Total, "approved: public");
+            await server.SubmitAsync(boardId, "h-2", "cheat2", 5000);
+            Equal("rejected", (await admin.RejectAsync(boardId, "h-2")).Decision, "reject");
+            await Throws<HoldNotFound>(() => admin.ApproveAsync(boardId, "h-2"), "a decided hold");
+
+            var ban = await admin.BanAsync("cheat");
+            Check(ban.Banned, "banned");
+            await Eventually(async () => (await server.TopAsync(boardId)).Total == 0, "a banned player leaves the top");
+            Check((await admin.BansAsync(limit: 1000)).Bans.Any(b => b.PlayerId == "cheat"), "listed in bans");
+            Equal(true, (await admin.GetPlayerAsync("cheat")).Banned, "an admin sees the ban");
+            Check(!(await admin.UnbanAsync("cheat")).Banned, "unbanned");
+            await Eventually(async () => (await server.TopAsync(boardId)).Total == 1, "back after the unban");
+            Check((await admin.ErasePlayerAsync("cheat")).Erased, "erased");
+            await Eventually(async () => (await server.TopAsync(boardId)).Total == 0, "erased from the top");
+            Check((await admin.DeleteBoardAsync(boardId)).Deleted, "deleted");
+            await Throws<BoardNotFound>(() => server.TopAsync(boardId), "a deleted board");
+        }
+
+        // --- player tokens, standings, cursors ------------------------------------------------
+
+        private static async Task TokenClient()
+        {
+            var serversOnly = NewId("cs-tok");
+            var open = NewId("cs-tok-open");
+            await admin.PutBoardAsync(serversOnly);
+            Check((await admin.PutBoardAsync(open, new BoardSettings { ClientSubmits = true, MaxRunScore = 1000 })).ClientSubmits, "client_submits");
+            var player = NewId("tok-p");
+            var other = NewId("tok-o");
+            await server.SubmitAsync(serversOnly, "r-1", player, 50);
+            await server.SubmitAsync(serversOnly, "r-2", other, 10);
+            await admin.BanAsync(player);
+            await Eventually(async () => (await server.TopAsync(serversOnly)).Entries.Count == 1, "banned");
+
+            var issued = await server.MintTokenAsync(player, new[] { "submit", "read" }, 600);
+            Same(new[] { "read", "submit" }, issued.Scope, "scope, in the service's order");
+            var left = DateTimeOffset.Parse(issued.ExpiresAt) - DateTimeOffset.UtcNow;
+            Check(left.TotalSeconds > 590 && left.TotalSeconds <= 600, "expires in 600 s: " + left);
+
+            var front = new Front();
+            var game = new RankdClient(baseUrl, issued.Token, new RankdClientOptions { Http = front.Client(), Retry = Fast });
+            // shadow-banned: the player still sees themselves (their own view)
+            Same(new[] { player, other }, (await game.TopAsync(serversOnly)).Entries.Select(e => e.PlayerId), "own view");
+            Equal(1L, (await game.PlayerAsync(serversOnly, player)).Rank, "own entry");
+            await Throws<PlayerNotRanked>(() => server.PlayerAsync(serversOnly, player), "the public view");
+            await Throws<Forbidden>(() => game.TopAsync(serversOnly, where: new Where { Viewer = other }), "another's view");
+
+            var accepted = await game.SubmitAsync(open, "c-1", player, 40);
+            Equal(1L, accepted.Standings[0].Rank, "its own run");
+            int calls = front.Calls;
+            var refused = await Throws<Forbidden>(() => game.SubmitAsync(serversOnly, "c-2", player, 60), "no client_submits");
+            Equal(403, refused.Status, "status");
+            Check(refused.Message.Contains("client_submits"), "the message says why");
+            Equal(calls + 1, front.Calls, "a 403 is not retried");
+            await Throws<Forbidden>(() => game.SubmitAsync(open, "c-3", other, 60), "another player's run");
+            await Throws<Forbidden>(() => game.PutBoardAsync(open, new BoardSettings { GraceSeconds = 1 }), "a key route");
+            await Throws<Forbidden>(() => game.MintTokenAsync(player), "minting");
+
+            var standings = await game.StandingsAsync(player, new[] { serversOnly, open, "cs-no-such-board" });
+            Same(new[] { open, serversOnly }.OrderBy(b => b, StringComparer.Ordinal),
+                standings.Standings.Select(s => s.BoardId).OrderBy(b => b, StringComparer.Ordinal), "standings with the token");
+            Same(new[] { "cs-no-such-board" }, standings.UnknownBoards, "unknown boards");
+            Equal(0, (await server.StandingsAsync(player, new[] { serversOnly })).Standings.Count, "banned: not in the public standings");
+            Equal(1, (await server.StandingsAsync(player, new[] { serversOnly }, viewer: player)).Standings.Count, "viewer=");
+            await Throws<Unauthorized>(() => new RankdClient(baseUrl, "not-a-key").TopAsync(open), "a wrong key");
+            await Throws<InvalidRequest>(() => server.MintTokenAsync(player, ttlS: 10), "a ttl below 60 s");
+        }
+
+        private static async Task CursorPaging()
+        {
+            var boardId = NewId("cs-cursor");
+            await admin.PutBoardAsync(boardId);
+            await server.SubmitBatchAsync(boardId, Enumerable.Range(0, 25).Select(i => new Run { RunId = "c" + i, PlayerId = "cp" + i, Score = i }).ToList());
+            var ranks = new List<string>();
+            string cursor = null;
+            int pages = 0;
+            do
+            {
+                var page = await server.TopAsync(boardId, n: 10, cursor: cursor);
+                ranks.AddRange(page.Entries.Select(e => e.Rank.ToString()));
+                cursor = page.NextCursor;
+                pages++;
+            } while (cursor != null && pages < 10);
+            Equal(3, pages, "pages of 10");
+            Same(Enumerable.Range(1, 25).Select(i => i.ToString()), ranks, "every rank once, in order");
+        }
+
+        // --- errors ---------------------------------------------------------------------------
+
+        private static async Task ErrorsAreClasses()
+        {
+            var boardId = NewId("cs-err");
+            await admin.PutBoardAsync(boardId);
+            var front = new Front();
+            var counted = new RankdClient(baseUrl, Server, new RankdClientOptions { Http = front.Client(), Retry = Fast });
+
+            var missing = await Throws<BoardNotFound>(() => counted.TopAsync("cs-no-such-board"), "404");
+            Equal(404, missing.Status, "404 status");
+            Equal("board_not_found", missing.Code, "404 code");
+            Check(missing.Message.Length > 0, "a message");
+            var bad = await Throws<InvalidRequest>(() => counted.SubmitAsync(boardId, "e-1", "p", -5), "400");
+            Equal(400, bad.Status, "400 status");
+            Check(bad.Message.Contains("score"), "the message names the field: " + bad.Message);
+            Check(!bad.IsNotBuilt, "a plain 400 is not 'not built'");
+            var anonymous = await Throws<Unauthorized>(() => new RankdClient(baseUrl).SubmitAsync(boardId, "e-2", "p", 5), "401");
+            Equal(401, anonymous.Status, "401 status");
+            var forbidden = await Throws<Forbidden>(() => counted.PutBoardAsync(boardId), "403: a server key on an admin route");
+            Equal("forbidden", forbidden.Code, "403 code");
+            await Throws<PlayerNotRanked>(() => counted.PlayerAsync(boardId, "nobody"), "404 player_not_ranked");
+            await Throws<ScoreOutOfRange>(() => counted.SubmitAsync(boardId, "e-3", "p", 10000000000L), "score_out_of_range");
+            await counted.SubmitAsync(boardId, "e-4", "p", 5);
+            await Throws<RunConflict>(() => counted.SubmitAsync(boardId, "e-4", "p", 6), "409 run_conflict");
+            Equal(7, front.Calls, "no error answer was retried, not even a submit's");
+
+            // what the contract names and this version does not build yet
+            var late = await Throws<NotBuilt>(() => counted.JoinAsync(boardId, "p"), "join");
+            Equal(501, late.Status, "501");
+            Equal("not_implemented", late.Code, "not_implemented");
+            Check(late.IsNotBuilt, "IsNotBuilt");
+            await Throws<NotBuilt>(() => counted.LeagueAsync(boardId, "p"), "league");
+            await Throws<NotBuilt>(() => counted.CohortAsync(boardId, "c-1"), "cohort");
+            await Throws<NotBuilt>(() => counted.LeaguesAsync("p", boardId), "leagues");
+            await Throws<NotBuilt>(() => admin.ClosePeriodAsync(boardId, "all-time", "all-time"), "period close");
+            await Throws<NotBuilt>(() => admin.DeleteEntryAsync(boardId, "p", "all-time"), "entry delete");
+            var field = await Throws<FieldNotBuilt>(() => counted.SubmitAsync(boardId, "e-5", "p", 5, metadata: new JsonObject { { "car", "red" } }), "metadata");
+            Equal(400, field.Status, "400");
+            Equal("invalid_request", field.Code, "the code the other clients see");
+            Check(field is InvalidRequest && field.IsNotBuilt, "an InvalidRequest that is not built");
+            await Throws<FieldNotBuilt>(() => counted.TopAsync(boardId, where: new Where { Include = "metadata" }), "include=metadata");
+            await Throws<FieldNotBuilt>(() => admin.PutBoardAsync(boardId, null, new JsonObject { { "league", new JsonObject { { "window", "weekly" } } } }), "a league");
+            Equal(13, front.Calls, "501s and not-built 400s are not retried");
+
+            // answers in the contract's shape, and not
+            Check(Errors.For(501, Json.Parse("{\"error\": {\"code\": \"not_enabled\", \"message\": \"no secret\"}}")) is NotEnabled, "not_enabled");
+            var proxy = Errors.For(502, "not json");
+            Equal("http_502", proxy.Code, "not the contract's shape");
+            Check(proxy.GetType() == typeof(RankdApiException), "the base class");
+            Check(Errors.For(503, null) is Unavailable, "a bare 503 is unavailable");
+            var limited = Errors.For(429, Json.Parse("{\"error\": {\"code\": \"rate_limited\", \"message\": \"slow\"}}"), "2");
+            Check(limited is RateLimited && limited.RetryAfter == 2.0, "Retry-After");
+            Check(Errors.For(418, Json.Parse("{\"error\": {\"code\": \"teapot\", \"message\": \"m\"}}")).GetType() == typeof(RankdApiException), "an unknown code");
+        }
+
+        // --- retries --------------------------------------------------------------------------
+
+        private static RankdClient Through(Front front, TimeSpan? timeout = null, RetryPolicy retry = null)
+        {
+            var options = new RankdClientOptions { Http = front.Client(), Retry = retry ?? Fast };
+            if (timeout.HasValue) options.Timeout = timeout.Value;
+            return new RankdClient(baseUrl, Server, options);
+        }
+
+        private static async Task RetriedWithTheSameRunId()
+        {
+            var boardId = NewId("cs-retry");
+            await admin.PutBoardAsync(boardId);
+
+            // 503 twice, then the real service: one run counted, the same bytes each time
+            var front = new Front();
+            front.Before = (call, request, cancel) => Task.FromResult(call <= 2 ? Front.Error(503, "unavailable", "log down") : null);
+            var result = await Through(front).SubmitAsync(boardId, "same-1", "rp1", 100);
+            Equal(3, front.Calls, "two 503s, then through");
+            Equal(1, front.Bodies.Distinct().Count(), "the same body each time");
+            Check(front.Bodies[0].Contains("\"run_id\":\"same-1\""), "the run_id: " + front.Bodies[0]);
+            Equal(1L, result.Standings[0].Rank, "ranked");
+
+            // a timeout, then through
+            front = new Front();
+            front.Before = async (call, request, cancel) =>
+            {
+                if (call == 1) await Task.Delay(TimeSpan.FromSeconds(30), cancel); // the client gives up first
+                return null;
+            };
+            var watch = Stopwatch.StartNew();
+            await Through(front, TimeSpan.FromMilliseconds(300)).SubmitAsync(boardId, "same-2", "rp2", 50);
+            Equal(2, front.Calls, "timed out, then through");
+            Check(watch.Elapsed < TimeSpan.FromSeconds(10), "the timeout cut the first call");
+            Equal(front.Bodies[0], front.Bodies[1], "the same run_id after a timeout");
+
+            // a lost connection, then through; a resend of an accepted run changes nothing
+            front = new Front();
+            front.Before = (call, request, cancel) =>
+            {
+                if (call == 1) throw new HttpRequestException("connection reset (in the test's front)");
+                return Task.FromResult<HttpResponseMessage>(null);
+            };
+            var again = await Through(front).SubmitAsync(boardId, "same-1", "rp1", 100);
+            Equal(2, front.Calls, "lost, then through");
+            Equal(false, again.Standings[0].Improved, "a resent run changes nothing");
+            Equal(2L, (await server.TopAsync(boardId)).Total, "each run counted once");
+
+            // a batch too
+            front = new Front();
+            front.Before = (call, request, cancel) => Task.FromResult(call == 1 ? Front.Error(503, "unavailable", "down") : null);
+            var batch = await Through(front).SubmitBatchAsync(boardId, new List<Run> { new Run { RunId = "same-3", PlayerId = "rp3", Score = 1 } });
+            Equal(2, front.Calls, "a batch is retried");
+            Equal(null, batch[0].Error, "accepted");
+
+            // attempts are bounded: the last 503 is thrown
+            front = new Front();
+            front.Before = (call, request, cancel) => Task.FromResult(Front.Error(503, "unavailable", "down"));
+            await Throws<Unavailable>(() => Through(front).SubmitAsync(boardId, "same-4", "rp4", 1), "every attempt 503");
+            Equal(3, front.Calls, "3 attempts");
+
+            // reads and admin calls are the caller's to retry
+            front = new Front();
+            front.Before = (call, request, cancel) => Task.FromResult(Front.Error(503, "unavailable", "down"));
+            await Throws<Unavailable>(() => Through(front).TopAsync(boardId), "a read");
+            await Throws<Unavailable>(() => Through(front).PutPlayerAsync("rp1", "x"), "a profile write");
+            Equal(2, front.Calls, "reads and writes other than runs: once each");
+
+            // 429: a short Retry-After is waited for, a long one is the caller's
+            front = new Front();
+            front.Before = (call, request, cancel) => Task.FromResult(call == 1 ? Front.Error(429, "rate_limited", "slow down", "0") : null);
+            await Through(front).SubmitAsync(boardId, "same-5", "rp5", 1);
+            Equal(2, front.Calls, "a short Retry-After: retried");
+            front = new Front();
+            front.Before = (call, request, cancel) => Task.FromResult(Front.Error(429, "rate_limited", "slow down", "30"));
+            var slow = await Throws<RateLimited>(() => Through(front).SubmitAsync(boardId, "same-6", "rp6", 1), "a long Retry-After");
+            Equal(30.0, slow.RetryAfter, "retry after");
+            Equal(1, front.Calls, "a long Retry-After is not waited for");
+
+            // the backoff grows and stays bounded
+            var policy = new RetryPolicy(5, 100, 400);
+            for (int i = 0; i < 6; i++)
+            {
+                var wait = policy.Delay(i).TotalMilliseconds;
+                var ceiling = Math.Min(400, 100 * Math.Pow(2, i));
+                Check(wait >= ceiling / 2 && wait <= ceiling, "delay " + i + ": " + wait);
+            }
+            Equal(3000.0, policy.Delay(0, 3).TotalMilliseconds, "at least Retry-After");
+        }
+
+        // --- live -------------------------------------------------------------------------------
+
+        private static async Task LiveTopList()
+        {
+            var boardId = NewId("cs-live");
+            await admin.PutBoardAsync(boardId);
+            await server.SubmitAsync(boardId, "r-1", "p1", 10);
+            using (var stream = await server.OpenEventsAsync(boardId, n: 5))
+            {
+                var first = await Next(stream, "the top on connect");
+                Same(new[] { "p1" }, first.Entries.Select(e => e.PlayerId), "on connect");
+                await server.SubmitAsync(boardId, "r-2", "p2", 20);
+                var latest = first;
+                while (latest.Entries.Count != 2) latest = await Next(stream, "after a submit");
+                Same(new[] { "1 p2", "2 p1" }, latest.Entries.Select(e => e.Rank + " " + e.PlayerId), "after a submit");
+                using (var stop = new CancellationTokenSource(200))
+                {
+                    try
+                    {
+                        await stream.NextAsync(stop.Token);
+                        throw new Failure("no change, yet an event");
+                    }
+                    catch (OperationCanceledException) { }
+                }
+            }
+            await Throws<BoardNotFound>(() => server.OpenEventsAsync("cs-no-such-board"), "an unknown board");
+        }
+
+        private static async Task PlayerEventStream()
+        {
+            var boardId = NewId("cs-pe");
+            await admin.PutBoardAsync(boardId);
+            var me = NewId("pe-me");
+            var pal = NewId("pe-pal");
+            var rival = NewId("pe-rival");
+            await server.SubmitAsync(boardId, "r-1", me, 50);
+            await server.SubmitAsync(boardId, "r-2", pal, 10);
+            var period = (await server.PlayerAsync(boardId, me)).Period;
+            Func<PlayerEvent, string> text = e =>
+            {
+                var s = e as StandingEvent;
+                if (s != null) return "standing " + s.BoardId + " " + s.Window + " " + s.Period + " #" + s.Rank + " was " + (s.PreviousRank.HasValue ? s.PreviousRank.ToString() : "-");
+                var p = (PassedEvent)e;
+                return "passed " + p.BoardId + " " + p.Window + " " + p.Period + " " + p.PlayerId + " #" + p.Rank + " you #" + p.YourRank;
+            };
+            Func<long, string, string> standing = (rank, was) => "standing " + boardId + " all-time " + period + " #" + rank + " was " + was;
+
+            using (var stream = await server.OpenPlayerEventsAsync(me, new[] { boardId }, new[] { pal, NewId("pe-stranger") }))
+            {
+                Equal(standing(1, "-"), text(await Next(stream, "on connect")), "on connect");
+                await server.SubmitAsync(boardId, "r-3", rival, 70); // not a listed friend: no passed event
+                Equal(standing(2, "1"), text(await Next(stream, "passed by a stranger")), "passed by a stranger");
+                await server.SubmitAsync(boardId, "r-4", pal, 90); // a listed friend overtakes
+                var two = new[] { text(await Next(stream, "passed by a friend")), text(await Next(stream, "passed by a friend")) };
+                Same(new[] { standing(3, "2"), "passed " + boardId + " all-time " + period + " " + pal + " #1 you #3" }, two, "passed by a friend");
+            }
+            await Throws<BoardNotFound>(() => server.OpenPlayerEventsAsync(me, new[] { boardId, "cs-no-such-board" }), "an unknown board");
+            await Throws<InvalidRequest>(() => server.OpenPlayerEventsAsync(me, new string[0]), "no boards");
+            await Throws<Unauthorized>(() => new RankdClient(baseUrl).OpenPlayerEventsAsync(me, new[] { boardId }), "no key");
+
+            // a token client follows its own player, and no one else
+            var game = new RankdClient(baseUrl, (await server.MintTokenAsync(me)).Token);
+            using (var own = await game.OpenPlayerEventsAsync(me, new[] { boardId }))
+            {
+                Equal(standing(3, "-"), text(await Next(own, "the token's own stream")), "the token's own stream");
+            }
+            var refused = await Throws<Forbidden>(() => game.OpenPlayerEventsAsync(pal, new[] { boardId }), "another player's stream");
+            Equal(403, refused.Status, "403");
+        }
+
+        // --- the guides' snippets ------------------------------------------------------------------
+
+        private static async Task GuideSnippets()
+        {
+            var snippets = Type.GetType("Rankd.Tests.DocSnippets");
+            if (snippets == null) throw new Failure("compiled without the guides' snippets (tests/system/test_csharp_client.py adds them)");
+            var methods = snippets.GetMethods(BindingFlags.Public | BindingFlags.Static).Where(m => m.Name.StartsWith("Block")).OrderBy(m => m.MetadataToken).ToList();
+            Check(methods.Count > 0, "snippets found");
+            foreach (var method in methods)
+            {
+                var where = ((DescriptionAttribute)method.GetCustomAttributes(typeof(DescriptionAttribute), false)[0]).Text;
+                Console.WriteLine("    >>> " + where);
+                try
+                {
+                    await (Task)method.Invoke(null, null);
+                }
+                catch (Exception e)
+                {
+                    var inner = e is TargetInvocationException ? e.InnerException : e;
+                    throw new Failure("the snippet at " + where + " failed: " + inner);
+                }
+            }
+        }
+
+        private static async Task UnitySampleRuns()
+        {
+            var panelType = Type.GetType("LeaderboardPanel");
+            if (panelType == null) throw new Failure("compiled without the Unity sample (tests/system/test_csharp_client.py adds it)");
+            var boardId = NewId("cs-unity");
+            await admin.PutBoardAsync(boardId, new BoardSettings { ClientSubmits = true });
+            var player = NewId("unity-p");
+            await server.PutPlayerAsync(player, "unity_runs");
+            var token = (await server.MintTokenAsync(player, new[] { "read", "submit" })).Token;
+            var panel = Activator.CreateInstance(panelType);
+            Func<string, FieldInfo> field = name => panelType.GetField(name, BindingFlags.Instance | BindingFlags.NonPublic);
+            field("serviceUrl").SetValue(panel, baseUrl);
+            field("boardId").SetValue(panel, boardId);
+            field("playerId").SetValue(panel, player);
+            field("playerToken").SetValue(panel, token);
+            // as Unity would: Start (async void) submits a run and fills the panel's lines
+            panelType.GetMethod("Start", BindingFlags.Instance | BindingFlags.NonPublic).Invoke(panel, null);
+            var lines = (List<string>)field("lines").GetValue(panel);
+            await Eventually(() => Task.FromResult(lines.Count > 0), "the panel shows the top");
+            Same(new[] { "1. unity_runs" }, lines.Select(l => l.Substring(0, l.IndexOf("  ", StringComparison.Ordinal))), "the top 10");
+            Equal(1L, (await server.TopAsync(boardId)).Total, "the run, submitted with the player's token");
+        }
+
+        // --- the runner -------------------------------------------------------------------------------
+
+        private static readonly List<KeyValuePair<string, Func<Task>>> Tests = new List<KeyValuePair<string, Func<Task>>>
+        {
+            Test("wire: src/Wire.g.cs is what the service's /openapi.json generates", WireMatchesOpenApi),
+            Test("wire: the types read and write JSON", WireTypesReadAndWrite),
+            Test("json: reads and writes RFC 8259", JsonReadsAndWrites),
+            Test("endpoints: boards, runs, reads and profiles", BoardsRunsReadsProfiles),
+            Test("endpoints: SubmitManyAsync sends batches of at most 1000", SubmitManySendsBatches),
+            Test("endpoints: holds, bans, erasure, deleting a board", Moderation),
+            Test("tokens: a token client reads its own view and submits its own runs", TokenClient),
+            Test("tokens: top pages follow cursors", CursorPaging),
+            Test("errors: classes with status, code and message; not built; never retried", ErrorsAreClasses),
+            Test("retries: a submit is retried with the same run_id, nothing else is", RetriedWithTheSameRunId),
+            Test("events: the top list on connect and after each change", LiveTopList),
+            Test("events: a player's own stream: rank changes, a friend passing, a token", PlayerEventStream),
+            Test("snippets: the guides' C# runs as written", GuideSnippets),
+            Test("snippets: the Unity sample submits and shows the top 10", UnitySampleRuns),
+        };
+
+        private static KeyValuePair<string, Func<Task>> Test(string name, Func<Task> run)
+        {
+            return new KeyValuePair<string, Func<Task>>(name, run);
+        }
+
+        public static int Main(string[] args)
+        {
+            if (args.Length < 2)
+            {
+                Console.Error.WriteLine("usage: ClientTests.exe <base url> <src/Wire.g.cs> [group ...]");
+                return 2;
+            }
+            baseUrl = args[0].TrimEnd('/');
+            wirePath = args[1];
+            var groups = args.Skip(2).ToList();
+            admin = new RankdClient(baseUrl, Admin);
+            server = new RankdClient(baseUrl, Server);
+            int passed = 0, failed = 0;
+            foreach (var test in Tests)
+            {
+                var group = test.Key.Substring(0, test.Key.IndexOf(':'));
+                if (groups.Count > 0 && !groups.Contains(group)) continue;
+                var watch = Stopwatch.StartNew();
+                try
+                {
+                    test.Value().GetAwaiter().GetResult();
+                    passed++;
+                    Console.WriteLine("ok   " + test.Key + " (" + watch.ElapsedMilliseconds + " ms)");
+                }
+                catch (Exception e)
+                {
+                    failed++;
+                    Console.WriteLine("FAIL " + test.Key + " (" + watch.ElapsedMilliseconds + " ms)");
+                    Console.WriteLine("     " + (e is Failure ? e.Message : e.ToString()).Replace("\n", "\n     "));
+                }
+            }
+            Console.WriteLine(passed + " passed, " + failed + " failed");
+            return failed == 0 && passed > 0 ? 0 : 1;
+        }
+    }
+
+    /// <summary>Where a guide's snippet comes from (file:line), on each DocSnippets method.</summary>
+    [AttributeUsage(AttributeTargets.Method)]
+    public sealed class DescriptionAttribute : Attribute
+    {
+        public DescriptionAttribute(string text)
+        {
+            Text = text;
+        }
+
+        public string Text { get; private set; }
+    }
+}
