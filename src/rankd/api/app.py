@@ -21,6 +21,7 @@ from rankd.api import (
     errors,
     openapi,
     routes_boards,
+    routes_console,
     routes_live,
     routes_moderation,
     routes_ops,
@@ -140,6 +141,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         routes_player_events,
         routes_ops,
         docs_pages,
+        routes_console,
         routes_unbuilt,
     ):
         app.include_router(module.router)

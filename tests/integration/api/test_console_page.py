@@ -1,0 +1,133 @@
+"""/console serves its page, script and style from the package itself (no CDN, nothing
+inline), each under a Content-Security-Policy that allows this origin's files and calls only;
+the script keeps to the rules the page's safety rests on (text only, the key in
+sessionStorage only) and calls only routes the public API has. The browser itself is in
+tests/system/test_console.py."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from html.parser import HTMLParser
+from importlib import resources
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+ROOT = Path(__file__).resolve().parents[3]
+ASSETS = {
+    "/console/console.js": "text/javascript; charset=utf-8",
+    "/console/console.css": "text/css; charset=utf-8",
+}
+
+
+class Page(HTMLParser):
+    """The URLs a page loads, its inline scripts and styles, and its inline handlers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self.inline: list[str] = []
+        self._tag: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        self._tag = tag if tag in ("script", "style") and "src" not in named else None
+        for name, value in attrs:
+            if name in ("src", "href") and value and not value.startswith("#"):
+                self.urls.append(value)
+            if name.startswith("on") or name == "style":
+                self.inline.append(f"<{tag} {name}=...>")
+
+    def handle_data(self, data: str) -> None:
+        if self._tag is not None and data.strip():
+            self.inline.append(f"<{self._tag}>{data.strip()[:40]}")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._tag = None
+
+
+def policy(response: httpx.Response) -> dict[str, str]:
+    header = response.headers["content-security-policy"]
+    return {d.split()[0]: d.partition(" ")[2] for d in (p.strip() for p in header.split(";"))}
+
+
+def check_policy(response: httpx.Response) -> None:
+    csp = policy(response)
+    assert csp["default-src"] == "'none'"
+    assert csp["script-src"] == "'self'"  # no 'unsafe-inline', no other origin
+    assert csp["style-src"] == "'self'"
+    assert csp["connect-src"] == "'self'"
+    assert csp["frame-ancestors"] == "'none'"
+    assert csp["form-action"] == "'none'"
+    assert "unsafe" not in response.headers["content-security-policy"]
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["referrer-policy"] == "no-referrer"
+
+
+async def test_the_page_loads_its_own_assets_under_a_policy(client: httpx.AsyncClient) -> None:
+    response = await client.get("/console")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    check_policy(response)
+    page = Page()
+    page.feed(response.text)
+    assert page.inline == [], "inline script, style or handler: the policy would refuse it"
+    assert set(ASSETS) <= set(page.urls), page.urls
+    for url in page.urls:
+        assert url.startswith("/") and not url.startswith("//"), f"{url} is not this origin's"
+        asset = await client.get(url)
+        assert asset.status_code == 200, url
+        assert len(asset.content) > 100, url
+    for url, media_type in ASSETS.items():
+        asset = await client.get(url)
+        assert asset.headers["content-type"] == media_type
+        check_policy(asset)
+        assert b"http://" not in asset.content and b"https://" not in asset.content, url
+
+
+def script() -> str:
+    return resources.files("rankd.static").joinpath("console").joinpath("console.js").read_text()
+
+
+@pytest.mark.parametrize(
+    "banned",
+    ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "localStorage",
+     "document.cookie", "new Function"],
+)  # fmt: skip
+def test_the_script_renders_text_and_keeps_the_key_in_the_tab(banned: str) -> None:
+    assert banned not in script()
+
+
+def test_the_script_calls_only_public_routes(app: FastAPI) -> None:
+    """Every /v1 path the script builds is a route of the public API, as its OpenAPI
+    document lists them: no private route, so the console and the API cannot disagree."""
+    called = {
+        re.sub(r"\$\{[^}]*\}", "X", path).partition("?")[0]
+        for path in re.findall(r"[`\"](/v1/[^`\"]*)[`\"]", script())
+    }
+    assert len(called) >= 10, called
+    documented = [p.split("/") for p in app.openapi()["paths"]]
+    for path in called:
+        parts = path.split("/")
+        assert any(
+            len(parts) == len(route)
+            and all(
+                c == "X" or r.startswith("{") or c == r for c, r in zip(parts, route, strict=True)
+            )
+            for route in documented
+        ), f"{path} is not a documented route"
+
+
+def test_the_package_ships_every_console_file() -> None:
+    """pyproject.toml's package data names each file under rankd/static/console/."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = data["tool"]["setuptools"]["package-data"]["rankd"]
+    folder = ROOT / "src" / "rankd" / "static" / "console"
+    files = sorted(p.relative_to(ROOT / "src" / "rankd").as_posix() for p in folder.iterdir())
+    assert {"static/console/index.html", "static/console/console.js"} <= set(files)
+    for name in files:
+        assert any(fnmatch.fnmatch(name, p) for p in patterns), f"{name} is not packaged"

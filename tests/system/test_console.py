@@ -1,0 +1,393 @@
+"""The console at /console in a real browser (headless Chromium driven by Playwright)
+against a real `rankd serve` process: signing in keeps the admin key in the tab's
+sessionStorage only; a held run approved from the review queue (by keyboard) reaches the
+board and a rejected one never does; a ban from the players view hides the player from the
+public top, and lifting it brings them back; erasing asks for the id first; a bad board
+definition shows the API's own error beside the field it names; a hostile player name is
+shown as text, never as markup.
+
+Skips only when no Chromium is installed (as tests/system/test_live_page.py). With
+RANKD_UPDATE_SCREENSHOT=1 it also writes docs/console-*.png for docs/console.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.async_api import Page, async_playwright, expect
+
+from tests.support.common import ADMIN, ADMIN_H, SERVER, SERVER_H, Urls, new_board_id
+from tests.support.live import free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+CHROMIUM = next(
+    (
+        p
+        for p in (os.environ.get("RANKD_CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium")
+        if p and Path(p).is_file()
+    ),
+    None,
+)
+# a closed network refuses the browser's own background traffic; these keep it quiet
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+HOSTILE = '<img src=x onerror="document.body.dataset.pwned=1">'
+
+
+@pytest.fixture(scope="module")
+def service(urls: Urls) -> Iterator[str]:
+    """`rankd serve` in a process of its own, on the session's servers: its base URL."""
+    if CHROMIUM is None:
+        pytest.skip("no Chromium found (apt-get install chromium, or set RANKD_CHROMIUM)")
+    base = f"http://127.0.0.1:{free_port()}"
+    env = os.environ | {
+        "RANKD_REDIS_URL": urls.redis,
+        "RANKD_POSTGRES_URL": urls.postgres,
+        "RANKD_NATS_URL": urls.nats,
+        "RANKD_ADMIN_KEYS": ADMIN,
+        "RANKD_SERVER_KEYS": SERVER,
+        "RANKD_SEASON_JOB_INTERVAL_S": "0",
+        "RANKD_LOG_LEVEL": "warning",
+    }
+    port = base.rpartition(":")[2]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rankd.cli", "serve", "--port", port], env=env
+    )
+    try:
+        # other tests of this worker's servers may leave log messages the new instance
+        # waits on at start (redelivered with backoff): generous, and says why if not
+        deadline, said = time.monotonic() + 120, "no answer"
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                ready = httpx.get(f"{base}/readyz", timeout=2)
+                if ready.status_code == 200:
+                    break
+                said = ready.text
+            assert process.poll() is None, "rankd serve exited"
+            assert time.monotonic() < deadline, f"rankd serve did not become ready: {said}"
+            time.sleep(0.2)
+        yield base
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+async def page(service: str) -> AsyncIterator[Page]:
+    """A fresh browser per test, so its own sessionStorage and sign-in. Any script error,
+    or anything the page's Content-Security-Policy refused, fails the test."""
+    problems: list[str] = []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = await browser.new_page(viewport={"width": 1280, "height": 760}, locale="en-GB")
+            page.on("pageerror", lambda error: problems.append(str(error)))
+            page.on(
+                "console",
+                lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None,
+            )
+            yield page
+        finally:
+            await browser.close()
+    assert not problems, problems
+
+
+@pytest.fixture
+async def http(service: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=service, timeout=10) as client:
+        yield client
+
+
+async def put(http: httpx.AsyncClient, path: str, **body: Any) -> None:
+    """A board (admin key) or a player's name (server key)."""
+    headers = ADMIN_H if path.startswith("/v1/boards/") else SERVER_H
+    response = await http.put(path, json=body, headers=headers)
+    assert response.status_code in (200, 201), response.text
+
+
+async def submit(http: httpx.AsyncClient, board_id: str, player: str, score: int) -> str:
+    """Submits a run; answers its status in the board's first window (ranked or held)."""
+    run = {"run_id": f"console-{player}-{time.monotonic_ns()}", "player_id": player, "score": score}
+    response = await http.post(f"/v1/boards/{board_id}/runs", json=run, headers=SERVER_H)
+    assert response.status_code == 200, response.text
+    status: str = response.json()["standings"][0]["status"]
+    return status
+
+
+async def top_players(http: httpx.AsyncClient, board_id: str) -> list[str]:
+    response = await http.get(f"/v1/boards/{board_id}/top", params={"n": 100})
+    assert response.status_code == 200, response.text
+    return [e["player_id"] for e in response.json()["entries"]]
+
+
+async def sign_in(page: Page, service: str, path: str = "") -> None:
+    await page.goto(f"{service}/console{path}")
+    await page.fill("#key", ADMIN)
+    await page.click("#signin-form button")
+    await expect(page.locator("#tabs")).to_be_visible()
+
+
+async def shoot(page: Page, name: str) -> None:
+    if os.environ.get("RANKD_UPDATE_SCREENSHOT"):
+        await page.wait_for_timeout(300)  # the health strip's first answers
+        await page.evaluate("window.scrollTo(0, 0)")
+        await page.screenshot(path=str(DOCS / f"console-{name}.png"), full_page=True)
+
+
+async def test_the_key_stays_in_the_tab(service: str, page: Page) -> None:
+    await page.goto(f"{service}/console")
+    await expect(page.locator("#signin")).to_be_visible()
+    # the health strip, before signing in: /readyz is public
+    await expect(page.locator("#h-state")).to_have_text(re.compile(r"^(ready|degraded)$"))
+    for key, said in (("not-a-key", "does not accept"), (SERVER, "not an admin key")):
+        await page.fill("#key", key)
+        await page.click("#signin-form button")
+        await expect(page.locator("#signin-error")).to_contain_text(said)
+    await page.fill("#key", ADMIN)
+    await page.press("#key", "Enter")
+    await expect(page.locator("#tabs")).to_be_visible()
+    assert await page.evaluate("sessionStorage.getItem('rankd.console.key')") == ADMIN
+    assert await page.evaluate("localStorage.length") == 0
+    assert await page.evaluate("document.cookie") == ""
+    assert ADMIN not in page.url
+    assert await page.input_value("#key") == ""
+    # a reload keeps the tab signed in; signing out forgets the key
+    await page.reload()
+    await expect(page.locator("#tabs")).to_be_visible()
+    await page.click("#signout")
+    await expect(page.locator("#signin")).to_be_visible()
+    assert await page.evaluate("sessionStorage.length") == 0
+
+
+async def test_a_held_run_approved_from_the_console_reaches_the_board(
+    service: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    board_id = new_board_id("console-cup")
+    await put(http, f"/v1/boards/{board_id}", windows=["all-time", "weekly"])
+    for i, (player, shown) in enumerate(
+        [("c-ana", "ana"), ("c-bo", "bo_speed"), ("c-cy", "cyra"), ("c-dee", "dee")]
+    ):
+        await put(http, f"/v1/players/{player}", name=shown)
+        assert await submit(http, board_id, player, 40_000 - 5_000 * i) == "ranked"
+    # from now on a run that would enter the top 3 waits for a moderator
+    await put(http, f"/v1/boards/{board_id}", hold_top=3)
+    for player, shown, points in (("c-eve", "eve", 41_000), ("c-fay", "fay", 40_500)):
+        await put(http, f"/v1/players/{player}", name=shown)
+        assert await submit(http, board_id, player, points) == "held"
+    await put(http, "/v1/players/c-hax", name="xX_h4x_Xx")
+    assert await submit(http, board_id, "c-hax", 900_000) == "held"
+
+    await sign_in(page, service)
+    rows = page.locator(f'#queue-rows tr[data-key^="{board_id}"]')
+    await expect(rows).to_have_count(3)
+    eve, fay, hax = rows.nth(0), rows.nth(1), rows.nth(2)  # oldest first
+    await expect(eve.locator(".name")).to_have_text("eve")
+    await expect(hax.locator(".name")).to_have_text("xX_h4x_Xx")
+    await expect(hax.locator(".vs")).to_have_text("+2,150 %")  # 900,000 against 40,000
+    await expect(hax.locator(".vs")).to_have_class("num vs far")
+    await expect(page.locator("#keys")).to_contain_text("approve")
+
+    # the cursor on eve's run: the context a moderator decides from
+    await eve.click()
+    detail = page.locator("#queue-detail")
+    await expect(detail.locator("h2")).to_have_text("eve")
+    await expect(detail.locator(".rank-row").first).to_contain_text("#1 of 4 now")
+    await expect(detail.locator(".rank-row").first).to_contain_text("+3 %")
+    await expect(detail).to_contain_text("None on any board's current period.")
+    # j moves down to the cheat's run, whose context shows how far past the top it is
+    await page.keyboard.press("j")
+    await expect(fay).to_have_class("cursor")
+    await page.keyboard.press("j")
+    await expect(hax).to_have_class("cursor")
+    await expect(detail.locator("h2")).to_have_text("xX_h4x_Xx")
+    await expect(detail.locator(".rank-row").first.locator(".far")).to_have_text("+2,150 %")
+    await shoot(page, "queue")
+    # r rejects the run under the cursor; the cursor stays in the list
+    await page.keyboard.press("r")
+    await expect(page.locator("#toast")).to_contain_text("Rejected 1 run")
+    await expect(rows).to_have_count(2)
+    await expect(fay).to_have_class("cursor")
+    # x selects (Esc clears); a then approves the selection, after a confirmation
+    await page.keyboard.press("x")
+    await page.keyboard.press("Escape")
+    await expect(page.locator("#queue-approve")).to_have_text("Approve (a)")
+    for key in "xkx":
+        await page.keyboard.press(key)
+    await expect(page.locator("#queue-approve")).to_have_text("Approve 2 (a)")
+    await page.keyboard.press("a")
+    await expect(page.locator("#confirm-title")).to_have_text("Approve 2 held runs?")
+    await page.click("#confirm-ok")
+    await expect(page.locator("#toast")).to_contain_text("Approved 2 runs")
+    await expect(rows).to_have_count(0)
+
+    # on the board through the public reads: eve and fay published, the cheat never
+    listed = await top_players(http, board_id)
+    assert listed[:2] == ["c-eve", "c-fay"], listed
+    assert "c-hax" not in listed
+    holds = await http.get(f"/v1/boards/{board_id}/holds", headers=ADMIN_H)
+    assert holds.json()["holds"] == []
+
+
+async def test_a_ban_from_the_console_hides_the_player(
+    service: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    board_id = new_board_id("console-ban")
+    await put(http, f"/v1/boards/{board_id}", windows=["all-time", "weekly"])
+    for player, shown, points in (("b-kai", "kai_runs", 900), ("b-lu", "lu", 500)):
+        await put(http, f"/v1/players/{player}", name=shown)
+        await submit(http, board_id, player, points)
+    assert "b-kai" in await top_players(http, board_id)
+
+    await sign_in(page, service, "#players/b-kai")
+    await expect(page.locator("#p-name")).to_have_text("kai_runs")
+    await expect(page.locator("#p-status")).to_have_text("not banned")
+    entries = page.locator("#p-entries tbody tr", has_text=board_id)
+    await expect(entries).to_have_count(2)  # all-time and weekly
+    await expect(entries.first).to_contain_text("public")
+    # not built in the API yet: shown, disabled, saying so
+    remove = entries.first.locator("button")
+    await expect(remove).to_be_disabled()
+    assert "not built yet" in (await remove.get_attribute("title") or "")
+
+    await page.click("#p-ban")
+    await expect(page.locator("#confirm")).to_be_visible()
+    await page.click("#confirm-ok")
+    await expect(page.locator("#toast")).to_contain_text("Banned b-kai")
+    await expect(page.locator("#p-status")).to_have_text("banned")
+    await expect(page.locator("#p-ban-note")).to_contain_text("Banned since")
+    await expect(entries.first).to_contain_text("hidden: banned")
+    await expect(page.locator("#bans tbody tr", has_text="b-kai")).to_have_count(1)
+    await shoot(page, "players")
+    # the public top no longer shows them (within a second, per the API)
+    deadline = time.monotonic() + 2
+    while "b-kai" in await top_players(http, board_id):
+        assert time.monotonic() < deadline, "the banned player still shows"
+        await page.wait_for_timeout(100)
+
+    await page.click("#p-unban")
+    await page.click("#confirm-ok")
+    await expect(page.locator("#p-status")).to_have_text("not banned")
+    assert "b-kai" in await top_players(http, board_id)
+
+    # erasing asks for the player's id before it can be confirmed; cancel changes nothing
+    await page.fill("#lookup-id", "b-lu")
+    await page.press("#lookup-id", "Enter")
+    await expect(page.locator("#p-name")).to_have_text("lu")
+    await page.click("#p-erase")
+    await expect(page.locator("#confirm-ok")).to_be_disabled()
+    await page.click("#confirm-cancel")
+    assert "b-lu" in await top_players(http, board_id)
+    await page.click("#p-erase")
+    await page.fill("#confirm-type", "b-lu")
+    await page.click("#confirm-ok")
+    await expect(page.locator("#toast")).to_contain_text("Erased b-lu")
+    assert "b-lu" not in await top_players(http, board_id)
+
+
+async def test_a_bad_board_definition_shows_the_apis_error_on_its_field(
+    service: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    board_id = new_board_id("console-new")
+    await sign_in(page, service, "#boards")
+    await page.click("#board-new")
+    await page.fill("#f-board_id", board_id)
+    await page.check('[data-field="windows"] input[value="weekly"]')
+    await page.fill("#f-hold_top", "-1")
+    await page.click("#editor-save")
+    # the API's own words, beside the field they name
+    said = await http.put(f"/v1/boards/{board_id}", json={"hold_top": -1}, headers=ADMIN_H)
+    assert said.status_code == 400
+    error = page.locator('[data-error-for="hold_top"]')
+    await expect(error).to_have_text(f"{said.json()['error']['message']} (invalid_request)")
+    await expect(page.locator("#f-hold_top")).to_be_focused()
+    await shoot(page, "boards")
+    # another: a sum board cannot hold runs for review
+    await page.fill("#f-hold_top", "2")
+    await page.select_option("#f-policy", "sum")
+    await page.click("#editor-save")
+    await expect(error).to_contain_text("hold_top applies to best boards only")
+    await expect(page.locator('[data-error-for="policy"]')).to_be_hidden()
+
+    # fixed, it is created; nothing was created by the refused attempts before
+    await page.select_option("#f-policy", "best")
+    await page.click("#editor-save")
+    await expect(page.locator("#toast")).to_contain_text(f"Created {board_id}")
+    await expect(error).to_be_hidden()
+    created = (await http.get(f"/v1/boards/{board_id}")).json()
+    assert created["windows"] == ["all-time", "weekly"] and created["hold_top"] == 2
+    await expect(page.locator(f'#boards tr[data-board="{board_id}"]')).to_have_count(1)
+
+    # editing sends what changed; a field the API will not change once there are runs
+    # shows its 409 on that field
+    assert await submit(http, board_id, "n-one", 10) == "held"
+    await page.fill("#f-grace_seconds", "60")
+    await page.fill("#f-hold_top", "0")
+    await page.click("#editor-save")
+    await expect(page.locator("#toast")).to_contain_text(f"Saved {board_id}")
+    edited = (await http.get(f"/v1/boards/{board_id}")).json()
+    assert edited["grace_seconds"] == 60 and edited["hold_top"] == 0, edited
+    assert await submit(http, board_id, "n-two", 20) == "ranked"
+    await page.select_option("#f-order", "asc")
+    await page.click("#editor-save")
+    await expect(page.locator('[data-error-for="order"]')).to_contain_text("board_immutable_field")
+    # the periods (listed once public entries exist), the close action shown as not built
+    await page.click(f'#boards tr[data-board="{board_id}"]')
+    weekly = page.locator("#periods tbody tr", has_text="weekly")
+    await expect(weekly.first).to_contain_text("open")
+    await expect(weekly.first.locator("button")).to_be_disabled()
+
+    # deleting asks for the board's id first
+    await page.click("#board-delete")
+    await page.fill("#confirm-type", board_id)
+    await page.click("#confirm-ok")
+    await expect(page.locator("#toast")).to_contain_text(f"Deleted {board_id}")
+    assert (await http.get(f"/v1/boards/{board_id}")).status_code == 404
+
+
+async def test_a_hostile_player_name_is_shown_as_text(
+    service: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    board_id = new_board_id("console-xss")
+    await put(http, f"/v1/boards/{board_id}", hold_top=5)
+    await put(http, "/v1/players/x-mal", name=HOSTILE)
+    assert await submit(http, board_id, "x-mal", 1234) == "held"
+
+    await sign_in(page, service)
+    row = page.locator(f'#queue-rows tr[data-key^="{board_id}"]')
+    await expect(row.locator(".name")).to_have_text(HOSTILE)
+    await row.click()
+    await expect(page.locator("#queue-detail h2")).to_have_text(HOSTILE)
+    await page.goto(f"{service}/console#players/x-mal")
+    await expect(page.locator("#p-name")).to_have_text(HOSTILE)
+    await expect(page.locator("#p-entries tbody tr", has_text=board_id)).to_have_count(1)
+    # no element was made from it, and its handler never ran
+    assert await page.locator("img").count() == 0
+    assert await page.evaluate("document.body.dataset.pwned") is None
