@@ -51,6 +51,7 @@ class Doc:
 
 MAX_BATCH = 1000  # runs per runs:batch call
 MAX_NAME = 64  # characters of a player's display name
+MAX_BAN_REASON = 500  # characters of a ban's reason
 MAX_SHARDS = 1024
 MAX_HOLD_TOP = 10_000
 MAX_GRACE_S = 31_536_000  # a year
@@ -347,6 +348,18 @@ class Ban(TypedDict):
 class BanInfo(TypedDict):
     player_id: str
     banned_at: str
+    reason: Annotated[str | None, Doc(description="the ban's reason, if one was given")]
+
+
+class BanRequest(TypedDict):
+    """The optional body of a ban."""
+
+    reason: NotRequired[
+        Annotated[
+            str,
+            Doc(description=f"why (1..{MAX_BAN_REASON} printable characters), for moderators"),
+        ]
+    ]
 
 
 class Bans(TypedDict):

@@ -10,10 +10,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from rankd import results
-from rankd.api.http import reply, runtime
+from rankd.api import schemas
+from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest
 from rankd.formats import check_player_id, check_run_id, format_time
-from rankd.results import Ban, Bans, HoldDecision, Holds
+from rankd.results import MAX_BAN_REASON, Ban, Bans, HoldDecision, Holds
 from rankd.stores import moderation as db
 
 router = APIRouter(tags=["moderation"])
@@ -23,15 +24,44 @@ async def _ban(request: Request, player_id: str, banned: bool) -> Response:
     rt = runtime(request)
     rt.auth.require(request, "admin")
     check_player_id(player_id)
-    await rt.moderation.ban(player_id, banned)
+    reason = await _reason(request) if banned else None
+    await rt.moderation.ban(player_id, banned, reason)
     body: Ban = {"player_id": player_id, "banned": banned}
     return reply(body)
+
+
+def _has_body(request: Request) -> bool:
+    length = request.headers.get("content-length")
+    return length != "0" if length is not None else "transfer-encoding" in request.headers
+
+
+async def _reason(request: Request) -> str | None:
+    """A ban's optional ``{"reason": "..."}``; no body at all is a ban without one."""
+    if not _has_body(request):
+        return None
+    body = await read_json(request)
+    if not isinstance(body, dict) or set(body) - {"reason"}:
+        raise InvalidRequest('the body must be {"reason": "..."}, or none')
+    reason = body.get("reason")
+    if reason is None:
+        return None
+    if (
+        not isinstance(reason, str)
+        or not reason.strip()
+        or len(reason) > MAX_BAN_REASON
+        or not reason.isprintable()
+    ):
+        raise InvalidRequest(f"reason must be 1..{MAX_BAN_REASON} printable characters")
+    return reason
 
 
 @router.post(
     "/v1/players/{player_id}/ban",
     response_model=results.Ban,
+    openapi_extra=schemas.body_schema(results.BanRequest, schemas.BAN_IN_EXAMPLE, required=False),
     summary="Shadow-ban a player on every board (admin)",
+    description="An optional body records why (`reason`), for moderators: `GET /v1/bans` "
+    "shows it; the player and server keys never see it. Banning again replaces it.",
 )
 async def ban(player_id: str, request: Request) -> Response:
     return await _ban(request, player_id, True)
@@ -78,8 +108,8 @@ async def bans(
     rows = await db.list_bans(rt.pg, limit, _cursor(after))
     body: Bans = {
         "bans": [
-            {"player_id": player_id, "banned_at": format_time(at_ms)}
-            for player_id, at_ms, _ in rows
+            {"player_id": player_id, "banned_at": format_time(at_ms), "reason": reason}
+            for player_id, at_ms, _, reason in rows
         ],
         "next": str(rows[-1][2]) if len(rows) == limit else None,
     }

@@ -235,6 +235,7 @@ BATCH_IN_EXAMPLE: dict[str, Any] = {
     ]
 }
 PROFILE_IN_EXAMPLE: dict[str, Any] = {"name": "kai_runs", "segments": {"country": "FR"}}
+BAN_IN_EXAMPLE: dict[str, Any] = {"reason": "speed hack: 3 runs under the track record"}
 TOKEN_IN_EXAMPLE: dict[str, Any] = {"ttl_s": 3600, "scope": ["read", "submit"]}
 
 
@@ -270,7 +271,7 @@ def shape_schema(shape: type, ref_template: str = "#/$defs/{model}") -> dict[str
     return nullable_optionals(schema)
 
 
-def body_schema(shape: type, example: dict[str, Any]) -> dict[str, Any]:
+def body_schema(shape: type, example: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
     """An inline OpenAPI request body for endpoints that parse JSON themselves."""
     schema = shape_schema(shape)
     defs = schema.pop("$defs", {})
@@ -287,7 +288,7 @@ def body_schema(shape: type, example: dict[str, Any]) -> dict[str, Any]:
 
     return {
         "requestBody": {
-            "required": True,
+            "required": required,
             "content": {"application/json": {"schema": inline(schema), "example": example}},
         }
     }

@@ -312,8 +312,9 @@ class AsyncRankdClient:
         call = calls.mint_token(player_id, ttl_s, scope)
         return cast(PlayerTokenIssued, await self._send(call))
 
-    async def ban(self, player_id: str) -> Ban:
-        return cast(Ban, await self._send(calls.ban(player_id)))
+    async def ban(self, player_id: str, reason: str | None = None) -> Ban:
+        """Shadow-ban on every board; ``reason`` is kept for moderators (``bans()``)."""
+        return cast(Ban, await self._send(calls.ban(player_id, reason)))
 
     async def unban(self, player_id: str) -> Ban:
         return cast(Ban, await self._send(calls.unban(player_id)))

@@ -238,8 +238,9 @@ def standings(player_id: str, boards: str | Sequence[str], where: dict[str, str]
     return Call("GET", f"/v1/players/{_part(player_id)}/standings", params=params)
 
 
-def ban(player_id: str) -> Call:
-    return Call("POST", f"/v1/players/{_part(player_id)}/ban")
+def ban(player_id: str, reason: str | None = None) -> Call:
+    body = None if reason is None else {"reason": reason}
+    return Call("POST", f"/v1/players/{_part(player_id)}/ban", body=body)
 
 
 def unban(player_id: str) -> Call:

@@ -308,8 +308,9 @@ class RankdClient:
         call = calls.mint_token(player_id, ttl_s, scope)
         return cast(PlayerTokenIssued, self._send(call))
 
-    def ban(self, player_id: str) -> Ban:
-        return cast(Ban, self._send(calls.ban(player_id)))
+    def ban(self, player_id: str, reason: str | None = None) -> Ban:
+        """Shadow-ban on every board; ``reason`` is kept for moderators (``bans()``)."""
+        return cast(Ban, self._send(calls.ban(player_id, reason)))
 
     def unban(self, player_id: str) -> Ban:
         return cast(Ban, self._send(calls.unban(player_id)))

@@ -222,11 +222,11 @@ class Moderation:
 
     # bans
 
-    async def ban(self, player_id: str, banned: bool) -> None:
+    async def ban(self, player_id: str, banned: bool, reason: str | None = None) -> None:
         """Ban (or unban) a player; their entries have moved when this returns, and move
         again once every instance and the log consumer have surely caught up."""
         at_ms = _now_ms()
-        await db.set_banned(self.pg, player_id, banned, at_ms)
+        await db.set_banned(self.pg, player_id, banned, at_ms, reason)
         await self.bans.refresh()
         # the durable copy lists every period they have an entry in once the consumer has
         # applied the runs logged before now (segments a run named itself included)

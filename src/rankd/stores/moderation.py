@@ -14,14 +14,18 @@ from rankd.periods import PeriodRef
 from rankd.stores.postgres import ANY_IDS_UNPREPARED, Conn, PostgresStore
 
 
-async def set_banned(pg: PostgresStore, player_id: str, banned: bool, now_ms: int) -> None:
-    """Record a ban or unban; it takes the next ban seq, so every instance's refresh sees it."""
+async def set_banned(
+    pg: PostgresStore, player_id: str, banned: bool, now_ms: int, reason: str | None = None
+) -> None:
+    """Record a ban (with its reason, if any) or unban; it takes the next ban seq, so every
+    instance's refresh sees it."""
     async with pg.connection() as conn:
         await conn.execute(
-            "INSERT INTO bans (player_id, banned, changed_ms) VALUES (%s, %s, %s)"
+            "INSERT INTO bans (player_id, banned, changed_ms, reason) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT (player_id) DO UPDATE SET banned = EXCLUDED.banned,"
-            " seq = nextval('ban_seq'), changed_ms = EXCLUDED.changed_ms",
-            (player_id, banned, now_ms),
+            " seq = nextval('ban_seq'), changed_ms = EXCLUDED.changed_ms,"
+            " reason = EXCLUDED.reason",
+            (player_id, banned, now_ms, reason),
         )
 
 
@@ -36,16 +40,16 @@ async def bans_since(pg: PostgresStore, seq: int) -> list[tuple[str, bool, int]]
 
 async def list_bans(
     pg: PostgresStore, limit: int, after_seq: int | None
-) -> list[tuple[str, int, int]]:
-    """(player, banned at ms, ban seq) of the players banned now, newest ban first, after
-    the ban seq ``after_seq`` (a page's cursor) if given."""
+) -> list[tuple[str, int, int, str | None]]:
+    """(player, banned at ms, ban seq, reason) of the players banned now, newest ban first,
+    after the ban seq ``after_seq`` (a page's cursor) if given."""
     async with pg.connection() as conn:
         cur = await conn.execute(
-            "SELECT player_id, changed_ms, seq FROM bans WHERE banned"
+            "SELECT player_id, changed_ms, seq, reason FROM bans WHERE banned"
             " AND (%(after)s::bigint IS NULL OR seq < %(after)s) ORDER BY seq DESC LIMIT %(n)s",
             {"after": after_seq, "n": limit},
         )
-        return [(r[0], int(r[1]), int(r[2])) for r in await cur.fetchall()]
+        return [(r[0], int(r[1]), int(r[2]), r[3]) for r in await cur.fetchall()]
 
 
 async def is_banned(pg: PostgresStore, player_id: str) -> bool:

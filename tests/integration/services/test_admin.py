@@ -115,6 +115,49 @@ async def test_bans_are_listed_newest_first_a_page_at_a_time(client: httpx.Async
             await ban(client, player, False)
 
 
+async def test_a_ban_keeps_its_reason_for_moderators(client: httpx.AsyncClient) -> None:
+    player, plain = new_board_id("why"), new_board_id("why")
+    path = f"/v1/players/{player}/ban"
+    try:
+        reason = "speed hack: 3 runs under the track record ✓"
+        response = await client.post(path, json={"reason": reason}, headers=ADMIN_H)
+        assert response.status_code == 200, response.text
+        assert response.json() == {"player_id": player, "banned": True}
+        assert (await client.post(f"/v1/players/{plain}/ban", headers=ADMIN_H)).status_code == 200
+
+        async def listed() -> dict[str, str | None]:
+            answer = await client.get("/v1/bans", params={"limit": 1000}, headers=ADMIN_H)
+            return {b["player_id"]: b["reason"] for b in answer.json()["bans"]}
+
+        assert (await listed())[player] == reason
+        assert (await listed())[plain] is None
+        # bad reasons change nothing
+        for bad in (
+            {"reason": ""},
+            {"reason": "  "},
+            {"reason": "x" * 501},
+            {"reason": "two\nlines"},
+            {"reason": 7},
+            {"why": "x"},
+            ["x"],
+        ):
+            answer = await client.post(path, json=bad, headers=ADMIN_H)
+            assert_error(answer, 400, "invalid_request")
+        assert (await listed())[player] == reason
+        # a ban again replaces it; an unban and a new ban without one forget it
+        await client.post(path, json={"reason": "second look"}, headers=ADMIN_H)
+        assert (await listed())[player] == "second look"
+        await ban(client, player, False)
+        await ban(client, player)
+        assert (await listed())[player] is None
+        # the player's own profile, as a server key reads it, never says
+        profile = (await client.get(f"/v1/players/{player}", headers=SERVER_H)).json()
+        assert "reason" not in profile and "banned" not in profile
+    finally:
+        await ban(client, player, False)
+        await ban(client, plain, False)
+
+
 async def test_the_list_of_bans_refuses_bad_input_and_non_admins(
     client: httpx.AsyncClient,
 ) -> None:
