@@ -199,7 +199,8 @@ class Health:
                 return name, f"down: {type(cause).__name__}: {cause}"[:200]
 
         results = await asyncio.gather(
-            check("redis", self.redis.conn.ping),
+            # every primary: /readyz says 503 while writes to any board's slots would fail
+            check("redis", self.redis.conn.ping_every_primary),
             check("postgres", self.pg.ping),
             check("nats", self.runlog.ping),
         )

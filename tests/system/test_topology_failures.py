@@ -195,18 +195,50 @@ def restarting(server: ServerProcess) -> Callable[[], Any]:
     return restart
 
 
+async def watch_readiness(
+    http: httpx.AsyncClient, seen: list[tuple[float, int]], stop: asyncio.Event
+) -> None:
+    """(time, /readyz status) every 0.1 s until ``stop``; 0 for no answer."""
+    while not stop.is_set():
+        try:
+            status = (await http.get("/readyz", timeout=2)).status_code
+        except httpx.HTTPError:
+            status = 0
+        seen.append((time.monotonic(), status))
+        await asyncio.sleep(0.1)
+
+
 async def test_cluster_primary_killed_mid_stream_loses_no_acknowledged_run(
     cluster_tree: TopologyServers, tmp_path: Path
 ) -> None:
     async with serving(cluster_tree, tmp_path) as d:
         victim = await cluster_primary(cluster_tree, f"lb:{{{d.board}:all-time:all-time}}")
-        await kill_mid_stream(
-            "cluster-primary-kill",
-            d,
-            victim.kill,
-            restarting(victim),
-            restored_by="tail replay from sequence",  # the promoted replica kept its data
-        )
+        killed: list[float] = []
+        seen: list[tuple[float, int]] = []
+        stop = asyncio.Event()
+
+        def kill() -> None:
+            killed.append(time.monotonic())
+            victim.kill()
+
+        watcher = asyncio.create_task(watch_readiness(d.http, seen, stop))
+        try:
+            await kill_mid_stream(
+                "cluster-primary-kill",
+                d,
+                kill,
+                restarting(victim),
+                restored_by="tail replay from sequence",  # the promoted replica kept its data
+            )
+        finally:
+            stop.set()
+            await watcher
+        # readiness is the truth: not ready from the moment writes to the dead primary's
+        # slots fail (it used to say 200 for the first seconds while submits got 503)
+        after = [(t - killed[0], status) for t, status in seen if t > killed[0]]
+        first_503 = next((t for t, status in after if status == 503), None)
+        print(f"[cluster-primary-kill] /readyz 503 {first_503}s after the kill")
+        assert first_503 is not None and first_503 < 1.5, after[:30]
 
 
 async def test_nats_node_killed_mid_stream_loses_no_acknowledged_run(

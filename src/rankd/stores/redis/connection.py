@@ -294,6 +294,16 @@ class RedisConn:
         with reachable():
             await self.client.ping()
 
+    async def ping_every_primary(self) -> None:
+        """Every primary answers: on a cluster, writes to a dead primary's slots fail while
+        the others answer a plain PING, until its replica is promoted."""
+        with reachable():
+            if is_cluster(self.client):
+                cluster = cast(RedisCluster, self.client)
+                await cluster.ping(target_nodes=RedisCluster.PRIMARIES)
+            else:
+                await self.client.ping()
+
     async def pipeline(self, calls: Sequence[Call], extra: Sequence[Command] = ()) -> list[Any]:
         """A request's calls in one round trip, shared with concurrent requests' when
         batching is on."""
