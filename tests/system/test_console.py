@@ -2,9 +2,10 @@
 against a real `rankd serve` process: signing in keeps the admin key in the tab's
 sessionStorage only; a held run approved from the review queue (by keyboard) reaches the
 board and a rejected one never does; a ban from the players view hides the player from the
-public top, and lifting it brings them back; erasing asks for the id first; a bad board
-definition shows the API's own error beside the field it names; a hostile player name is
-shown as text, never as markup.
+public top and records the reason typed (GET /v1/bans lists it), an empty reason is a ban
+without one, and lifting it brings them back; erasing asks for the id first; a bad board
+definition shows the API's own error beside the field it names; a hostile player name or
+ban reason is shown as text, never as markup.
 
 Skips only when no Chromium is installed (as tests/system/test_live_page.py). With
 RANKD_UPDATE_SCREENSHOT=1 it also writes docs/console-*.png for docs/console.md.
@@ -26,7 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Page, async_playwright, expect
+from playwright.async_api import Locator, Page, async_playwright, expect
 
 from tests.support.common import ADMIN, ADMIN_H, SERVER, SERVER_H, Urls, new_board_id
 from tests.support.live import free_port
@@ -54,6 +55,7 @@ CHROMIUM_ARGS = [
 ]
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 HOSTILE = '<img src=x onerror="document.body.dataset.pwned=1">'
+REASON = "speed hack: 3 runs under the track record"
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +142,18 @@ async def submit(http: httpx.AsyncClient, board_id: str, player: str, score: int
     assert response.status_code == 200, response.text
     status: str = response.json()["standings"][0]["status"]
     return status
+
+
+async def ban_reasons(http: httpx.AsyncClient) -> dict[str, str | None]:
+    """The players banned now, with the reason of each (GET /v1/bans, admin key)."""
+    response = await http.get("/v1/bans", params={"limit": 1000}, headers=ADMIN_H)
+    assert response.status_code == 200, response.text
+    return {b["player_id"]: b["reason"] for b in response.json()["bans"]}
+
+
+def listed_reason(page: Page, player: str) -> Locator:
+    """The reason cell of a player's row in the console's list of bans."""
+    return page.locator("#bans tbody tr", has_text=player).locator(".reason-text")
 
 
 async def top_players(http: httpx.AsyncClient, board_id: str) -> list[str]:
@@ -277,14 +291,23 @@ async def test_a_ban_from_the_console_hides_the_player(
     await expect(remove).to_be_disabled()
     assert "not built yet" in (await remove.get_attribute("title") or "")
 
+    # the reason typed goes with the ban, and is what GET /v1/bans lists
+    await expect(page.locator("#p-reason")).to_be_enabled()
+    await page.fill("#p-reason", f"  {REASON} ")
     await page.click("#p-ban")
     await expect(page.locator("#confirm")).to_be_visible()
+    await expect(page.locator("#confirm-text")).to_contain_text(f"“{REASON}”")
     await page.click("#confirm-ok")
     await expect(page.locator("#toast")).to_contain_text("Banned b-kai")
     await expect(page.locator("#p-status")).to_have_text("banned")
     await expect(page.locator("#p-ban-note")).to_contain_text("Banned since")
+    await expect(page.locator("#p-ban-reason-text")).to_have_text(REASON)
+    await expect(page.locator("#p-reason")).to_be_disabled()
+    await expect(page.locator("#p-reason")).to_have_value("")
     await expect(entries.first).to_contain_text("hidden: banned")
     await expect(page.locator("#bans tbody tr", has_text="b-kai")).to_have_count(1)
+    await expect(listed_reason(page, "b-kai")).to_have_text(REASON)
+    assert (await ban_reasons(http))["b-kai"] == REASON  # as typed, but for the spaces around
     await shoot(page, "players")
     # the public top no longer shows them (within a second, per the API)
     deadline = time.monotonic() + 2
@@ -295,12 +318,36 @@ async def test_a_ban_from_the_console_hides_the_player(
     await page.click("#p-unban")
     await page.click("#confirm-ok")
     await expect(page.locator("#p-status")).to_have_text("not banned")
+    await expect(page.locator("#p-ban-reason")).to_be_hidden()
+    await expect(page.locator("#p-reason")).to_be_enabled()
     assert "b-kai" in await top_players(http, board_id)
+    assert "b-kai" not in await ban_reasons(http)
 
-    # erasing asks for the player's id before it can be confirmed; cancel changes nothing
     await page.fill("#lookup-id", "b-lu")
     await page.press("#lookup-id", "Enter")
     await expect(page.locator("#p-name")).to_have_text("lu")
+    # a reason the API refuses (not printable) is its message, and stays in the field to fix
+    await page.fill("#p-reason", "two\tcolumns")
+    await page.click("#p-ban")
+    await page.click("#confirm-ok")
+    await expect(page.locator("#toast")).to_contain_text("printable characters")
+    await expect(page.locator("#p-reason")).to_have_value("two\tcolumns")
+    await expect(page.locator("#p-status")).to_have_text("not banned")
+    assert "b-lu" not in await ban_reasons(http)
+    # an empty reason: a ban without one
+    await page.fill("#p-reason", "")
+    await page.click("#p-ban")
+    await expect(page.locator("#confirm-text")).to_contain_text("No reason is recorded.")
+    await page.click("#confirm-ok")
+    await expect(page.locator("#p-status")).to_have_text("banned")
+    await expect(page.locator("#p-ban-reason-text")).to_have_text("none given")
+    await expect(listed_reason(page, "b-lu")).to_have_text("\N{EN DASH}")  # none
+    assert (await ban_reasons(http))["b-lu"] is None
+    await page.click("#p-unban")
+    await page.click("#confirm-ok")
+    await expect(page.locator("#p-status")).to_have_text("not banned")
+
+    # erasing asks for the player's id before it can be confirmed; cancel changes nothing
     await page.click("#p-erase")
     await expect(page.locator("#confirm-ok")).to_be_disabled()
     await page.click("#confirm-cancel")
@@ -385,9 +432,16 @@ async def test_a_hostile_player_name_is_shown_as_text(
     await expect(row.locator(".name")).to_have_text(HOSTILE)
     await row.click()
     await expect(page.locator("#queue-detail h2")).to_have_text(HOSTILE)
+    # a ban whose reason is markup too
+    banned = await http.post("/v1/players/x-mal/ban", json={"reason": HOSTILE}, headers=ADMIN_H)
+    assert banned.status_code == 200, banned.text
     await page.goto(f"{service}/console#players/x-mal")
     await expect(page.locator("#p-name")).to_have_text(HOSTILE)
     await expect(page.locator("#p-entries tbody tr", has_text=board_id)).to_have_count(1)
+    await expect(page.locator("#p-ban-reason-text")).to_have_text(HOSTILE)
+    await expect(listed_reason(page, "x-mal")).to_have_text(HOSTILE)
     # no element was made from it, and its handler never ran
     assert await page.locator("img").count() == 0
     assert await page.evaluate("document.body.dataset.pwned") is None
+    lifted = await http.delete("/v1/players/x-mal/ban", headers=ADMIN_H)
+    assert lifted.status_code == 200, lifted.text

@@ -520,10 +520,21 @@ namespace Rankd
             return PlayerTokenIssued.FromJson(await SendAsync(Operations.MintToken, Ids(playerId), null, body, cancellationToken).ConfigureAwait(false));
         }
 
-        /// <summary>Shadow-ban a player (admin key): gone from every public read within a second.</summary>
-        public async Task<Ban> BanAsync(string playerId, CancellationToken cancellationToken = default(CancellationToken))
+        /// <summary>Shadow-ban a player (admin key): gone from every public read within a second.
+        /// <paramref name="reason"/> (1..500 printable characters) is recorded for moderators and
+        /// listed by <see cref="BansAsync"/>; null sends no body, a ban without a reason. Banning
+        /// again replaces the reason.</summary>
+        public async Task<Ban> BanAsync(string playerId, string reason = null,
+            CancellationToken cancellationToken = default(CancellationToken))
         {
-            return Ban.FromJson(await SendAsync(Operations.Ban, Ids(playerId), null, null, cancellationToken).ConfigureAwait(false));
+            var body = reason == null ? null : new BanRequest { Reason = reason }.ToJson();
+            return Ban.FromJson(await SendAsync(Operations.Ban, Ids(playerId), null, body, cancellationToken).ConfigureAwait(false));
+        }
+
+        /// <summary>A ban without a reason (the signature before reasons, kept for its callers).</summary>
+        public Task<Ban> BanAsync(string playerId, CancellationToken cancellationToken)
+        {
+            return BanAsync(playerId, null, cancellationToken);
         }
 
         public async Task<Ban> UnbanAsync(string playerId, CancellationToken cancellationToken = default(CancellationToken))
@@ -531,8 +542,8 @@ namespace Rankd
             return Ban.FromJson(await SendAsync(Operations.Unban, Ids(playerId), null, null, cancellationToken).ConfigureAwait(false));
         }
 
-        /// <summary>Players banned now, newest first (admin key); pass Next as
-        /// <paramref name="after"/> for the next page.</summary>
+        /// <summary>Players banned now, newest first (admin key), each with its Reason (null when
+        /// none was given); pass Next as <paramref name="after"/> for the next page.</summary>
         public async Task<BansResult> BansAsync(int limit = 100, string after = null,
             CancellationToken cancellationToken = default(CancellationToken))
         {

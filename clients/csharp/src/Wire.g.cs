@@ -48,6 +48,9 @@ namespace Rankd
         /// <summary><c>banned_at</c>, required.</summary>
         public string BannedAt { get; set; }
 
+        /// <summary><c>reason</c>, required.</summary>
+        public string Reason { get; set; }
+
         /// <summary>The object as it came (members this version does not know included);
         /// null when built here.</summary>
         public JsonObject Raw { get; private set; }
@@ -59,6 +62,7 @@ namespace Rankd
             var it = new BanInfo { Raw = o };
             it.PlayerId = global::Rankd.Json.AsString(o["player_id"]);
             it.BannedAt = global::Rankd.Json.AsString(o["banned_at"]);
+            it.Reason = global::Rankd.Json.AsString(o["reason"]);
             return it;
         }
 
@@ -68,6 +72,35 @@ namespace Rankd
             var o = new JsonObject();
             if (PlayerId != null) o["player_id"] = PlayerId;
             if (BannedAt != null) o["banned_at"] = BannedAt;
+            if (Reason != null) o["reason"] = Reason;
+            return o;
+        }
+    }
+
+    /// <summary>BanRequest (a request body).</summary>
+    public sealed partial class BanRequest : IJsonWritable
+    {
+        /// <summary><c>reason</c>, optional.</summary>
+        public string Reason { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static BanRequest FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new BanRequest { Raw = o };
+            it.Reason = global::Rankd.Json.AsString(o["reason"]);
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (Reason != null) o["reason"] = Reason;
             return o;
         }
     }
@@ -1779,7 +1812,7 @@ namespace Rankd
         public static readonly Operation Approve = new Operation("approve", "POST", "/v1/boards/{board_id}/holds/{run_id}/approve");
         // no body -> Page
         public static readonly Operation Around = new Operation("around", "GET", "/v1/boards/{board_id}/players/{player_id}/around");
-        // no body -> Ban
+        // BanRequest -> Ban
         public static readonly Operation Ban = new Operation("ban", "POST", "/v1/players/{player_id}/ban");
         // no body -> BansResult
         public static readonly Operation Bans = new Operation("bans", "GET", "/v1/bans");

@@ -318,7 +318,7 @@ namespace Rankd.Tests
             var ban = await admin.BanAsync("cheat");
             Check(ban.Banned, "banned");
             await Eventually(async () => (await server.TopAsync(boardId)).Total == 0, "a banned player leaves the top");
-            Check((await admin.BansAsync(limit: 1000)).Bans.Any(b => b.PlayerId == "cheat"), "listed in bans");
+            Check((await admin.BansAsync(limit: 1000)).Bans.Any(b => b.PlayerId == "cheat" && b.Reason == null), "listed in bans, no reason");
             Equal(true, (await admin.GetPlayerAsync("cheat")).Banned, "an admin sees the ban");
             Check(!(await admin.UnbanAsync("cheat")).Banned, "unbanned");
             await Eventually(async () => (await server.TopAsync(boardId)).Total == 1, "back after the unban");
@@ -326,6 +326,37 @@ namespace Rankd.Tests
             await Eventually(async () => (await server.TopAsync(boardId)).Total == 0, "erased from the top");
             Check((await admin.DeleteBoardAsync(boardId)).Deleted, "deleted");
             await Throws<BoardNotFound>(() => server.TopAsync(boardId), "a deleted board");
+        }
+
+        private static async Task BanReasons()
+        {
+            var player = NewId("cs-why");
+            var reason = "speed hack: 3 runs under the track record <b>\u00fc</b>";
+            var front = new Front();
+            var watching = new RankdClient(baseUrl, Admin, new RankdClientOptions { Http = front.Client() });
+            Func<Task<BanInfo>> listed = async () =>
+                (await admin.BansAsync(limit: 1000)).Bans.FirstOrDefault(b => b.PlayerId == player);
+
+            Check((await watching.BanAsync(player, reason)).Banned, "banned with a reason");
+            var withReason = await listed();
+            Check(withReason != null, "listed in bans");
+            Equal(reason, withReason.Reason, "the reason, as sent");
+            Check(!string.IsNullOrEmpty(withReason.BannedAt), "banned_at");
+
+            Check((await watching.BanAsync(player)).Banned, "banned again, no reason");
+            Equal(null, (await listed()).Reason, "no reason: null, the earlier one replaced");
+            Check((await watching.BanAsync(player, CancellationToken.None)).Banned, "the signature without a reason");
+            Equal(null, (await listed()).Reason, "still none");
+            Same(new[] { "{\"reason\":" + Json.Write(reason) + "}", "", "" }, front.Bodies, "a body only with a reason");
+
+            // 1..500 printable characters; a refused reason changes nothing
+            foreach (var bad in new[] { "", " ", new string('x', 501), "two\nlines" })
+                await Throws<InvalidRequest>(() => admin.BanAsync(player, bad), "reason " + Json.Write(bad));
+            Equal(null, (await listed()).Reason, "unchanged by the refused ones");
+            await admin.BanAsync(player, new string('x', 500));
+            Equal(new string('x', 500), (await listed()).Reason, "500 characters");
+            Check(!(await admin.UnbanAsync(player)).Banned, "unbanned");
+            Equal(null, await listed(), "gone from bans");
         }
 
         // --- player tokens, standings, cursors ------------------------------------------------
@@ -669,6 +700,7 @@ namespace Rankd.Tests
             Test("endpoints: boards, runs, reads and profiles", BoardsRunsReadsProfiles),
             Test("endpoints: SubmitManyAsync sends batches of at most 1000", SubmitManySendsBatches),
             Test("endpoints: holds, bans, erasure, deleting a board", Moderation),
+            Test("endpoints: a ban's reason, sent only when given, listed by BansAsync", BanReasons),
             Test("tokens: a token client reads its own view and submits its own runs", TokenClient),
             Test("tokens: top pages follow cursors", CursorPaging),
             Test("errors: classes with status, code and message; not built; never retried", ErrorsAreClasses),

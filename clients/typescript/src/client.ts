@@ -38,6 +38,8 @@ export type Ban = Answer<"ban">;
 export type Hold = Answer<"holds">["holds"][number];
 export type HoldDecision = Answer<"approve">;
 export type Bans = Answer<"bans">;
+export type BanInfo = Bans["bans"][number];
+export type BanRequest = Body<"ban">;
 export type BoardDeleted = Answer<"delete_board">;
 export type PlayerErased = Answer<"erase_player">;
 export type Segments = Answer<"segments">;
@@ -402,15 +404,24 @@ export class RankdClient {
     return this.send({ method: "POST", path: `/v1/players/${part(playerId)}/tokens`, body });
   }
 
-  ban(playerId: string): Promise<Ban> {
-    return this.send({ method: "POST", path: `/v1/players/${part(playerId)}/ban` });
+  /** Shadow-ban a player on every board (admin key). `reason` (1..500 printable characters)
+   * is recorded for moderators and listed by `bans`; without one, the call sends no body and
+   * the ban has none. Banning again replaces the reason. */
+  ban(playerId: string, reason?: string | null): Promise<Ban> {
+    const call: Call = { method: "POST", path: `/v1/players/${part(playerId)}/ban` };
+    if (reason !== undefined && reason !== null) {
+      const body: BanRequest = { reason };
+      call.body = body;
+    }
+    return this.send(call);
   }
 
   unban(playerId: string): Promise<Ban> {
     return this.send({ method: "DELETE", path: `/v1/players/${part(playerId)}/ban` });
   }
 
-  /** Players banned now, newest first; pass `next` as `after` for the next page. */
+  /** Players banned now, newest first, each with its `reason` (null: none given); pass
+   * `next` as `after` for the next page. */
   bans(options: { limit?: number; after?: string } = {}): Promise<Bans> {
     const { limit = 100, after } = options;
     return this.send({ method: "GET", path: "/v1/bans", params: { limit, after } });

@@ -9,6 +9,11 @@ export interface Ban {
 export interface BanInfo {
   player_id: string;
   banned_at: string;
+  reason: string | null;
+}
+
+export interface BanRequest {
+  reason?: string | null;
 }
 
 export interface Bans {
@@ -294,7 +299,7 @@ export interface TopPage {
 export interface Operations {
   approve: { method: "POST"; path: "/v1/boards/{board_id}/holds/{run_id}/approve"; request: never; response: HoldDecision };
   around: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/around"; request: never; response: Page };
-  ban: { method: "POST"; path: "/v1/players/{player_id}/ban"; request: never; response: Ban };
+  ban: { method: "POST"; path: "/v1/players/{player_id}/ban"; request: BanRequest; response: Ban };
   bans: { method: "GET"; path: "/v1/bans"; request: never; response: Bans };
   delete_board: { method: "DELETE"; path: "/v1/boards/{board_id}"; request: never; response: BoardDeleted };
   erase_player: { method: "DELETE"; path: "/v1/players/{player_id}"; request: never; response: PlayerErased };

@@ -29,6 +29,7 @@ import {
   Unauthorized,
   Unavailable,
   errorFor,
+  type BanInfo,
   type PlayerEvent,
   type Run,
 } from "../src/index.js";
@@ -168,6 +169,48 @@ describe("every endpoint", () => {
     await waitFor(async () => (await server.top(boardId)).entries[0]?.player_id === "p-top");
   });
 
+  test("a ban's reason: sent only when given, listed by bans, replaced by banning again", async () => {
+    const sent: { body: unknown; contentType: string | null }[] = [];
+    const watching = new RankdClient(service.base, {
+      key: ADMIN,
+      fetch: async (input, init) => {
+        if (String(input).endsWith("/ban") && init?.method === "POST") {
+          const headers = new Headers(init.headers);
+          sent.push({ body: init.body ?? null, contentType: headers.get("Content-Type") });
+        }
+        return fetch(input, init);
+      },
+    });
+    const player = `p-why-${process.pid}`;
+    const reason = "speed hack: 3 runs under the track record <b>ü</b>";
+    const listed = async (): Promise<BanInfo | undefined> =>
+      (await admin.bans({ limit: 1000 })).bans.find((b) => b.player_id === player);
+
+    assert.deepEqual(await watching.ban(player, reason), { player_id: player, banned: true });
+    const withReason = await listed();
+    assert.ok(withReason);
+    assert.equal(withReason.reason, reason);
+    assert.equal(typeof withReason.banned_at, "string");
+
+    await watching.ban(player); // no reason: no body, and the recorded reason is replaced
+    const without = await listed();
+    assert.ok(without);
+    assert.equal(without.reason, null);
+    assert.deepEqual(sent, [
+      { body: JSON.stringify({ reason }), contentType: "application/json" },
+      { body: null, contentType: null },
+    ]);
+
+    // 1..500 printable characters; a refused reason changes nothing
+    for (const bad of ["", " ", "x".repeat(501), "two\nlines"]) {
+      await assert.rejects(admin.ban(player, bad), InvalidRequest, JSON.stringify(bad));
+    }
+    assert.equal((await watching.ban(player, "x".repeat(500))).banned, true);
+    assert.equal((await listed())?.reason, "x".repeat(500));
+    await admin.unban(player);
+    assert.equal(await listed(), undefined);
+  });
+
   test("bans, erasure, segments and deleting a board", async () => {
     const boardId = newBoardId("ts-admin");
     await admin.putBoard(boardId, { segments: ["country"] });
@@ -185,7 +228,7 @@ describe("every endpoint", () => {
 
     await admin.ban("p-de");
     const bans = await admin.bans({ limit: 1000 });
-    assert.ok(bans.bans.some((b) => b.player_id === "p-de" && typeof b.banned_at === "string"));
+    assert.ok(bans.bans.some((b) => b.player_id === "p-de" && typeof b.banned_at === "string" && b.reason === null));
     assert.equal((await admin.getPlayer("p-de")).banned, true);
     await admin.unban("p-de");
 

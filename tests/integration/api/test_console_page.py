@@ -1,7 +1,8 @@
 """/console serves its page, script and style from the package itself (no CDN, nothing
 inline), each under a Content-Security-Policy that allows this origin's files and calls only;
 the script keeps to the rules the page's safety rests on (text only, the key in
-sessionStorage only) and calls only routes the public API has. The browser itself is in
+sessionStorage only) and calls only routes the public API has; the ban reason field is
+built, bounded as the API bounds a reason. The browser itself is in
 tests/system/test_console.py."""
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi import FastAPI
+
+from rankd.results import MAX_BAN_REASON
 
 ROOT = Path(__file__).resolve().parents[3]
 ASSETS = {
@@ -91,6 +94,48 @@ async def test_the_page_loads_its_own_assets_under_a_policy(client: httpx.AsyncC
 
 def script() -> str:
     return resources.files("rankd.static").joinpath("console").joinpath("console.js").read_text()
+
+
+class Inputs(HTMLParser):
+    """The attributes of each element with an id, and the table headers (by table id)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_id: dict[str, dict[str, str | None]] = {}
+        self.headers: dict[str, list[str]] = {}
+        self._table: str | None = None
+        self._th = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        if named.get("id"):
+            self.by_id[str(named["id"])] = named
+        if tag == "table":
+            self._table = named.get("id")
+        self._th = tag == "th"
+
+    def handle_data(self, data: str) -> None:
+        if self._th and self._table and data.strip():
+            self.headers.setdefault(self._table, []).append(data.strip())
+
+    def handle_endtag(self, tag: str) -> None:
+        self._th = False
+        if tag == "table":
+            self._table = None
+
+
+def test_the_ban_reason_field_is_built() -> None:
+    """The players view's reason field is enabled (no longer "not built yet"), takes at most
+    what the API takes, and the list of bans has a column for the reasons."""
+    html = resources.files("rankd.static").joinpath("console").joinpath("index.html").read_text()
+    page = Inputs()
+    page.feed(html)
+    reason = page.by_id["p-reason"]
+    assert "disabled" not in reason, reason
+    assert "not built" not in (reason.get("placeholder") or "")
+    assert reason.get("maxlength") == str(MAX_BAN_REASON)
+    assert page.headers["bans"] == ["Player", "Banned at", "Reason"]
+    assert "p-ban-reason-text" in page.by_id
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 // the service's health. Everything goes through the public admin API with the admin key
 // the moderator signs in with, kept in this tab's sessionStorage only (nothing that
 // outlives the tab, no cookie, never the URL). Every value from the service is rendered as text (textContent,
-// text nodes): player names are user-controlled. No framework, no build step.
+// text nodes): player names and ban reasons are free text. No framework, no build step.
 "use strict";
 (() => {
   const KEY_STORE = "rankd.console.key";
@@ -518,6 +518,7 @@
     try {
       state.profiles.delete(id);
       const [profile, boards] = await Promise.all([profileOf(id), loadBoards()]);
+      if (player.id !== id) $("p-reason").value = "";  // a reason typed for someone else
       player.id = id;
       player.banned = Boolean(profile.banned);
       $("p-name").textContent = profile.name ?? "(no name set)";
@@ -527,7 +528,9 @@
       setPill($("p-status"), player.banned ? "banned" : "not banned", player.banned ? "bad" : "ok");
       $("p-ban").disabled = player.banned;
       $("p-unban").disabled = !player.banned;
+      $("p-reason").disabled = player.banned;
       $("p-ban-note").textContent = player.banned ? "Banned: hidden from every public read." : "";
+      $("p-ban-reason").hidden = true;
       $("player-card").hidden = false;
       if (player.banned) banNote(id);
       await playerEntries(id, boards);
@@ -542,7 +545,14 @@
       const answer = await call("GET", `/v1/bans?limit=1000${after ? `&after=${enc(after)}` : ""}`);
       const ban = answer.bans.find((b) => b.player_id === id);
       if (ban) {
-        if (player.id === id) $("p-ban-note").textContent = `Banned since ${local(ban.banned_at)} (${ago(ban.banned_at)}): hidden from every public read.`;
+        if (player.id === id && player.banned) {
+          $("p-ban-note").textContent = `Banned since ${local(ban.banned_at)} (${ago(ban.banned_at)}): hidden from every public read.`;
+          // the reason a moderator typed: text only, as every value from the service
+          const text = $("p-ban-reason-text");
+          text.textContent = ban.reason ?? "none given";
+          text.className = ban.reason == null ? "muted" : "";
+          $("p-ban-reason").hidden = false;
+        }
         return;
       }
       if (!answer.next) return;
@@ -573,9 +583,14 @@
   }
   $("p-ban").addEventListener("click", async () => {
     const id = player.id;
-    if (!id || !(await confirmAction({ title: `Shadow-ban ${id}?`, text: "Within a second they vanish from every public read on every board. Their runs are still accepted and kept, they are not told, and lifting the ban brings everything back.", ok: "Ban", danger: true }))) return;
+    // empty: a ban without a reason (no body); otherwise sent for the API to check (1..500
+    // printable characters), and kept in the field if it is refused
+    const reason = $("p-reason").value.trim();
+    const why = reason ? ` The reason recorded, which moderators see in the list of bans: “${reason}”.` : " No reason is recorded.";
+    if (!id || !(await confirmAction({ title: `Shadow-ban ${id}?`, text: `Within a second they vanish from every public read on every board. Their runs are still accepted and kept, they are not told, and lifting the ban brings everything back.${why}`, ok: "Ban", danger: true }))) return;
     try {
-      await call("POST", `/v1/players/${enc(id)}/ban`);
+      await call("POST", `/v1/players/${enc(id)}/ban`, reason ? { reason } : undefined);
+      if (player.id === id) $("p-reason").value = "";
       toast(`Banned ${id}`);
       lookup(id);
       loadBans(false);
@@ -610,7 +625,8 @@
       const answer = await call("GET", `/v1/bans?limit=50${more && bans.next ? `&after=${enc(bans.next)}` : ""}`);
       const rows = answer.bans.map((b) => el("tr", {},
         el("td", {}, el("a", { href: `#players/${enc(b.player_id)}` }, b.player_id)),
-        el("td", { title: b.banned_at }, `${local(b.banned_at)} (${ago(b.banned_at)})`)));
+        el("td", { title: b.banned_at }, `${local(b.banned_at)} (${ago(b.banned_at)})`),
+        el("td", { class: b.reason == null ? "reason-text muted" : "reason-text" }, b.reason ?? "–")));
       const body = $("bans").tBodies[0];
       if (more) body.append(...rows); else body.replaceChildren(...rows);
       bans.next = answer.next;
