@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import nats.errors
 import psycopg
 from redis.asyncio import Redis
+from redis.asyncio.sentinel import MasterNotFoundError
 from redis.exceptions import RedisClusterException, RedisError
 
 from rankd.stores.redis.connection import connect
@@ -34,8 +35,15 @@ def _safe(url: str) -> str:
 
 
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, MasterNotFoundError):
+        # redis-py appends the repr of every Sentinel connection tried: say what it means
+        group = str(exc).split(" : <", 1)[0].removeprefix("No master found for ").strip()
+        return (
+            f"no Sentinel answered with a primary for the group {group} (are the Sentinels "
+            "up, and do they monitor that name?)"
+        )
     text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:200]
+    return (text[0].split(" : <", 1)[0] if text else type(exc).__name__)[:200]
 
 
 async def _redis(url: str, timeout_s: float) -> None:
