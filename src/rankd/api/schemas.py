@@ -158,7 +158,9 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
     ],
     results.Bans: [
         {
-            "bans": [{"player_id": "48213377", "banned_at": "2026-11-03T18:22:07.123Z"}],
+            "bans": [
+                {"player_id": "48213377", "banned_at": "2026-11-03T18:22:07.123Z", "reason": None}
+            ],
             "next": "17",
         }
     ],
