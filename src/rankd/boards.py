@@ -23,6 +23,9 @@ from rankd.results import (
 
 Policy = Literal["best", "sum"]
 DEFAULT_RETENTION = {"daily": 8, "weekly": 35, "monthly": 100}
+# the windows a retention may be set for; an hourly period with none set leaves Redis once
+# it is archived (plan.expires_at_ms), its hours then read from the archive
+RETAINED = frozenset({*DEFAULT_RETENTION, "hourly"})
 IMMUTABLE_FIELDS = ("order", "policy", "max_score", "shards")
 # The user-settable fields: what a PUT body may hold and what is stored.
 SETTING_FIELDS = (
@@ -127,8 +130,7 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
             or len(set(windows)) != len(windows)
         ):
             raise InvalidRequest(
-                "windows must be a non-empty list of distinct values from "
-                "all-time, daily, weekly, monthly"
+                f"windows must be a non-empty list of distinct values from {', '.join(WINDOWS)}"
             )
         values["windows"] = list(windows)
     for name, allowed in (
@@ -171,14 +173,14 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
     if "retention_days" in body:
         retention = body["retention_days"]
         if not isinstance(retention, dict) or any(
-            k not in DEFAULT_RETENTION
+            k not in RETAINED
             or not isinstance(v, int)
             or isinstance(v, bool)
             or not 0 <= v <= MAX_RETENTION_DAYS
             for k, v in retention.items()
         ):
             raise InvalidRequest(
-                "retention_days must map daily/weekly/monthly to whole days "
+                "retention_days must map hourly/daily/weekly/monthly to whole days "
                 f"in 0..{MAX_RETENTION_DAYS} (0: a period leaves Redis once archived)"
             )
         values["retention_days"] = {**values["retention_days"], **retention}

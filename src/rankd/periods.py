@@ -1,7 +1,8 @@
 """Time windows and their periods, all in UTC.
 
-Period ids: ``all-time``, ``2026-11-03`` (daily), ``2026-W45`` (ISO week), ``2026-11``
-(monthly). A period is ``open`` until its end plus the board's grace, then ``closed``.
+Period ids: ``all-time``, ``2026-11-03T18`` (hourly), ``2026-11-03`` (daily), ``2026-W45``
+(ISO week), ``2026-11`` (monthly). A period is ``open`` until its end plus the board's
+grace, then ``closed``.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from typing import Literal, NamedTuple
 
 from rankd.formats import clip
 
-Window = Literal["all-time", "daily", "weekly", "monthly"]
-WINDOWS: tuple[Window, ...] = ("all-time", "daily", "weekly", "monthly")
+Window = Literal["all-time", "daily", "weekly", "monthly", "hourly"]
+WINDOWS: tuple[Window, ...] = ("all-time", "daily", "weekly", "monthly", "hourly")
 ALL_TIME = "all-time"
 
 DAY_MS = 86_400_000
+HOUR_MS = 3_600_000
 # All-time composites count time from a fixed epoch; a century of room.
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 EPOCH_MS = int(EPOCH.timestamp() * 1000)
@@ -30,8 +32,10 @@ SPAN_MS: dict[str, int] = {
     "daily": DAY_MS,
     "weekly": 7 * DAY_MS,
     "monthly": 31 * DAY_MS,
+    "hourly": HOUR_MS,
 }
 
+_HOURLY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2})")
 _DAILY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _WEEKLY = re.compile(r"([0-9]{4})-W([0-9]{2})")
 _MONTHLY = re.compile(r"([0-9]{4})-([0-9]{2})")
@@ -101,7 +105,16 @@ def period_at(window: str, at_ms: int) -> Period:
     """The period of ``window`` that contains the instant ``at_ms``."""
     if window == ALL_TIME:
         return ALL_TIME_PERIOD
+    if window == "hourly":
+        return _period_of_hour(at_ms // HOUR_MS)
     return _period_of_day(window, at_ms // DAY_MS)
+
+
+@lru_cache(maxsize=4096)
+def _period_of_hour(hour_number: int) -> Period:
+    start = datetime.fromtimestamp(hour_number * HOUR_MS / 1000, tz=UTC)
+    pid = f"{start.date().isoformat()}T{start.hour:02d}"
+    return Period("hourly", pid, hour_number * HOUR_MS, (hour_number + 1) * HOUR_MS)
 
 
 @lru_cache(maxsize=4096)
@@ -119,7 +132,9 @@ def _period_of_day(window: str, day_number: int) -> Period:
 
 def parse_period(window: str, period_id: str) -> Period:
     """The period named ``period_id`` in ``window``; PeriodError if it is not one."""
-    pattern = {"daily": _DAILY, "weekly": _WEEKLY, "monthly": _MONTHLY}.get(window)
+    pattern = {"hourly": _HOURLY, "daily": _DAILY, "weekly": _WEEKLY, "monthly": _MONTHLY}.get(
+        window
+    )
     match = pattern.fullmatch(period_id) if pattern is not None else None
     if match is not None and not FIRST_YEAR <= int(match[1]) <= LAST_YEAR:
         raise PeriodError(
@@ -131,6 +146,11 @@ def parse_period(window: str, period_id: str) -> Period:
             if period_id != ALL_TIME:
                 raise PeriodError("the all-time window has only the period 'all-time'")
             return ALL_TIME_PERIOD
+        if window == "hourly" and match:
+            day = date(int(match[1]), int(match[2]), int(match[3]))
+            if int(match[4]) > 23:
+                raise ValueError("hour past 23")
+            return _period_of_hour(_ms(day) // HOUR_MS + int(match[4]))
         if window == "daily" and match:
             return _build(window, date(int(match[1]), int(match[2]), int(match[3])))
         if window == "weekly" and match:

@@ -20,7 +20,7 @@ BOARD_FIELDS = frozenset(
         "league",
     }
 )
-WINDOWS = frozenset({"hourly", "rolling-7d", "scheduled"})
+WINDOWS = frozenset({"rolling-7d", "scheduled"})
 POLICIES = frozenset({"latest"})
 RUN_FIELDS = frozenset({"metadata"})
 # query parameters of the reads

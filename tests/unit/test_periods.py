@@ -28,7 +28,18 @@ def test_ids_for_one_instant() -> None:
     assert period_at("daily", at).id == "2026-11-03"
     assert period_at("weekly", at).id == "2026-W45"
     assert period_at("monthly", at).id == "2026-11"
+    assert period_at("hourly", at).id == "2026-11-03T18"
     assert period_at(ALL_TIME, at).id == "all-time"
+
+
+def test_an_hour_is_its_utc_hour() -> None:
+    hour = period_at("hourly", ms("2026-11-04T01:30:00+02:00"))  # 23:30 UTC the day before
+    assert hour.id == "2026-11-03T23"
+    assert (hour.start_ms, hour.end_ms) == (
+        ms("2026-11-03T23:00:00+00:00"),
+        ms("2026-11-04T00:00:00+00:00"),
+    )
+    assert previous(period_at("hourly", ms("2027-01-01T00:10:00+00:00"))).id == "2026-12-31T23"
 
 
 def test_offsets_are_converted_to_utc() -> None:
@@ -61,7 +72,7 @@ def test_grace_decides_closed() -> None:
 
 
 @given(
-    st.sampled_from(["daily", "weekly", "monthly"]),
+    st.sampled_from(["hourly", "daily", "weekly", "monthly"]),
     st.integers(EPOCH_MS, EPOCH_MS + 90 * 365 * 86_400_000),
 )
 def test_every_instant_lies_in_its_period_and_ids_round_trip(window: str, at: int) -> None:
@@ -83,6 +94,11 @@ def test_every_instant_lies_in_its_period_and_ids_round_trip(window: str, at: in
         ("monthly", "2026-11-01"),
         (ALL_TIME, "2026"),
         ("hourly", "2026-11-03"),
+        ("hourly", "2026-11-03T24"),
+        ("hourly", "2026-11-03T7"),
+        ("hourly", "2026-11-03 07"),
+        ("hourly", "2026-11-03T07\n"),
+        ("daily", "2026-11-03T07"),
     ],
 )
 def test_malformed_or_mismatched_ids_are_refused(window: str, bad: str) -> None:

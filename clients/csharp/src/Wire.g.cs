@@ -366,7 +366,7 @@ namespace Rankd
     /// <summary>BoardSettings (a request body).</summary>
     public sealed partial class BoardSettings : IJsonWritable
     {
-        /// <summary><c>windows</c>, optional: each one of "all-time", "daily", "weekly", "monthly".</summary>
+        /// <summary><c>windows</c>, optional: each one of "all-time", "daily", "weekly", "monthly", "hourly".</summary>
         public List<string> Windows { get; set; }
 
         /// <summary><c>order</c>, optional: one of "desc", "asc".</summary>

@@ -59,7 +59,7 @@ export interface BoardDeleted {
 }
 
 export interface BoardSettings {
-  windows?: Array<"all-time" | "daily" | "weekly" | "monthly"> | null;
+  windows?: Array<"all-time" | "daily" | "weekly" | "monthly" | "hourly"> | null;
   order?: "desc" | "asc" | null;
   policy?: "best" | "sum" | null;
   max_score?: number | null;

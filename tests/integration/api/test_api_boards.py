@@ -193,7 +193,7 @@ async def test_created_at_is_utc_with_milliseconds(client: httpx.AsyncClient) ->
         pytest.param({"windows": []}, id="windows-empty"),
         pytest.param({"windows": "daily"}, id="windows-not-list"),
         pytest.param({"windows": ["daily", "daily"]}, id="windows-duplicate"),
-        pytest.param({"windows": ["hourly"]}, id="windows-unknown"),
+        pytest.param({"windows": ["yearly"]}, id="windows-unknown"),
         pytest.param({"windows": ["Daily"]}, id="windows-wrong-case"),
         pytest.param({"windows": [1]}, id="windows-not-strings"),
         pytest.param({"order": "up"}, id="order-bad"),

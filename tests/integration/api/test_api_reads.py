@@ -429,7 +429,7 @@ async def test_periods_unknown_window_is_400(
     client: httpx.AsyncClient, make_board: MakeBoard
 ) -> None:
     board_id = await make_board(windows=["all-time", "weekly"])
-    response = await client.get(f"/v1/boards/{board_id}/periods", params={"window": "hourly"})
+    response = await client.get(f"/v1/boards/{board_id}/periods", params={"window": "yearly"})
     error = assert_error(response, 400, "invalid_request")
     assert "window" in error["message"]
 

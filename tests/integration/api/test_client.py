@@ -447,7 +447,7 @@ async def test_standings_one_player_across_boards(
     with pytest.raises(InvalidRequest):
         await server.standings(player, [], "weekly")
     with pytest.raises(InvalidRequest):
-        await server.standings(player, [plain], "hourly")
+        await server.standings(player, [plain], "yearly")
 
     # banned: gone from the public answer, still in the player's own (token or viewer=)
     await admin.ban(player)

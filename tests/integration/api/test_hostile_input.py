@@ -306,7 +306,7 @@ async def test_hostile_viewer_is_400(client: httpx.AsyncClient, board: str, valu
 
 
 @pytest.mark.parametrize(
-    "value", [*HOSTILE, "all-time\n", "Daily", "hourly", "all-time,daily"], ids=label
+    "value", [*HOSTILE, "all-time\n", "Daily", "yearly", "all-time,daily"], ids=label
 )
 async def test_hostile_window_is_400_on_every_read(
     client: httpx.AsyncClient, board: str, value: str

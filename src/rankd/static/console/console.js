@@ -7,7 +7,7 @@
 (() => {
   const KEY_STORE = "rankd.console.key";
   const VIEWS = ["queue", "players", "boards"];
-  const WINDOWS = ["all-time", "daily", "weekly", "monthly"];
+  const WINDOWS = ["all-time", "hourly", "daily", "weekly", "monthly"];
   const BOARD_FIELDS = ["board_id", "windows", "order", "policy", "max_score", "max_run_score",
     "shards", "hold_top", "grace_seconds", "retention_days", "segments", "score_format",
     "client_submits"];
