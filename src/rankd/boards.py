@@ -26,12 +26,14 @@ DEFAULT_RETENTION = {"daily": 8, "weekly": 35, "monthly": 100}
 # the windows a retention may be set for; an hourly period with none set leaves Redis once
 # it is archived (plan.expires_at_ms), its hours then read from the archive
 RETAINED = frozenset({*DEFAULT_RETENTION, "hourly"})
-IMMUTABLE_FIELDS = ("order", "policy", "max_score", "shards")
+IMMUTABLE_FIELDS = ("order", "policy", "window_policies", "max_score", "shards")
+POLICIES: tuple[Policy, ...] = ("best", "sum")
 # The user-settable fields: what a PUT body may hold and what is stored.
 SETTING_FIELDS = (
     "windows",
     "order",
     "policy",
+    "window_policies",
     "max_score",
     "max_run_score",
     "shards",
@@ -52,6 +54,8 @@ class BoardConfig:
     windows: tuple[str, ...] = ("all-time",)
     order: Literal["desc", "asc"] = "desc"
     policy: Policy = "best"
+    # a policy per window overriding ``policy`` (v1.3), e.g. all-time best, weekly sum
+    window_policies: dict[str, Policy] = field(default_factory=dict)
     max_score: int = 1_000_000_000
     max_run_score: int = 1_000_000_000
     shards: int = 1
@@ -72,6 +76,10 @@ class BoardConfig:
     def codecs(self) -> dict[str, Codec]:
         return {w: Codec.create(self.max_score, self.order, SPAN_MS[w]) for w in self.windows}
 
+    def policy_of(self, window: str) -> Policy:
+        """The policy ``window`` keeps its entries by."""
+        return self.window_policies.get(window, self.policy)
+
     @property
     def default_window(self) -> str:
         return self.windows[0]
@@ -86,6 +94,7 @@ class BoardConfig:
         values = {name: getattr(self, name) for name in SETTING_FIELDS}
         values["windows"] = list(self.windows)
         values["retention_days"] = dict(self.retention_days)
+        values["window_policies"] = dict(self.window_policies)
         values["segments"] = list(self.segments)
         return values
 
@@ -97,6 +106,22 @@ def _int_field(body: dict[str, Any], name: str, low: int, high: int) -> int | No
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidRequest(f"{name} must be an integer in {low}..{high}")
     return value
+
+
+def _window_policies(value: object) -> dict[str, Policy]:
+    """``{"weekly": "sum"}``: windows mapped to a policy of their own."""
+    if isinstance(value, dict):
+        for policy in value.values():
+            if isinstance(policy, str) and policy in unbuilt.POLICIES:
+                raise unbuilt.not_built(f"the policy {policy!r}")
+    if not isinstance(value, dict) or any(
+        w not in WINDOWS or p not in POLICIES for w, p in value.items()
+    ):
+        raise InvalidRequest(
+            "window_policies must map windows to a policy, best or sum, e.g. "
+            '{"all-time": "best", "weekly": "sum"}'
+        )
+    return dict(value)
 
 
 def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> BoardConfig:
@@ -135,7 +160,7 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         values["windows"] = list(windows)
     for name, allowed in (
         ("order", ("desc", "asc")),
-        ("policy", ("best", "sum")),
+        ("policy", POLICIES),
         ("score_format", SCORE_FORMATS),
     ):
         if name in body:
@@ -167,9 +192,20 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         if not isinstance(body["client_submits"], bool):
             raise InvalidRequest("client_submits must be true or false")
         values["client_submits"] = body["client_submits"]
-    if values["hold_top"] > 0 and values["policy"] == "sum":
+    if "window_policies" in body:
+        values["window_policies"] = _window_policies(body["window_policies"])
+    unknown_windows = sorted(set(values["window_policies"]) - set(values["windows"]))
+    if unknown_windows:
+        raise InvalidRequest(
+            f"window_policies names {clip(unknown_windows[0])!r}, which is not one of the "
+            "board's windows"
+        )
+    policies = {values["window_policies"].get(w, values["policy"]) for w in values["windows"]}
+    if values["hold_top"] > 0 and "best" not in policies:
         # a sum's top is reached by many runs, none of which alone is the one to review
-        raise InvalidRequest("hold_top applies to best boards only; leave it at 0 on a sum board")
+        raise InvalidRequest(
+            "hold_top applies to best windows only; leave it at 0 on a board with none"
+        )
     if "retention_days" in body:
         retention = body["retention_days"]
         if not isinstance(retention, dict) or any(
@@ -208,6 +244,7 @@ def from_settings(
         windows=tuple(values["windows"]),
         order=values["order"],
         policy=values["policy"],
+        window_policies=dict(values.get("window_policies", {})),  # before v1.3: none
         max_score=values["max_score"],
         max_run_score=values["max_run_score"],
         shards=values["shards"],

@@ -210,7 +210,7 @@ def plan(
 def _target(
     board: BoardConfig, run: Run, window: str, now_ms: int, hidden: bool, mark: bool
 ) -> Target:
-    operation: Operation = board.policy
+    operation: Operation = board.policy_of(window)
     period = period_at(window, run.ended_at_ms)
     # a banned player's entries go to :shadow, unless held for review (below)
     side: Side = "shadow" if hidden else "public"

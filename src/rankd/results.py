@@ -68,6 +68,13 @@ class BoardSettings(TypedDict, total=False):
     windows: list[Window]
     order: Literal["desc", "asc"]
     policy: Literal["best", "sum"]
+    window_policies: Annotated[
+        dict[str, Literal["best", "sum"]],
+        Doc(
+            description="a policy per window overriding `policy`, e.g. "
+            '`{"all-time": "best", "weekly": "sum"}`; fixed once the board has runs'
+        ),
+    ]
     max_score: Annotated[int, Doc(minimum=1, maximum=MAX_SCORE_LIMIT)]
     max_run_score: Annotated[int, Doc(minimum=1, maximum=MAX_SCORE_LIMIT)]
     shards: Annotated[
@@ -157,6 +164,7 @@ class Board(TypedDict):
     windows: list[str]
     order: str
     policy: str
+    window_policies: dict[str, str]
     max_score: int
     max_run_score: int
     shards: int

@@ -11,7 +11,6 @@ from rankd.errors import InvalidRequest
 # board fields (PUT /v1/boards/{board_id})
 BOARD_FIELDS = frozenset(
     {
-        "window_policies",
         "schedule",
         "join_required",
         "max_entrants",

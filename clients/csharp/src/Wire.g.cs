@@ -247,6 +247,9 @@ namespace Rankd
         /// <summary><c>policy</c>, required.</summary>
         public string Policy { get; set; }
 
+        /// <summary><c>window_policies</c>, required.</summary>
+        public Dictionary<string, string> WindowPolicies { get; set; }
+
         /// <summary><c>max_score</c>, required.</summary>
         public long MaxScore { get; set; }
 
@@ -293,6 +296,7 @@ namespace Rankd
             it.Windows = global::Rankd.Json.AsList(o["windows"], x => global::Rankd.Json.AsString(x));
             it.Order = global::Rankd.Json.AsString(o["order"]);
             it.Policy = global::Rankd.Json.AsString(o["policy"]);
+            it.WindowPolicies = global::Rankd.Json.AsMap(o["window_policies"], x => global::Rankd.Json.AsString(x));
             it.MaxScore = global::Rankd.Json.AsLong(o["max_score"]);
             it.MaxRunScore = global::Rankd.Json.AsLong(o["max_run_score"]);
             it.Shards = global::Rankd.Json.AsLong(o["shards"]);
@@ -315,6 +319,7 @@ namespace Rankd
             if (Windows != null) o["windows"] = Windows;
             if (Order != null) o["order"] = Order;
             if (Policy != null) o["policy"] = Policy;
+            if (WindowPolicies != null) o["window_policies"] = WindowPolicies;
             o["max_score"] = MaxScore;
             o["max_run_score"] = MaxRunScore;
             o["shards"] = Shards;
@@ -375,6 +380,9 @@ namespace Rankd
         /// <summary><c>policy</c>, optional: one of "best", "sum".</summary>
         public string Policy { get; set; }
 
+        /// <summary><c>window_policies</c>, optional.</summary>
+        public Dictionary<string, string> WindowPolicies { get; set; }
+
         /// <summary><c>max_score</c>, optional.</summary>
         public long? MaxScore { get; set; }
 
@@ -414,6 +422,7 @@ namespace Rankd
             it.Windows = global::Rankd.Json.AsList(o["windows"], x => global::Rankd.Json.AsString(x));
             it.Order = global::Rankd.Json.AsString(o["order"]);
             it.Policy = global::Rankd.Json.AsString(o["policy"]);
+            it.WindowPolicies = global::Rankd.Json.AsMap(o["window_policies"], x => global::Rankd.Json.AsString(x));
             it.MaxScore = global::Rankd.Json.AsLongOrNull(o["max_score"]);
             it.MaxRunScore = global::Rankd.Json.AsLongOrNull(o["max_run_score"]);
             it.Shards = global::Rankd.Json.AsLongOrNull(o["shards"]);
@@ -433,6 +442,7 @@ namespace Rankd
             if (Windows != null) o["windows"] = Windows;
             if (Order != null) o["order"] = Order;
             if (Policy != null) o["policy"] = Policy;
+            if (WindowPolicies != null) o["window_policies"] = WindowPolicies;
             if (MaxScore != null) o["max_score"] = MaxScore;
             if (MaxRunScore != null) o["max_run_score"] = MaxRunScore;
             if (Shards != null) o["shards"] = Shards;

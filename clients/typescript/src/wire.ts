@@ -40,6 +40,7 @@ export interface Board {
   windows: string[];
   order: string;
   policy: string;
+  window_policies: Record<string, string>;
   max_score: number;
   max_run_score: number;
   shards: number;
@@ -62,6 +63,7 @@ export interface BoardSettings {
   windows?: Array<"all-time" | "daily" | "weekly" | "monthly" | "hourly"> | null;
   order?: "desc" | "asc" | null;
   policy?: "best" | "sum" | null;
+  window_policies?: Record<string, "best" | "sum"> | null;
   max_score?: number | null;
   max_run_score?: number | null;
   shards?: number | null;

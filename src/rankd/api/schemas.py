@@ -21,6 +21,7 @@ BOARD_EXAMPLE: dict[str, Any] = {
     "windows": ["all-time", "weekly"],
     "order": "desc",
     "policy": "best",
+    "window_policies": {"weekly": "sum"},
     "max_score": 1_000_000_000,
     "max_run_score": 1_000_000_000,
     "shards": 1,

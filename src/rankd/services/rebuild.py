@@ -143,7 +143,7 @@ class Rebuilder:
                         await flush()
                     continue
                 since = None
-                if config.policy == "sum":
+                if config.policy_of(ref[1]) == "sum":
                     since = counted_ids_kept_since(config, now_ms) if ref[1] == ALL_TIME else 0
                 if self.streams > 1 and sizes.get(ref, PARALLEL_MIN) >= PARALLEL_MIN:
 
@@ -365,7 +365,7 @@ def _small(
     needs the one-period path (a sum board's counted runs, banned or held entries)."""
     return (
         sizes.get(ref, 0) <= SMALL_PERIOD
-        and config.policy != "sum"
+        and config.policy_of(ref.window) != "sum"
         and config.shards == 1
         and not banned.get(ref)
         and not held.get(ref)

@@ -94,7 +94,7 @@ class Moves:
             mode, extra = "best", ("", "", "")  # type: tuple[str, tuple[int | str, ...]]
             if replace:
                 mode = "replace"
-            elif board.policy == "sum":
+            elif board.policy_of(ref.window) == "sum":
                 mode, extra = "sum", sum_args(board, ref.window)
             by_shard: dict[int, list[str]] = {}
             for player in players:  # each player's entries are on their own shard
