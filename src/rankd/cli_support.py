@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from rankd.embedded import startup
-from rankd.settings import Settings, settings_error
+from rankd.settings import CREDENTIALS, Settings
 
 DataDir = Annotated[
     Path | None, typer.Option(help="where embedded servers keep their data [./.rankd]")
@@ -36,6 +37,30 @@ def located_services(settings: Settings, wanted: startup.Wanted) -> Iterator[Set
             yield ready
     except startup.StartupRefused as refused:
         fail(str(refused))
+
+
+SECRET_FIELDS = frozenset({"admin_keys", "server_keys", "player_token_secret"})
+
+
+def settings_error(error: ValidationError | SettingsError) -> str:
+    """A settings failure as one line: each variable at fault, what it held, and why (never
+    a secret, nor a URL's password)."""
+    if isinstance(error, SettingsError):  # a value that is not the JSON it must be
+        found = re.search(r'field "(\w+)"', str(error))
+        field = found.group(1).upper() if found else "?"
+        return f"RANKD_{field}: not valid JSON (e.g. [1, 2.5])"
+    problems = []
+    for item in error.errors():
+        reason = str(item["msg"]).removeprefix("Value error, ").rstrip(".")
+        if not item["loc"]:  # settings refused together (Settings._together) name themselves
+            problems.append(reason)
+            continue
+        field = str(item["loc"][0])
+        given = item.get("input")
+        secret = field in SECRET_FIELDS  # a secret is never repeated in an error
+        shown = "" if given is None or secret else f"={CREDENTIALS.sub('***@', str(given))[:80]!r}"
+        problems.append(f"RANKD_{field.upper()}{shown}: {reason}")
+    return "; ".join(problems)
 
 
 def load_settings(command: str, data_dir: Path | None) -> Settings:

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RANKD_", extra="ignore")
+    # inf and nan are no number of seconds or bytes (int(inf * 1000) fails deep in start-up)
+    model_config = SettingsConfigDict(env_prefix="RANKD_", extra="ignore", allow_inf_nan=False)
 
     # External services; when all are unset `rankd serve` starts embedded ones.
     redis_url: str | None = None
@@ -77,8 +78,9 @@ class Settings(BaseSettings):
     consumer_backoff_s: list[float] = Field(default_factory=lambda: [2.0, 5.0, 10.0, 30.0, 60.0])
     # deliveries of one message before the log gives up; delivered, not yet acked, over
     # every instance; how often the lag gauges (and the parked count) refresh
-    consumer_max_deliver: int = Field(100, ge=1)
-    consumer_max_ack_pending: int = Field(20_000, ge=1)
+    # (JetStream refuses a consumer past these bounds, or with max_deliver <= len(backoff))
+    consumer_max_deliver: int = Field(100, ge=1, le=1_000_000)
+    consumer_max_ack_pending: int = Field(20_000, ge=1, le=10_000_000)
     lag_refresh_s: float = Field(2.0, gt=0)
     replay_batch: int = Field(1000, ge=1, le=100_000)  # messages per fetch in `rankd replay`
     # /readyz says "degraded" once the oldest run not yet in PostgreSQL is older than this.
@@ -181,10 +183,12 @@ class Settings(BaseSettings):
     # embedded Redis's limit is RANKD_REDIS_MAX_MEMORY (default 2gb).
     redis_memory_warn_ratio: float = Field(0.8, gt=0, le=1)
     redis_memory_check_s: float = Field(10.0, gt=0)
+    # checked here with the rest; the embedded Redis reads it (embedded/redis_server.py)
+    redis_max_memory: str = "2gb"
     # The submit path marks the runs it applied to Redis (kept this long); the log consumer
     # writes Redis only for runs without a mark, waiting up to consumer_mark_wait_s for the
     # marks of runs received that recently (see services/applier.py)
-    applied_marks_keep_s: float = Field(15.0, gt=0)
+    applied_marks_keep_s: float = Field(15.0, gt=0, le=3600)
     consumer_mark_wait_s: float = Field(2.0, ge=0)
     # how often each instance asks PostgreSQL for bans made elsewhere, and when a ban's
     # second sweep runs (after every instance has surely refreshed; well inside 1 s)
@@ -198,7 +202,7 @@ class Settings(BaseSettings):
     # resend with another player, score or ended_at is refused (409 run_conflict) for at
     # least this long and at most a quarter longer; a resend without ended_at keeps the
     # first send's. The contract asks for at least a day; every instance must agree on it.
-    run_memory_s: float = Field(86_400.0, ge=1)
+    run_memory_s: float = Field(86_400.0, ge=1, le=366 * 86_400)  # Redis expiries past it fail
 
     # Distinct values each segment dimension of a board may take (every value makes keys in
     # every window); a run bringing one more is refused with 400 (services/segment_values.py)
@@ -249,6 +253,31 @@ class Settings(BaseSettings):
         parse_retention(value)  # ValueError: one line naming the variable (settings_error)
         return value.strip()
 
+    @field_validator("redis_max_memory")
+    @classmethod
+    def _max_memory(cls, value: str) -> str:
+        from rankd.embedded.redis_server import _MEMORY
+
+        if not _MEMORY.fullmatch(value.strip()):
+            raise ValueError("must be a size like 512mb or 4gb (a plain number is bytes)")
+        return value.strip()
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _data_dir(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            return Path(".rankd")  # empty, like unset: the default
+        if isinstance(value, str | Path) and (problem := not_a_folder(Path(value))):
+            raise ValueError(problem)
+        return value
+
+    @field_validator("consumer_backoff_s")
+    @classmethod
+    def _backoff(cls, value: list[float]) -> list[float]:
+        if any(not 0 < delay <= 86_400 for delay in value):
+            raise ValueError("each delay must be over 0 and at most 86400 s, like [2, 5, 10]")
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
@@ -272,6 +301,14 @@ class Settings(BaseSettings):
             )
         return value
 
+    @field_validator("admin_keys", "server_keys")
+    @classmethod
+    def _keys(cls, value: list[str]) -> list[str]:
+        # a header carries printable ASCII: any other key could never be presented
+        if any(not (key.isascii() and key.isprintable()) for key in value):
+            raise ValueError("each key must be printable ASCII, as an Authorization header is")
+        return value
+
     @field_validator("cors_origins", mode="before")
     @classmethod
     def _origins(cls, value: object) -> object:
@@ -281,9 +318,48 @@ class Settings(BaseSettings):
         if "*" in origins and len(origins) > 1:
             raise ValueError("either * (public reads from any origin) or a list of origins")
         for origin in origins:
-            if origin != "*" and not _ORIGIN.fullmatch(origin):
+            port = re.search(r":([0-9]+)$", origin)
+            if origin != "*" and (
+                not _ORIGIN.fullmatch(origin) or int(port[1] if port else 0) > 65535
+            ):
                 raise ValueError(f"{origin[:80]!r} is not an origin like https://game.example:8443")
         return origins
+
+    @model_validator(mode="after")
+    def _together(self) -> Settings:
+        """Settings each fine but not together: one line naming each variable."""
+        from rankd.stores.redis.url import parse_redis_url
+
+        s, found = self, []
+        if s.postgres_pool_min > s.postgres_pool_max:
+            found.append(_pair(s, "postgres_pool_min", "at most", "postgres_pool_max"))
+        if s.consumer_mark_wait_s >= s.applied_marks_keep_s:  # its marks are gone by then
+            found.append(_pair(s, "consumer_mark_wait_s", "less than", "applied_marks_keep_s"))
+        if s.ban_settle_s <= s.ban_refresh_s:  # a ban's 2nd sweep waits for every refresh
+            found.append(_pair(s, "ban_settle_s", "more than", "ban_refresh_s"))
+        if s.consumer_max_deliver <= len(s.consumer_backoff_s):  # JetStream refuses that
+            found.append(
+                _pair(s, "consumer_max_deliver", "more than the delays in", "consumer_backoff_s")
+            )
+        if set(s.admin_keys) & set(s.server_keys):  # such a key would act as admin
+            found.append("RANKD_ADMIN_KEYS and RANKD_SERVER_KEYS share a key")
+        single = s.redis_url is not None and parse_redis_url(s.redis_url).mode == "single"
+        if s.redis_read_from_replicas and single:
+            found.append("RANKD_REDIS_READ_FROM_REPLICAS: RANKD_REDIS_URL has no replicas")
+        if found:
+            raise ValueError("; ".join(found))
+        return self
+
+
+def _pair(settings: Settings, a: str, how: str, b: str) -> str:
+    shown = [str(getattr(settings, name)).replace(" ", "") for name in (a, b)]
+    return f"RANKD_{a.upper()} ({shown[0]}) must be {how} RANKD_{b.upper()} ({shown[1]})"
+
+
+def not_a_folder(path: Path) -> str | None:
+    """Why ``path`` cannot be a data dir: the nearest part of it that exists is a file."""
+    part = next((p for p in (path, *path.parents) if p.exists()), path)
+    return f"{part} is a file, not a folder" if part.exists() and not part.is_dir() else None
 
 
 # scheme://host[:port], as a browser sends it in Origin (no path, no trailing slash)
@@ -293,9 +369,9 @@ _ORIGIN = re.compile(
 
 # What each URL may look like (the drivers accept these; anything else fails late and
 # obscurely, so it is refused at start with one line).
-REDIS_SCHEMES = frozenset({"redis", "rediss", "unix"})
 POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
 NATS_SCHEMES = frozenset({"nats", "tls", "ws", "wss"})
+CREDENTIALS = re.compile(r"(?<=://)[^/]*@")  # a URL's user and password, never shown
 
 
 def _check_urls(
@@ -305,7 +381,7 @@ def _check_urls(
         return None  # unset (or empty): the embedded default
     parts = [value.strip()] if single else [p.strip() for p in value.split(",")]
     for part in parts:
-        which = "" if single else f"{part!r}: "
+        which = "" if single else f"{CREDENTIALS.sub('***@', part)!r}: "
         try:
             url = urlsplit(part)
             url.port  # noqa: B018 - raises ValueError for a port that is not a number
@@ -316,25 +392,3 @@ def _check_urls(
         if url.scheme != "unix" and not url.hostname:
             raise ValueError(f"{which}no host; expected {form}")
     return value.strip()
-
-
-SECRET_FIELDS = frozenset({"admin_keys", "server_keys", "player_token_secret"})
-
-
-def settings_error(error: ValidationError | SettingsError) -> str:
-    """A settings failure as one line: each variable at fault, what it held, and why."""
-    if isinstance(error, SettingsError):  # a value that is not the JSON it must be
-        found = re.search(r'field "(\w+)"', str(error))
-        field = found.group(1).upper() if found else "?"
-        return f"RANKD_{field}: not valid JSON (e.g. [1, 2.5])"
-    problems = []
-    for item in error.errors():
-        field = str(item["loc"][0]) if item["loc"] else "?"
-        given = item.get("input")
-        secret = field in SECRET_FIELDS  # a secret is never repeated in an error
-        shown = (
-            "" if given is None or secret or isinstance(given, dict) else f"={str(given)[:80]!r}"
-        )
-        reason = str(item["msg"]).removeprefix("Value error, ").rstrip(".")
-        problems.append(f"RANKD_{field.upper()}{shown}: {reason}")
-    return "; ".join(problems)

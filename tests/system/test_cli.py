@@ -300,6 +300,15 @@ def _session_members(sid: int) -> list[int]:
         ({"RANKD_PLAYER_TOKEN_SECRET": "short"}, ["RANKD_PLAYER_TOKEN_SECRET", "32 bytes"]),
         ({"RANKD_CORS_ORIGINS": "game.example"}, ["RANKD_CORS_ORIGINS", "not an origin"]),
         ({"RANKD_LOG_RETENTION": "forever"}, ["RANKD_LOG_RETENTION", "7d,20gb"]),
+        # these failed only once the servers ran (tests/unit/test_settings_refusals.py walks all)
+        ({"RANKD_SEASON_SETTLE_S": "inf"}, ["RANKD_SEASON_SETTLE_S", "finite"]),
+        (
+            {"RANKD_POSTGRES_POOL_MIN": "5", "RANKD_POSTGRES_POOL_MAX": "2"},
+            ["RANKD_POSTGRES_POOL_MIN", "RANKD_POSTGRES_POOL_MAX"],
+        ),
+        ({"RANKD_CONSUMER_BACKOFF_S": "[-1]"}, ["RANKD_CONSUMER_BACKOFF_S", "over 0"]),
+        ({"RANKD_STREAM_REPLICAS": "3"}, ["RANKD_STREAM_REPLICAS=3", "--topology cluster"]),
+        ({"RANKD_DATA_DIR": __file__}, ["RANKD_DATA_DIR", "is a file, not a folder"]),
     ],
 )
 def test_serve_refuses_a_bad_setting_in_one_line_starting_nothing(
@@ -309,6 +318,31 @@ def test_serve_refuses_a_bad_setting_in_one_line_starting_nothing(
     for word in words:
         assert word in line, (word, line)
     assert not (server_dir / "d" / "redis").exists()
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"RANKD_ADMIN_KEYS": "schlüssel-hunter2"},
+        {"RANKD_PLAYER_TOKEN_SECRET": "hunter2"},
+        {
+            "RANKD_REDIS_URL": "redis://:hunter2@127.0.0.1:port/0",
+            "RANKD_POSTGRES_URL": "postgresql://u:hunter2@127.0.0.1:x/rankd",
+            "RANKD_NATS_URL": "nats://u:hunter2@127.0.0.1:y",
+        },
+    ],
+)
+def test_serve_never_repeats_a_secret_it_refuses(server_dir: Path, env: dict[str, str]) -> None:
+    line, _ = serve_failing(env, server_dir / "d", within_s=30)
+    assert all(variable in line for variable in env), line
+    assert "hunter2" not in line, line
+
+
+def test_serve_refuses_a_data_dir_flag_naming_a_file(server_dir: Path) -> None:
+    a_file = server_dir / "file"
+    a_file.write_text("")
+    line, _ = serve_failing({}, a_file, within_s=30)
+    assert "is a file, not a folder" in line and "--data-dir" in line, line
 
 
 def test_serve_exits_in_one_line_when_a_service_is_unreachable(

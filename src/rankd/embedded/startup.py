@@ -35,7 +35,7 @@ from rankd.embedded.topology import (
     recorded_topology,
     start_topology,
 )
-from rankd.settings import Settings
+from rankd.settings import Settings, not_a_folder
 
 SERVICES_FILE = "services.json"  # the URLs of a running `rankd serve`'s embedded servers
 
@@ -97,7 +97,6 @@ def _check_reachable(command: str, settings: Settings) -> None:
 def _located(settings: Settings, wanted: Wanted, note: Callable[[str], None]) -> Iterator[Settings]:
     command, serving, topology = wanted.command, wanted.serving, wanted.topology
     has_data, allow_empty = wanted.has_data, wanted.allow_empty
-    before_start = wanted.before_start
     urls = (settings.redis_url, settings.postgres_url, settings.nats_url)
     if topology is not None and topology not in TOPOLOGIES:
         raise StartupRefused(
@@ -127,6 +126,8 @@ def _located(settings: Settings, wanted: Wanted, note: Callable[[str], None]) ->
         except ValueError as exc:
             raise StartupRefused(f"{command}: {exc}") from None
     data_dir = settings.data_dir.resolve()
+    if (problem := not_a_folder(data_dir)) is not None:  # --data-dir (RANKD_DATA_DIR is checked)
+        raise StartupRefused(f"{command}: the data dir: {problem}; pick a folder with --data-dir")
     shared = data_dir / SERVICES_FILE
     if not serving and shared.exists():
         known = json.loads(shared.read_text())
@@ -149,27 +150,43 @@ def _located(settings: Settings, wanted: Wanted, note: Callable[[str], None]) ->
             "or pick another data dir with --data-dir"
         ) from None
     try:
-        with _embedded(data_dir, topology, command, serving, before_start, note) as urls_now:
+        with _embedded(data_dir, topology, settings, wanted, note) as urls_now:
             yield settings.model_copy(update=urls_now)
     finally:
         lock.release()
+
+
+def _check_single(command: str, settings: Settings) -> None:
+    """Refuse what one embedded server of each cannot do, before any of them starts."""
+    if settings.stream_replicas > 1:
+        raise StartupRefused(
+            f"{command}: RANKD_STREAM_REPLICAS={settings.stream_replicas} needs a NATS cluster; "
+            "the embedded single topology has one server: set 1, or --topology cluster"
+        )
+    if settings.redis_read_from_replicas:
+        raise StartupRefused(
+            f"{command}: RANKD_REDIS_READ_FROM_REPLICAS needs Redis replicas; the embedded "
+            "single topology has none: unset it, or --topology cluster|sentinel"
+        )
 
 
 @contextlib.contextmanager
 def _embedded(
     data_dir: Path,
     topology: Topology | None,
-    command: str,
-    serving: bool,
-    before_start: Callable[[], None] | None,
+    settings: Settings,
+    wanted: Wanted,
     note: Callable[[str], None],
 ) -> Iterator[dict[str, object]]:
     """The settings of embedded servers started (and, on exit, stopped) on a locked data dir."""
+    command, serving, before_start = wanted.command, wanted.serving, wanted.before_start
     try:
         shape: Topology = topology or recorded_topology(data_dir) or "single"
         check_topology(data_dir, shape)
     except EmbeddedServerError as exc:
         raise StartupRefused(f"{command}: {exc}") from None
+    if shape == "single":  # one server of each: what needs more would fail once started
+        _check_single(command, settings)
     if before_start is not None:
         before_start()
     note(f"starting embedded Redis, PostgreSQL and NATS ({shape}) in {data_dir} ...")
