@@ -208,6 +208,7 @@ class Runtime:
                 moderation,
                 run_ids,
                 SegmentValues(redis.admission, pg, s.segment_values_max),
+                answer_timeout_s=s.redis_answer_timeout_s,
             ),
             reader=Reader(
                 redis.reads,
@@ -251,6 +252,7 @@ class Runtime:
                 refusal_memo_bytes=s.rate_refusal_memo_bytes,
                 lease_s=s.rate_lease_s,
                 lease_bytes=s.rate_lease_memo_bytes,
+                timeout_s=min(1.0, s.redis_answer_timeout_s),  # best effort: fails open
             ),
             live=LiveHub(
                 redis.notices, s.live_max_streams, max_per_address=s.live_max_streams_per_address
@@ -373,13 +375,8 @@ class Runtime:
             logger.warning(
                 "shutdown: %s did not stop within %.0f s", ", ".join(stuck), CLOSE_TIMEOUT_S
             )
-        await asyncio.wait(
-            [
-                asyncio.ensure_future(c)
-                for c in (self.runlog.close(), self.pg.close(), self.redis.close())
-            ],
-            timeout=CLOSE_TIMEOUT_S,
-        )
+        closing = (self.runlog.close(), self.pg.close(), self.redis.close())
+        await asyncio.wait([asyncio.ensure_future(c) for c in closing], timeout=CLOSE_TIMEOUT_S)
 
     async def readiness(self) -> dict[str, str]:
         """Each dependency's state: "ok" or why not (see health.py)."""

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     stream: str = Field("RUNS", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     subject_prefix: str = Field("runs", pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
     publish_timeout_s: float = Field(5.0, gt=0, le=300)
+    # a submit's Redis work on either side of the log, at most (services/submit.py): past it
+    # 503, so a stalled Redis never holds a request for the whole stall
+    redis_answer_timeout_s: float = Field(5.0, gt=0, le=300)
     # How long, and how much, of the log is kept: an age and/or a size (7d, 20gb, 7d,20gb);
     # never a message the durable copy has not applied (services/log_retention.py). Each
     # instance looks every log_retention_check_s.

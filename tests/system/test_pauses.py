@@ -242,12 +242,6 @@ async def test_redis_paused_under_load_loses_no_acknowledged_run(server_dir: Pat
     await pause_single(server_dir, "redis")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stalled Redis holds every request for the whole stall: the service's Redis "
-    "clients have no read timeout (stores/redis/connection.py), so a pause longer than the "
-    "client's timeout ends in client timeouts, not 503s",
-)
 async def test_redis_paused_longer_than_the_clients_timeout_answers_503_in_time(
     server_dir: Path,
 ) -> None:

@@ -91,8 +91,11 @@ class RateLimiter:
         refusal_memo_bytes: int = 1 << 20,
         lease_s: float = 0.05,
         lease_bytes: int = 1 << 20,
+        timeout_s: float = 5.0,
     ) -> None:
         self.store = store
+        # a stalled Redis fails the check open after this, like a Redis that is down
+        self.timeout_s = timeout_s
         # runs: a key's submitted runs, a batch counting each of its runs (work, not requests)
         self.rates: dict[Kind, Rate] = {
             "key": per_key,
@@ -135,13 +138,14 @@ class RateLimiter:
         if cost == 1 and self._spend(identity):
             return
         try:
-            if cost == 1:
-                wait_us = await self._lease(identity, rate)
-            else:  # a batch pays for all its runs at once, past any lease
-                wait_us = await self.store.rate_limit(
-                    identity, rate.interval_us, rate.burst, cost=cost
-                )
-        except Unavailable:
+            async with asyncio.timeout(self.timeout_s):
+                if cost == 1:
+                    wait_us = await self._lease(identity, rate)
+                else:  # a batch pays for all its runs at once, past any lease
+                    wait_us = await self.store.rate_limit(
+                        identity, rate.interval_us, rate.burst, cost=cost
+                    )
+        except (Unavailable, TimeoutError):
             self._unchecked_until = time.monotonic() + self.fail_open_s
             metrics.RATE_UNCHECKED.inc()
             return
@@ -180,7 +184,9 @@ class RateLimiter:
             future.set_result(wait_us)
             return wait_us
         except BaseException as exc:
-            future.set_exception(exc)
+            # the asker's deadline passed: its waiters fail open too, each on its own
+            cut = isinstance(exc, asyncio.CancelledError)
+            future.set_exception(Unavailable("Redis did not answer in time") if cut else exc)
             future.exception()  # retrieved: waiters ask again themselves
             raise
         finally:

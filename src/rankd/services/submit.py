@@ -6,6 +6,12 @@
 2. They are published to the log (a batch as one message; concurrent single submits
    share messages, see group_commit.py) and we wait for the ack. No ack: the
    caller gets Unavailable and nothing reaches Redis.
+4. Redis has a deadline on both sides of the log (``answer_timeout_s``): the service's
+   Redis clients have no read timeout (a busy Redis is not an error; see
+   stores/redis/connection.py), so a stalled Redis (a paused process, a VM stall) would
+   hold every submit for the whole stall. Past the deadline the caller gets 503 at once:
+   before the log, nothing was accepted; after it, the run is logged and the log consumer
+   applies it once Redis answers again (a retry is safe either way).
 3. For every run and every window of the board one Lua call raises the entry (or adds to a
    sum) and reads the rank in the same atomic step (plan.py decides, the Redis store
    sends). All calls go in one pipeline: the write pipeline the log consumer uses too
@@ -14,6 +20,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 
 from rankd.boards import BoardConfig
@@ -43,7 +50,10 @@ class Submitter:
         moderation: Moderation,
         run_ids: RunIds,
         segment_values: SegmentValues,
+        *,
+        answer_timeout_s: float = 5.0,
     ) -> None:
+        self.answer_timeout_s = answer_timeout_s
         self.writes = writes
         self.reads = reads
         self.pg = pg
@@ -65,21 +75,26 @@ class Submitter:
         value past the board's bound): such a run is neither logged nor applied."""
         if not runs:
             return []
-        await self.players.fill_segments(board, runs)  # before logging: replays agree
-        refused: list[RankdError | None] = list(await self.segment_values.admit(board, runs))
-        admitted = [run for run, r in zip(runs, refused, strict=True) if r is None]
-        # before logging: conflicting content never enters the log, and an accepted resend
-        # carries the first send's ended_at (services/run_ids.py)
-        conflicts = iter(await self.run_ids.claim(board.board_id, admitted))
-        refused = [next(conflicts) if r is None else r for r in refused]
-        accepted = [run for run, r in zip(runs, refused, strict=True) if r is None]
+        try:
+            async with asyncio.timeout(self.answer_timeout_s):
+                refused, accepted = await self._admit(board, runs)
+        except TimeoutError:
+            raise Unavailable(
+                f"Redis did not answer within {self.answer_timeout_s:g}s; nothing was "
+                "accepted, retry"
+            ) from None
         applied: list[list[Standing]] = []
         if accepted:
-            # the log carries the decision
-            accepted = await self.moderation.decide_holds(board, accepted)
             await self.committer.append(board.board_id, accepted, board.generation)
             try:
-                applied = await self.apply(board, accepted, record_holds=True)
+                async with asyncio.timeout(self.answer_timeout_s):
+                    applied = await self.apply(board, accepted, record_holds=True)
+            except TimeoutError:
+                self.on_busy(Unavailable("Redis did not answer in time"))
+                raise Unavailable(
+                    "the run was logged but the boards did not answer within "
+                    f"{self.answer_timeout_s:g}s; retrying is safe"
+                ) from None
             except Unavailable as exc:
                 self.on_busy(exc)
                 # The runs are in the log; a retry is harmless and the log consumer heals Redis.
@@ -88,6 +103,24 @@ class Submitter:
                 ) from exc
         results = iter(applied)
         return [next(results) if r is None else r for r in refused]
+
+    async def _admit(
+        self, board: BoardConfig, runs: Sequence[Run]
+    ) -> tuple[list[RankdError | None], list[Run]]:
+        """Each run's refusal (None: accepted), and the accepted runs, holds decided: what
+        is checked in Redis before anything is logged."""
+        await self.players.fill_segments(board, runs)  # before logging: replays agree
+        refused: list[RankdError | None] = list(await self.segment_values.admit(board, runs))
+        admitted = [run for run, r in zip(runs, refused, strict=True) if r is None]
+        # before logging: conflicting content never enters the log, and an accepted resend
+        # carries the first send's ended_at (services/run_ids.py)
+        conflicts = iter(await self.run_ids.claim(board.board_id, admitted))
+        refused = [next(conflicts) if r is None else r for r in refused]
+        accepted = [run for run, r in zip(runs, refused, strict=True) if r is None]
+        if accepted:
+            # the log carries the decision
+            accepted = await self.moderation.decide_holds(board, accepted)
+        return refused, accepted
 
     async def apply(
         self,
