@@ -17,7 +17,9 @@ late run's count) derives new targets with ``dataclasses.replace``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
 
 from rankd.boards import BoardConfig
@@ -35,10 +37,15 @@ Side = Literal["public", "shadow", "pending"]
 
 @dataclass(frozen=True, slots=True)
 class Visibility:
-    """Who must not show on the public boards, as one write saw it: the banned players
-    (services/moderation.py keeps the instance's copy; a snapshot is never changed)."""
+    """Who must not show on the public boards, as one write saw it: the banned players,
+    and the entries an admin removed ((board, window, period, player) -> when: runs that
+    ended by then no longer count there). services/moderation.py keeps the instance's copy;
+    a snapshot is never changed."""
 
     banned: frozenset[str] = field(default_factory=frozenset)
+    removed: Mapping[tuple[str, str, str, str], int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 NOBODY_HIDDEN = Visibility()
@@ -186,6 +193,8 @@ def plan(
     now_ms = run.received_at_ms if now_ms is None else now_ms
     hidden = run.player_id in seen.banned
     targets = [_target(board, run, window, now_ms, hidden, mark) for window in board.windows]
+    if seen.removed:  # an admin removed an entry: the runs that ended by then no longer count
+        targets = [_unless_removed(board, run, t, seen) for t in targets]
     if run.segments:
         segments = [f"{dimension}:{value}" for dimension, value in run.segments]
         for window_target in list(targets):
@@ -205,6 +214,15 @@ def plan(
                 )
                 targets.append(copy)
     return targets
+
+
+def _unless_removed(board: BoardConfig, run: Run, target: Target, seen: Visibility) -> Target:
+    removed = seen.removed.get((board.board_id, target.window, target.period.id, run.player_id))
+    if removed is None or run.ended_at_ms > removed or target.disposition == "closed":
+        return target
+    return _target_of(
+        target.window, target.period, run, "closed", target.operation, side=target.side
+    )
 
 
 def _target(

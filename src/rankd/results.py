@@ -422,6 +422,14 @@ class PlayerErased(TypedDict):
     erased: Literal[True]
 
 
+class EntryRemoved(TypedDict):
+    board_id: str
+    player_id: str
+    window: str
+    period: str
+    removed: Literal[True]
+
+
 class Health(TypedDict):
     status: Literal["ok"]
 

@@ -31,7 +31,6 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("GET", "/v1/boards/{board_id}/cohorts/{cohort}"),
     ("GET", "/v1/players/{player_id}/leagues"),
     ("POST", "/v1/boards/{board_id}/periods/{period}/close"),
-    ("DELETE", "/v1/boards/{board_id}/entries/{player_id}"),
 )
 
 

@@ -85,6 +85,9 @@ ROUTES: dict[str, Doc] = {
     "GET /v1/bans": Doc("admin", ("invalid_request", "unavailable")),
     "GET /v1/boards/{board_id}/segments": Doc("public", READ),
     "DELETE /v1/boards/{board_id}": Doc("admin", ("board_not_found", "unavailable")),
+    "DELETE /v1/boards/{board_id}/entries/{player_id}": Doc(
+        "admin", ("invalid_request", "board_not_found", "player_not_ranked", "unavailable")
+    ),
     "DELETE /v1/players/{player_id}": Doc("admin", ("invalid_request", "unavailable")),
     "GET /healthz": Doc("public", ()),
     "GET /readyz": Doc("public", ("unavailable",)),

@@ -1,4 +1,4 @@
-"""Moderation (admin): shadow bans and the review holds of a board."""
+"""Moderation (admin): shadow bans, the review holds of a board, removing one entry."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest
 from rankd.formats import check_player_id, check_run_id, format_time
-from rankd.results import MAX_BAN_REASON, Ban, Bans, HoldDecision, Holds
+from rankd.results import MAX_BAN_REASON, Ban, Bans, EntryRemoved, HoldDecision, Holds
 from rankd.stores import moderation as db
 
 router = APIRouter(tags=["moderation"])
@@ -176,3 +176,33 @@ async def approve(board_id: str, run_id: str, request: Request) -> Response:
 )
 async def reject(board_id: str, run_id: str, request: Request) -> Response:
     return await _decide(request, board_id, run_id, False)
+
+
+@router.delete(
+    "/v1/boards/{board_id}/entries/{player_id}",
+    response_model=results.EntryRemoved,
+    summary="Remove one player's entry from one period: a correction (admin)",
+    description="The player's runs that ended by now no longer count in that period (not "
+    "after a replay or a rebuild either); later runs count again. `window`: the board's "
+    "default window when absent; `period`: the window's current one when absent.",
+)
+async def delete_entry(
+    board_id: str,
+    player_id: str,
+    request: Request,
+    window: Annotated[str | None, Query(description="the window (default: the first)")] = None,
+    period: Annotated[str | None, Query(description="the period id (default: the current)")] = None,
+) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    check_player_id(player_id)
+    corrections = rt.deletions.corrections
+    window, period = await corrections.remove_entry(board_id, player_id, window, period)
+    body: EntryRemoved = {
+        "board_id": board_id,
+        "player_id": player_id,
+        "window": window,
+        "period": period,
+        "removed": True,
+    }
+    return reply(body)

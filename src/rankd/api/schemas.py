@@ -178,6 +178,15 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
     ],
     results.BoardDeleted: [{"board_id": "arena", "deleted": True}],
     results.PlayerErased: [{"player_id": "48213377", "erased": True}],
+    results.EntryRemoved: [
+        {
+            "board_id": "arena",
+            "player_id": "48213377",
+            "window": "weekly",
+            "period": "2026-W45",
+            "removed": True,
+        }
+    ],
     results.Ban: [{"player_id": "48213377", "banned": True}],
     results.Holds: [
         {

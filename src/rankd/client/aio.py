@@ -21,6 +21,7 @@ from rankd.client.types import (
     BatchItem,
     Board,
     BoardDeleted,
+    EntryRemoved,
     Friends,
     Health,
     Hold,
@@ -315,6 +316,19 @@ class AsyncRankdClient:
     async def ban(self, player_id: str, reason: str | None = None) -> Ban:
         """Shadow-ban on every board; ``reason`` is kept for moderators (``bans()``)."""
         return cast(Ban, await self._send(calls.ban(player_id, reason)))
+
+    async def delete_entry(
+        self,
+        board_id: str,
+        player_id: str,
+        *,
+        window: str | None = None,
+        period: str | None = None,
+    ) -> EntryRemoved:
+        """Remove the player's entry from one period (a correction): their runs that ended by
+        now no longer count there; the default window's current period when not named."""
+        call = calls.delete_entry(board_id, player_id, window, period)
+        return cast(EntryRemoved, await self._send(call))
 
     async def unban(self, player_id: str) -> Ban:
         return cast(Ban, await self._send(calls.unban(player_id)))

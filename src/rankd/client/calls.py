@@ -247,6 +247,11 @@ def unban(player_id: str) -> Call:
     return Call("DELETE", f"/v1/players/{_part(player_id)}/ban")
 
 
+def delete_entry(board_id: str, player_id: str, window: str | None, period: str | None) -> Call:
+    params = {k: v for k, v in (("window", window), ("period", period)) if v is not None}
+    return Call("DELETE", f"/v1/boards/{_part(board_id)}/entries/{_part(player_id)}", params=params)
+
+
 def delete_board(board_id: str) -> Call:
     return Call("DELETE", f"/v1/boards/{_part(board_id)}")
 

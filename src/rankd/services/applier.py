@@ -32,7 +32,7 @@ from rankd.services.moderation import Moderation
 from rankd.services.registry import BoardRegistry
 from rankd.services.repairs import busy_in
 from rankd.services.write_pipeline import WritePipeline
-from rankd.stores import deletions, fingerprints, standings
+from rankd.stores import corrections, deletions, fingerprints, standings
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis.marks import Marks
 from rankd.stores.redis.reads import Reads
@@ -222,6 +222,10 @@ class Applier:
         players = {p[0].run.player_id for entries in plans.values() for _, _, p in entries if p}
         first_seq = min((seq for entries in plans.values() for seq, _, _ in entries), default=0)
         erased = await deletions.erased_through(conn, players, first_seq)
+        # an entry removed since this instance last looked (services/corrections.py): the
+        # removal committed before this batch took the lock, so its runs see it
+        if await corrections.last_removal(conn) > self.moderation.bans.removal_seq:
+            await self.moderation.bans.refresh()
         now_seen = self.moderation.visibility()
         wanted: dict[str, list[list[Target]]] = {}
         for board_id, entries in plans.items():

@@ -46,6 +46,7 @@ from rankd.aio import keep_task, stop_tasks, wait_or_stop
 from rankd.errors import BoardNotFound, Unavailable
 from rankd.periods import PeriodRef
 from rankd.runs import decode_batch, encode_message
+from rankd.services.corrections import Corrections
 from rankd.services.moderation import CATCH_UP_S, Moderation
 from rankd.services.names import NameCache
 from rankd.services.registry import BoardRegistry
@@ -107,6 +108,8 @@ class Deletions:
         self.run_id_bucket_ms = max(1, run_id_bucket_ms)  # see services/run_ids.py
         self._later: set[asyncio.Task[None]] = set()
         self._scrub_now = asyncio.Event()
+        # one player's entry removed from one period (an admin's correction)
+        self.corrections = Corrections(redis, pg, boards, moderation, settle_s=settle_s)
 
     @contextlib.asynccontextmanager
     async def _exclusive(self) -> AsyncIterator[Conn]:
@@ -124,7 +127,7 @@ class Deletions:
         keep_task(self._later, work, name=name)
 
     async def close(self) -> list[str]:
-        return await stop_tasks(list(self._later), 1.0)
+        return await stop_tasks(list(self._later), 1.0) + await self.corrections.close()
 
     # boards
 

@@ -38,6 +38,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 
 from rankd.aio import keep_task, stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
@@ -48,8 +49,8 @@ from rankd.plan import Target, Visibility, plan
 from rankd.runs import Run
 from rankd.services.invalidation import Invalidations
 from rankd.services.registry import BoardRegistry
+from rankd.stores import corrections, standings
 from rankd.stores import moderation as db
-from rankd.stores import standings
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis.moves import Moves
 from rankd.stores.redis.profiles import Profiles
@@ -75,6 +76,9 @@ class BanList:
         self.pg = pg
         self.visibility = Visibility()
         self.seq = 0
+        # the entries admins removed (stores/corrections.py), refreshed the same way: a few
+        # dozen bytes each, kept for good (replays need them); corrections are rare
+        self.removal_seq = 0
 
     @property
     def banned(self) -> frozenset[str]:
@@ -85,7 +89,8 @@ class BanList:
 
     async def refresh(self) -> None:
         rows = await db.bans_since(self.pg, self.seq)
-        if not rows:
+        removals = await corrections.removals_since(self.pg, self.removal_seq)
+        if not rows and not removals:
             return
         banned = set(self.visibility.banned)
         for player_id, is_banned, seq in rows:
@@ -94,7 +99,11 @@ class BanList:
             else:
                 banned.discard(player_id)
             self.seq = max(self.seq, seq)
-        self.visibility = Visibility(frozenset(banned))
+        removed = dict(self.visibility.removed)
+        for key, removed_ms, seq in removals:
+            removed[key] = max(removed.get(key, 0), removed_ms)
+            self.removal_seq = max(self.removal_seq, seq)
+        self.visibility = Visibility(frozenset(banned), MappingProxyType(removed))
 
     async def run_forever(self, interval_s: float, stop: asyncio.Event) -> None:
         while not await wait_or_stop(stop, interval_s):

@@ -140,19 +140,23 @@ async def _erase_archived(conn: Conn, player_id: str) -> None:
         (player_id,),
     )
     for archive_id, rank in await cur.fetchall():
-        # ranks are the primary key: shift through negatives so no step collides
-        await conn.execute(
-            "UPDATE archive_entries SET rank = -(rank - 1) WHERE archive_id = %s AND rank > %s",
-            (archive_id, rank),
-        )
-        await conn.execute(
-            "UPDATE archive_entries SET rank = -rank WHERE archive_id = %s AND rank < 0",
-            (archive_id,),
-        )
-        await conn.execute(
-            "UPDATE period_archives SET entries = entries - 1 WHERE archive_id = %s",
-            (archive_id,),
-        )
+        await close_up(conn, archive_id, rank)
+
+
+async def close_up(conn: Conn, archive_id: int, rank: int) -> None:
+    """The archived ranks behind a removed one move up one, and the period counts one less."""
+    # ranks are the primary key: shift through negatives so no step collides
+    await conn.execute(
+        "UPDATE archive_entries SET rank = -(rank - 1) WHERE archive_id = %s AND rank > %s",
+        (archive_id, rank),
+    )
+    await conn.execute(
+        "UPDATE archive_entries SET rank = -rank WHERE archive_id = %s AND rank < 0",
+        (archive_id,),
+    )
+    await conn.execute(
+        "UPDATE period_archives SET entries = entries - 1 WHERE archive_id = %s", (archive_id,)
+    )
 
 
 async def _erase_parked(conn: Conn, player_id: str) -> None:

@@ -355,6 +355,12 @@ async def test_real_answers_of_every_route_match_the_document(
     player_id = "bad id"
     await call("DELETE", profile, status=400, headers=ADMIN_H)
     player_id = "p1"
+    entry = "/v1/boards/{board_id}/entries/{player_id}"
+    await call("DELETE", entry, status=403, headers=SERVER_H)
+    await call("DELETE", entry, status=400, params={"window": "yearly"}, headers=ADMIN_H)
+    await call("DELETE", entry, status=200, params={"window": "weekly"}, headers=ADMIN_H)
+    await call("DELETE", entry, status=404, params={"window": "weekly"}, headers=ADMIN_H)
+    await call("DELETE", entry, status=401)
     await call("DELETE", board_path, status=403, headers=SERVER_H)
     await call("DELETE", board_path, status=200, headers=ADMIN_H)
     await call("DELETE", board_path, status=404, headers=ADMIN_H)
