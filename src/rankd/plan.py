@@ -43,7 +43,8 @@ class Visibility:
     a snapshot is never changed."""
 
     banned: frozenset[str] = field(default_factory=frozenset)
-    removed: Mapping[tuple[str, str, str, str], int] = field(
+    # (board, window, period, player) -> (removed at ms, the board generation it holds for)
+    removed: Mapping[tuple[str, str, str, str], tuple[int, int]] = field(
         default_factory=lambda: MappingProxyType({})
     )
 
@@ -217,8 +218,13 @@ def plan(
 
 
 def _unless_removed(board: BoardConfig, run: Run, target: Target, seen: Visibility) -> Target:
-    removed = seen.removed.get((board.board_id, target.window, target.period.id, run.player_id))
-    if removed is None or run.ended_at_ms > removed or target.disposition == "closed":
+    removal = seen.removed.get((board.board_id, target.window, target.period.id, run.player_id))
+    if (
+        removal is None
+        or run.ended_at_ms > removal[0]
+        or removal[1] != board.generation
+        or target.disposition == "closed"
+    ):
         return target
     return _target_of(
         target.window, target.period, run, "closed", target.operation, side=target.side

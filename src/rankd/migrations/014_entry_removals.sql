@@ -2,6 +2,8 @@
 -- runs of that player that ended at or before removed_ms no longer count there, on any
 -- path (the submit path, the log consumer, replays, rebuilds); later runs count again.
 -- Every instance keeps a copy, refreshed by seq like the bans (services/moderation.py).
+-- A removal holds for the board incarnation it was made on (``generation``): a board
+-- deleted and created again starts with none.
 CREATE SEQUENCE removal_seq;
 CREATE TABLE entry_removals (
     board_id   text   NOT NULL,
@@ -9,6 +11,7 @@ CREATE TABLE entry_removals (
     period     text   NOT NULL,
     player_id  text   NOT NULL,
     removed_ms bigint NOT NULL,
+    generation bigint NOT NULL,
     seq        bigint NOT NULL DEFAULT nextval('removal_seq'),
     PRIMARY KEY (board_id, win, period, player_id)
 );

@@ -93,7 +93,7 @@ class Corrections:
                         f"player {clip(player_id)!r} has no entry in {window} period "
                         f"{chosen.id} of board {clip(board_id)!r}"
                     )
-                refs = await db.remove_entry(conn, key, now_ms)
+                refs = await db.remove_entry(conn, key, now_ms, config.generation)
         await self.moderation.bans.refresh()  # this instance's copy has it at once
         refs |= await self._live_refs(config.segments, key)
         await self.redis.moves.drop_entries(sorted(refs), [player_id])

@@ -100,8 +100,8 @@ class BanList:
                 banned.discard(player_id)
             self.seq = max(self.seq, seq)
         removed = dict(self.visibility.removed)
-        for key, removed_ms, seq in removals:
-            removed[key] = max(removed.get(key, 0), removed_ms)
+        for key, removal, seq in removals:
+            removed[key] = removal  # rows are renewed in seq order: the last one holds
             self.removal_seq = max(self.removal_seq, seq)
         self.visibility = Visibility(frozenset(banned), MappingProxyType(removed))
 

@@ -8,19 +8,26 @@ from rankd.periods import PeriodRef
 from rankd.stores.deletions import close_up
 from rankd.stores.postgres import Conn, PostgresStore
 
-# A removal's key: (board, window, period, player); its value: the removal's time (ms).
+# A removal's key: (board, window, period, player); its value: the removal's time (ms) and
+# the board incarnation (generation) it holds for.
 RemovalKey = tuple[str, str, str, str]
 
 
-async def removals_since(pg: PostgresStore, seq: int) -> list[tuple[RemovalKey, int, int]]:
-    """(key, removed ms, seq) of every removal recorded or renewed after ``seq``."""
+async def removals_since(
+    pg: PostgresStore, seq: int
+) -> list[tuple[RemovalKey, tuple[int, int], int]]:
+    """(key, (removed ms, generation), seq) of every removal recorded or renewed after
+    ``seq``."""
     async with pg.connection() as conn:
         cur = await conn.execute(
-            "SELECT board_id, win, period, player_id, removed_ms, seq FROM entry_removals"
-            " WHERE seq > %s ORDER BY seq",
+            "SELECT board_id, win, period, player_id, removed_ms, generation, seq"
+            " FROM entry_removals WHERE seq > %s ORDER BY seq",
             (seq,),
         )
-        return [((r[0], r[1], r[2], r[3]), int(r[4]), int(r[5])) for r in await cur.fetchall()]
+        return [
+            ((r[0], r[1], r[2], r[3]), (int(r[4]), int(r[5])), int(r[6]))
+            for r in await cur.fetchall()
+        ]
 
 
 async def last_removal(conn: Conn) -> int:
@@ -46,7 +53,9 @@ async def has_entry(conn: Conn, key: RemovalKey) -> bool:
     return bool(row and row[0])
 
 
-async def remove_entry(conn: Conn, key: RemovalKey, removed_ms: int) -> set[PeriodRef]:
+async def remove_entry(
+    conn: Conn, key: RemovalKey, removed_ms: int, generation: int
+) -> set[PeriodRef]:
     """Record the removal and delete the entry (every segment's), its counted runs, its runs
     waiting for review and its archived rows (the ranks behind close up). Returns the
     period's standings (global and segments) that held it. Run in a transaction holding the
@@ -54,11 +63,11 @@ async def remove_entry(conn: Conn, key: RemovalKey, removed_ms: int) -> set[Peri
     board, window, period, player = key
     args = {"b": board, "w": window, "p": period, "u": player}
     await conn.execute(
-        "INSERT INTO entry_removals (board_id, win, period, player_id, removed_ms)"
-        " VALUES (%(b)s, %(w)s, %(p)s, %(u)s, %(t)s) ON CONFLICT (board_id, win, period,"
+        "INSERT INTO entry_removals (board_id, win, period, player_id, removed_ms, generation)"
+        " VALUES (%(b)s, %(w)s, %(p)s, %(u)s, %(t)s, %(g)s) ON CONFLICT (board_id, win, period,"
         " player_id) DO UPDATE SET removed_ms = GREATEST(entry_removals.removed_ms,"
-        " EXCLUDED.removed_ms), seq = nextval('removal_seq')",
-        {**args, "t": removed_ms},
+        " EXCLUDED.removed_ms), generation = EXCLUDED.generation, seq = nextval('removal_seq')",
+        {**args, "t": removed_ms, "g": generation},
     )
     where = "board_id = %(b)s AND win = %(w)s AND period = %(p)s AND player_id = %(u)s"
     cur = await conn.execute(f"DELETE FROM player_best WHERE {where} RETURNING segment", args)

@@ -157,3 +157,19 @@ async def test_a_removal_from_an_archived_period_closes_the_ranks_up(
     # the all-time window keeps the run
     all_time = (await client.get(f"/v1/boards/{board}/top?window=all-time")).json()["entries"]
     assert [e["player_id"] for e in all_time] == ["p0", "p1", "p2"]
+
+
+async def test_a_board_created_again_keeps_no_removal_of_the_old_one(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
+    board = await make_board(windows=["all-time"], segments=["country"])
+    now = datetime.now(UTC) - timedelta(seconds=5)
+    await send(client, board, "o1", "p1", 40, now)
+    removed = await client.delete(f"/v1/boards/{board}/entries/p1", headers=ADMIN_H)
+    assert removed.status_code == 200, removed.text
+    assert (await client.delete(f"/v1/boards/{board}", headers=ADMIN_H)).status_code == 200
+    config = {"windows": ["all-time"], "segments": ["country"]}
+    created = await client.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)
+    assert created.status_code == 201, created.text
+    await send(client, board, "n1", "p1", 30, now)  # ended before the old board's removal
+    assert await ranked(client, board) == [("p1", 30)]
