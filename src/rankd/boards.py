@@ -11,7 +11,7 @@ from rankd import unbuilt
 from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
 from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, clip, is_segment_dimension
-from rankd.periods import SPAN_MS, WINDOWS
+from rankd.periods import ALL_TIME, SPAN_MS, WINDOWS, Period
 from rankd.results import (
     MAX_GRACE_S,
     MAX_HOLD_TOP,
@@ -71,10 +71,26 @@ class BoardConfig:
     # which incarnation of the board id this is (deleting a board and creating it again
     # makes a new one); logged with every run, so replays never mix incarnations
     generation: int = 0
+    # periods an admin closed early: (window, period id) -> from when (ms) runs are closed
+    closes: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @cached_property
     def codecs(self) -> dict[str, Codec]:
         return {w: Codec.create(self.max_score, self.order, SPAN_MS[w]) for w in self.windows}
+
+    def closes_at_ms(self, period: Period) -> int | None:
+        """When ``period`` stops taking runs: its end plus the grace, or earlier when an
+        admin closed it; None: never (all-time)."""
+        if period.window == ALL_TIME:
+            return None
+        natural = period.end_ms + self.grace_seconds * 1000
+        early = self.closes.get((period.window, period.id))
+        return natural if early is None else min(natural, early)
+
+    def period_status(self, period: Period, at_ms: int) -> Literal["open", "closed"]:
+        """A run received (or a read made) at ``at_ms`` finds ``period`` open or closed."""
+        closes = self.closes_at_ms(period)
+        return "open" if closes is None or at_ms < closes else "closed"
 
     def policy_of(self, window: str) -> Policy:
         """The policy ``window`` keeps its entries by."""
@@ -233,11 +249,15 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
                 f"dimension names matching {SEGMENT_DIMENSION_PATTERN}"
             )
         values["segments"] = list(dimensions)
-    return from_settings(board_id, values, base.created_at, base.generation)
+    return from_settings(board_id, values, base.created_at, base.generation, base.closes)
 
 
 def from_settings(
-    board_id: str, values: dict[str, Any], created_at: datetime | None, generation: int = 0
+    board_id: str,
+    values: dict[str, Any],
+    created_at: datetime | None,
+    generation: int = 0,
+    closes: dict[tuple[str, str], int] | None = None,
 ) -> BoardConfig:
     return BoardConfig(
         board_id=board_id,
@@ -256,6 +276,7 @@ def from_settings(
         client_submits=values.get("client_submits", False),  # before v1.3: servers only
         created_at=created_at,
         generation=generation,
+        closes=dict(closes or {}),
     )
 
 

@@ -238,7 +238,7 @@ def _target(
     period = period_at(window, run.ended_at_ms)
     # a banned player's entries go to :shadow, unless held for review (below)
     side: Side = "shadow" if hidden else "public"
-    if period.status(run.received_at_ms, board.grace_seconds * 1000) == "closed":
+    if board.period_status(period, run.received_at_ms) == "closed":
         return _target_of(window, period, run, "closed", operation, side=side, mark=mark)
     codec = board.codecs[window]
     offset = run.ended_at_ms - period.start_ms

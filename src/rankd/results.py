@@ -422,6 +422,14 @@ class PlayerErased(TypedDict):
     erased: Literal[True]
 
 
+class PeriodClosed(TypedDict):
+    board_id: str
+    window: str
+    period: str
+    status: Literal["closed"]
+    closed_at: Annotated[str, Doc(description="from when runs into it answer closed")]
+
+
 class EntryRemoved(TypedDict):
     board_id: str
     player_id: str

@@ -30,7 +30,6 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("GET", "/v1/boards/{board_id}/players/{player_id}/league"),
     ("GET", "/v1/boards/{board_id}/cohorts/{cohort}"),
     ("GET", "/v1/players/{player_id}/leagues"),
-    ("POST", "/v1/boards/{board_id}/periods/{period}/close"),
 )
 
 

@@ -85,6 +85,9 @@ ROUTES: dict[str, Doc] = {
     "GET /v1/bans": Doc("admin", ("invalid_request", "unavailable")),
     "GET /v1/boards/{board_id}/segments": Doc("public", READ),
     "DELETE /v1/boards/{board_id}": Doc("admin", ("board_not_found", "unavailable")),
+    "POST /v1/boards/{board_id}/periods/{period}/close": Doc(
+        "admin", ("invalid_request", "board_not_found")
+    ),
     "DELETE /v1/boards/{board_id}/entries/{player_id}": Doc(
         "admin", ("invalid_request", "board_not_found", "player_not_ranked", "unavailable")
     ),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -14,7 +14,7 @@ from rankd.api.http import read_json, reply, runtime
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
 from rankd.formats import clip, format_time, is_board_id
-from rankd.results import BoardDeleted
+from rankd.results import BoardDeleted, PeriodClosed
 
 router = APIRouter(tags=["boards"])
 
@@ -74,4 +74,33 @@ async def delete_board(board_id: str, request: Request) -> Response:
     rt.auth.require(request, "admin")
     await rt.deletions.delete_board(board_id)
     body: BoardDeleted = {"board_id": board_id, "deleted": True}
+    return reply(body)
+
+
+@router.post(
+    "/v1/boards/{board_id}/periods/{period}/close",
+    response_model=results.PeriodClosed,
+    summary="Close an open period now (admin): it freezes and archives as if it had ended",
+    description="Answered once the period is closed on every instance (a few seconds); "
+    "from then on runs into it answer `closed`, reads stay as they were, and the season job "
+    "freezes it. Closing it again is harmless. `window`: the board's first when absent.",
+)
+async def close_period(
+    board_id: str,
+    period: str,
+    request: Request,
+    window: Annotated[str | None, Query(description="the window (default: the first)")] = None,
+) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    config = await rt.boards.get(board_id)
+    window = config.default_window if window is None else window
+    closed_ms = await rt.deletions.corrections.close_period(board_id, window, period)
+    body: PeriodClosed = {
+        "board_id": board_id,
+        "window": window,
+        "period": period,
+        "status": "closed",
+        "closed_at": format_time(closed_ms),
+    }
     return reply(body)

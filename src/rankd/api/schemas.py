@@ -178,6 +178,15 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
     ],
     results.BoardDeleted: [{"board_id": "arena", "deleted": True}],
     results.PlayerErased: [{"player_id": "48213377", "erased": True}],
+    results.PeriodClosed: [
+        {
+            "board_id": "arena",
+            "window": "weekly",
+            "period": "2026-W45",
+            "status": "closed",
+            "closed_at": "2026-11-05T18:00:03.000Z",
+        }
+    ],
     results.EntryRemoved: [
         {
             "board_id": "arena",

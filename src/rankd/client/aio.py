@@ -26,6 +26,7 @@ from rankd.client.types import (
     Health,
     Hold,
     HoldDecision,
+    PeriodClosed,
     Periods,
     PlayerErased,
     PlayerRank,
@@ -316,6 +317,13 @@ class AsyncRankdClient:
     async def ban(self, player_id: str, reason: str | None = None) -> Ban:
         """Shadow-ban on every board; ``reason`` is kept for moderators (``bans()``)."""
         return cast(Ban, await self._send(calls.ban(player_id, reason)))
+
+    async def close_period(
+        self, board_id: str, period: str, *, window: str | None = None
+    ) -> PeriodClosed:
+        """Close an open period now (admin): runs into it answer closed from ``closed_at``
+        on, and the season job freezes it as if it had ended."""
+        return cast(PeriodClosed, await self._send(calls.close_period(board_id, period, window)))
 
     async def delete_entry(
         self,

@@ -247,6 +247,12 @@ def unban(player_id: str) -> Call:
     return Call("DELETE", f"/v1/players/{_part(player_id)}/ban")
 
 
+def close_period(board_id: str, period: str, window: str | None) -> Call:
+    params = {} if window is None else {"window": window}
+    path = f"/v1/boards/{_part(board_id)}/periods/{_part(period)}/close"
+    return Call("POST", path, params=params)
+
+
 def delete_entry(board_id: str, player_id: str, window: str | None, period: str | None) -> Call:
     params = {k: v for k, v in (("window", window), ("period", period)) if v is not None}
     return Call("DELETE", f"/v1/boards/{_part(board_id)}/entries/{_part(player_id)}", params=params)

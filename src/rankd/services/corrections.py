@@ -1,5 +1,13 @@
-"""Removing one player's entry from one board period (an admin's correction, CONTRACT
-v1.3 ``DELETE /v1/boards/{board}/entries/{player}?window&period``), durably.
+"""An admin's corrections (CONTRACT v1.3, period control): removing one player's entry from
+one board period (``DELETE /v1/boards/{board}/entries/{player}?window&period``), durably,
+and closing an open period early (``POST .../periods/{period}/close?window``).
+
+Closing. The close is recorded with a time a settle after now (every instance's cached
+config has it by then: it is loaded with the board's config, stores/postgres.py), and the
+call answers once that time has come. From it on a run received counts as closed there on
+every path (plan.py asks the config), reads and the period list say closed, and the season
+job freezes and archives the period as if it had ended (seasons.py); replays decide by the
+same time. A period closed again keeps its first time.
 
 The removal is recorded with its time; from then on the runs of that player that ended at
 or before it do not count in that period on any path: the submit path and the log
@@ -25,7 +33,7 @@ import time
 from rankd.aio import keep_task, stop_tasks
 from rankd.errors import InvalidRequest, PlayerNotRanked, Unavailable
 from rankd.formats import clip
-from rankd.periods import PeriodError, PeriodRef, parse_period, period_at
+from rankd.periods import ALL_TIME, PeriodError, PeriodRef, parse_period, period_at
 from rankd.services.moderation import CATCH_UP_S, Moderation
 from rankd.services.registry import BoardRegistry
 from rankd.services.seasons import SEASON_LOCK
@@ -36,6 +44,7 @@ from rankd.stores.redis.stores import RedisStores
 logger = logging.getLogger("rankd.corrections")
 
 MAX_LATER_TASKS = 64  # second sweeps waiting per process; beyond it one runs at once
+MAX_CLOSES = 1000  # early-closed periods a board keeps (each rides in its cached config)
 LOCK_WAIT_S = 10.0  # how long a removal waits for a season pass or a rebuild to finish
 
 
@@ -54,10 +63,50 @@ class Corrections:
         self.boards = boards
         self.moderation = moderation
         self.settle_s = settle_s
+        # a close takes effect this long after the call: each instance's config cache has
+        # reloaded by then (the registry's TTL and a second; the deletion's settle time)
+        self.close_in_ms = int(settle_s * 1000)
         self._later: set[asyncio.Task[None]] = set()
 
     async def close(self) -> list[str]:
         return await stop_tasks(list(self._later), 1.0)
+
+    async def close_period(self, board_id: str, window: str | None, period: str) -> int:
+        """Close the board's open ``period`` of ``window`` (the board's first window when not
+        named) now; returns when runs are closed there (ms). Closing it again is harmless."""
+        config = await self.boards.reload(board_id)
+        window = config.default_window if window is None else window
+        if window not in config.windows:
+            raise InvalidRequest(
+                f"window must be one of this board's windows: {', '.join(config.windows)}"
+            )
+        if window == ALL_TIME:
+            raise InvalidRequest("the all-time window never closes; close a period of another")
+        try:
+            chosen = parse_period(window, period)
+        except PeriodError as exc:
+            raise InvalidRequest(str(exc)) from exc
+        already = config.closes.get((window, chosen.id))
+        now_ms = int(time.time() * 1000)
+        if already is None:
+            if chosen.start_ms > now_ms:
+                raise InvalidRequest(f"{window} period {chosen.id} has not started yet")
+            if config.period_status(chosen, now_ms) == "closed":
+                raise InvalidRequest(f"{window} period {chosen.id} is closed already")
+            if len(config.closes) >= MAX_CLOSES:
+                raise InvalidRequest(
+                    f"board {clip(board_id)!r} has {MAX_CLOSES} early-closed periods, the most "
+                    "it keeps"
+                )
+            async with self.pg.connection() as conn:
+                await db.close_period(conn, board_id, window, chosen.id, now_ms + self.close_in_ms)
+            config = await self.boards.reload(board_id)
+        closes = config.closes_at_ms(chosen)
+        assert closes is not None
+        # answered once it is closed everywhere: every instance's config has it by then
+        await asyncio.sleep(max(0.0, closes - time.time() * 1000) / 1000)
+        self.moderation.invalidations.publish()
+        return closes
 
     async def remove_entry(
         self, board_id: str, player_id: str, window: str | None, period: str | None

@@ -51,11 +51,10 @@ class Listings:
                 states = await self.states.of_window(board.board_id, window)
         ids.update(states)
         periods = sorted((parse_period(window, pid) for pid in ids), key=lambda p: -p.start_ms)
-        grace_ms = board.grace_seconds * 1000
         infos: list[PeriodInfo] = [
             {
                 "period": p.id,
-                "status": p.status(now_ms, grace_ms),
+                "status": board.period_status(p, now_ms),
                 "starts_at": format_time(p.start_ms),
                 "ends_at": format_time(p.end_ms),
             }

@@ -25,7 +25,7 @@ from rankd import cursors
 from rankd.boards import BoardConfig
 from rankd.cursors import Cursor
 from rankd.errors import PlayerNotRanked, ScoreOutOfRange, Unavailable
-from rankd.periods import ALL_TIME, PeriodRef
+from rankd.periods import PeriodRef
 from rankd.results import (
     ApproxStanding,
     Around,
@@ -118,9 +118,7 @@ class Reader:
 
     def _closed(self, scope: Scope) -> bool:
         """Past its grace by the board's current config: only such periods are archived."""
-        period = scope.period
-        grace_ms = scope.board.grace_seconds * 1000
-        return period.window != ALL_TIME and period.status(self.clock(), grace_ms) == "closed"
+        return scope.board.period_status(scope.period, self.clock()) == "closed"
 
     async def from_archive(self, scope: Scope, *, key_missing: bool = False) -> bool:
         """Whether a read of ``scope`` is served from the archive instead of Redis.

@@ -22,6 +22,7 @@ RECREATE_POLL_S = 0.1
 # Estimated bytes of one cached config (its fields, windows, retention and codecs).
 _CONFIG_BYTES = 4096
 _UNKNOWN_BYTES = 200
+_CLOSE_BYTES = 120  # one early-closed period in a config (at most 1,000: corrections.py)
 
 
 class BoardRegistry:
@@ -47,7 +48,7 @@ class BoardRegistry:
         self.pg = pg
         self.redis = redis
         self._cache: TTLCache[str, BoardConfig] = TTLCache(
-            ttl_s, max_bytes, lambda *_: _CONFIG_BYTES
+            ttl_s, max_bytes, lambda _, config: _CONFIG_BYTES + _CLOSE_BYTES * len(config.closes)
         )
         self._unknown: TTLCache[str, bool] = TTLCache(
             unknown_ttl_s, unknown_max_bytes, lambda board_id, _: _UNKNOWN_BYTES + len(board_id)

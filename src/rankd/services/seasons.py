@@ -43,7 +43,7 @@ from rankd import metrics
 from rankd.aio import wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.codec import Codec
-from rankd.periods import ALL_TIME, SPAN_MS, Period, PeriodRef, parse_period
+from rankd.periods import SPAN_MS, Period, PeriodRef, parse_period
 from rankd.plan import expires_at_ms
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
@@ -68,10 +68,9 @@ def wall_clock() -> int:
 
 
 def closes_at_ms(board: BoardConfig, period: Period) -> int | None:
-    """When a period stops taking runs (its end plus grace); None: never (all-time)."""
-    if period.window == ALL_TIME:
-        return None
-    return period.end_ms + board.grace_seconds * 1000
+    """When a period stops taking runs (its end plus grace, or earlier when an admin closed
+    it); None: never (all-time)."""
+    return board.closes_at_ms(period)
 
 
 def decide(

@@ -89,3 +89,12 @@ async def remove_entry(
         refs.add(PeriodRef(board, window, period, segment))
         await close_up(conn, archive_id, rank)
     return refs
+
+
+async def close_period(conn: Conn, board_id: str, window: str, period: str, at_ms: int) -> None:
+    """Record an early close (a period closed before keeps its first time)."""
+    await conn.execute(
+        "INSERT INTO period_closes (board_id, win, period, closed_ms) VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (board_id, win, period) DO NOTHING",
+        (board_id, window, period, at_ms),
+    )

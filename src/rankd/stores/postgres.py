@@ -123,6 +123,17 @@ async def _close_after(query: asyncio.Future[Any], conn: Conn) -> None:
     await _close_quietly(conn)
 
 
+# A board's early-closed periods (migrations/015_period_closes.sql), loaded with its config.
+CLOSES = (
+    "(SELECT coalesce(jsonb_agg(jsonb_build_array(c.win, c.period, c.closed_ms)), '[]')"
+    " FROM period_closes c WHERE c.board_id = boards.board_id)"
+)
+
+
+def _closes(rows: list[list[Any]]) -> dict[tuple[str, str], int]:
+    return {(str(win), str(period)): int(ms) for win, period, ms in rows}
+
+
 class PostgresStore:
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 5.0
@@ -271,19 +282,22 @@ class PostgresStore:
     async def get_board(self, board_id: str, timeout_s: float | None = None) -> BoardConfig | None:
         async with self.connection(timeout_s) as conn:
             cur = await conn.execute(
-                "SELECT config, created_at, generation FROM boards WHERE board_id = %s",
+                f"SELECT config, created_at, generation, {CLOSES} FROM boards WHERE board_id = %s",
                 (board_id,),
             )
             row = await cur.fetchone()
-        return None if row is None else from_settings(board_id, row[0], row[1], int(row[2]))
+        if row is None:
+            return None
+        return from_settings(board_id, row[0], row[1], int(row[2]), _closes(row[3]))
 
     async def list_boards(self) -> list[BoardConfig]:
         async with self.connection() as conn:
             cur = await conn.execute(
-                "SELECT board_id, config, created_at, generation FROM boards ORDER BY board_id"
+                f"SELECT board_id, config, created_at, generation, {CLOSES} FROM boards"
+                " ORDER BY board_id"
             )
             rows = await cur.fetchall()
-        return [from_settings(r[0], r[1], r[2], int(r[3])) for r in rows]
+        return [from_settings(r[0], r[1], r[2], int(r[3]), _closes(r[4])) for r in rows]
 
     async def put_board(self, config: BoardConfig) -> tuple[BoardConfig, bool]:
         """Upsert; returns the stored config (with created_at) and whether it was created."""
@@ -293,13 +307,15 @@ class PostgresStore:
                 " VALUES (%s, %s, nextval('board_generation_seq'))"
                 " ON CONFLICT (board_id) DO UPDATE SET config = EXCLUDED.config,"
                 " updated_at = now()"
-                " RETURNING created_at, (xmax = 0) AS created, generation",
+                f" RETURNING created_at, (xmax = 0) AS created, generation, {CLOSES}",
                 (config.board_id, Jsonb(config.settings())),
             )
             row = await cur.fetchone()
         assert row is not None
         created_at: datetime = row[0]
-        stored = from_settings(config.board_id, config.settings(), created_at, int(row[2]))
+        stored = from_settings(
+            config.board_id, config.settings(), created_at, int(row[2]), _closes(row[3])
+        )
         return stored, bool(row[1])
 
     async def board_has_periods(self, board_id: str) -> bool:

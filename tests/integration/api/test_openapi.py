@@ -8,6 +8,7 @@ against the schema the document gives for that operation and status.
 from __future__ import annotations
 
 import re
+import time
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -19,6 +20,7 @@ from openapi_spec_validator import validate
 
 from rankd.api import openapi
 from rankd.api.errors import STATUS
+from rankd.periods import period_at
 from tests.support.common import ADMIN_H, SERVER_H, new_board_id
 
 Document = dict[str, Any]
@@ -246,9 +248,12 @@ async def test_real_answers_of_every_route_match_the_document(
     board_path = "/v1/boards/{board_id}"
     seen: set[str] = set()
     player_id = "p1"
+    period_id = "all-time"
 
     async def call(method: str, template: str, *, status: int, **kwargs: Any) -> httpx.Response:
-        url = template.format(board_id=board, player_id=player_id, run_id="r-held")
+        url = template.format(
+            board_id=board, player_id=player_id, run_id="r-held", period=period_id
+        )
         response = await client.request(method, url, **kwargs)
         assert response.status_code == status, (method, url, response.text)
         check_answer(document, method, template, response)
@@ -355,6 +360,13 @@ async def test_real_answers_of_every_route_match_the_document(
     player_id = "bad id"
     await call("DELETE", profile, status=400, headers=ADMIN_H)
     player_id = "p1"
+    close = "/v1/boards/{board_id}/periods/{period}/close"
+    period_id = "2020-W01"
+    await call("POST", close, status=400, params={"window": "weekly"}, headers=ADMIN_H)
+    await call("POST", close, status=403, headers=SERVER_H)
+    await call("POST", close, status=401)
+    period_id = period_at("weekly", int(time.time() * 1000)).id
+    await call("POST", close, status=200, params={"window": "weekly"}, headers=ADMIN_H)
     entry = "/v1/boards/{board_id}/entries/{player_id}"
     await call("DELETE", entry, status=403, headers=SERVER_H)
     await call("DELETE", entry, status=400, params={"window": "yearly"}, headers=ADMIN_H)
