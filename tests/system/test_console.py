@@ -3,9 +3,11 @@ against a real `rankd serve` process: signing in keeps the admin key in the tab'
 sessionStorage only; a held run approved from the review queue (by keyboard) reaches the
 board and a rejected one never does; a ban from the players view hides the player from the
 public top and records the reason typed (GET /v1/bans lists it), an empty reason is a ban
-without one, and lifting it brings them back; erasing asks for the id first; a bad board
-definition shows the API's own error beside the field it names; a hostile player name or
-ban reason is shown as text, never as markup.
+without one, and lifting it brings them back; erasing asks for the id first; removing one
+entry (after a confirmation) takes it out of that board's top for that window only, and a
+refused removal shows the API's error; a bad board definition shows the API's own error
+beside the field it names; a window's own policy (window_policies) is set and cleared from
+the board form; a hostile player name or ban reason is shown as text, never as markup.
 
 Skips only when no Chromium is installed (as tests/system/test_live_page.py). With
 RANKD_UPDATE_SCREENSHOT=1 it also writes docs/console-*.png for docs/console.md.
@@ -156,8 +158,11 @@ def listed_reason(page: Page, player: str) -> Locator:
     return page.locator("#bans tbody tr", has_text=player).locator(".reason-text")
 
 
-async def top_players(http: httpx.AsyncClient, board_id: str) -> list[str]:
-    response = await http.get(f"/v1/boards/{board_id}/top", params={"n": 100})
+async def top_players(
+    http: httpx.AsyncClient, board_id: str, window: str | None = None
+) -> list[str]:
+    params: dict[str, str | int] = {"n": 100} | ({} if window is None else {"window": window})
+    response = await http.get(f"/v1/boards/{board_id}/top", params=params)
     assert response.status_code == 200, response.text
     return [e["player_id"] for e in response.json()["entries"]]
 
@@ -286,10 +291,9 @@ async def test_a_ban_from_the_console_hides_the_player(
     entries = page.locator("#p-entries tbody tr", has_text=board_id)
     await expect(entries).to_have_count(2)  # all-time and weekly
     await expect(entries.first).to_contain_text("public")
-    # not built in the API yet: shown, disabled, saying so
-    remove = entries.first.locator("button")
-    await expect(remove).to_be_disabled()
-    assert "not built yet" in (await remove.get_attribute("title") or "")
+    # each entry can be removed (test_an_entry_removed_from_the_console_...)
+    await expect(entries.first.locator("button")).to_be_enabled()
+    await expect(entries.first.locator("button")).to_have_text("Remove entry…")
 
     # the reason typed goes with the ban, and is what GET /v1/bans lists
     await expect(page.locator("#p-reason")).to_be_enabled()
@@ -359,6 +363,72 @@ async def test_a_ban_from_the_console_hides_the_player(
     assert "b-lu" not in await top_players(http, board_id)
 
 
+async def test_an_entry_removed_from_the_console_leaves_that_top_only(
+    service: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    board_id = new_board_id("console-fix")
+    other_id = new_board_id("console-fix-other")
+    await put(http, f"/v1/boards/{board_id}", windows=["all-time", "weekly"])
+    await put(http, f"/v1/boards/{other_id}", windows=["weekly"])
+    for player, shown, points in (("f-kai", "kai_runs", 900), ("f-lu", "lu", 500)):
+        await put(http, f"/v1/players/{player}", name=shown)
+        await submit(http, board_id, player, points)
+    await submit(http, other_id, "f-kai", 70)
+
+    await sign_in(page, service, "#players/f-kai")
+    await expect(page.locator("#p-name")).to_have_text("kai_runs")
+    entries = page.locator(f'#p-entries tbody tr[data-board="{board_id}"]')
+    await expect(entries).to_have_count(2)
+    weekly = page.locator(f'#p-entries tbody tr[data-board="{board_id}"][data-window="weekly"]')
+    period = (await weekly.locator("td").nth(2).text_content() or "").strip()
+    assert re.fullmatch(r"\d{4}-W\d{2}", period), period
+    remove = weekly.locator("button")
+    await expect(remove).to_be_enabled()
+    await expect(remove).to_have_attribute("title", re.compile(f"weekly period {period}"))
+
+    # a confirmation first, naming the board, window and period; cancel changes nothing
+    await remove.click()
+    await expect(page.locator("#confirm-title")).to_have_text(
+        f"Remove f-kai's entry from weekly period {period} of {board_id}?"
+    )
+    await expect(page.locator("#confirm-text")).to_contain_text("other windows")
+    await page.click("#confirm-cancel")
+    assert "f-kai" in await top_players(http, board_id, "weekly")
+    await remove.click()
+    await page.click("#confirm-ok")
+    await expect(page.locator("#toast")).to_contain_text(
+        f"Removed f-kai's entry from weekly period {period} of {board_id}"
+    )
+    # the player's entries, refreshed: that one is gone, the others stay
+    await expect(weekly).to_have_count(0)
+    await expect(entries).to_have_count(1)
+    await expect(entries.first).to_have_attribute("data-window", "all-time")
+    await expect(page.locator(f'#p-entries tbody tr[data-board="{other_id}"]')).to_have_count(1)
+    # through the public reads: gone from that board's weekly top only
+    deadline = time.monotonic() + 2
+    while "f-kai" in await top_players(http, board_id, "weekly"):
+        assert time.monotonic() < deadline, "the removed entry still shows"
+        await page.wait_for_timeout(100)
+    assert await top_players(http, board_id, "weekly") == ["f-lu"]
+    assert await top_players(http, board_id, "all-time") == ["f-kai", "f-lu"]
+    assert await top_players(http, other_id, "weekly") == ["f-kai"]
+
+    # removed meanwhile by someone else: the API's 404 is shown, and the list refreshed
+    all_time = entries.first
+    gone = await http.delete(
+        f"/v1/boards/{board_id}/entries/f-kai", params={"window": "all-time"}, headers=ADMIN_H
+    )
+    assert gone.status_code == 200, gone.text
+    await all_time.locator("button").click()
+    await page.click("#confirm-ok")
+    await expect(page.locator("#toast")).to_contain_text("Could not remove the entry")
+    await expect(page.locator("#toast")).to_contain_text("player_not_ranked")
+    await expect(page.locator("#toast")).to_have_class(re.compile(r"\bbad\b"))
+    await expect(entries).to_have_count(0)
+    await expect(page.locator(f'#p-entries tbody tr[data-board="{other_id}"]')).to_have_count(1)
+    assert await top_players(http, other_id, "weekly") == ["f-kai"]
+
+
 async def test_a_bad_board_definition_shows_the_apis_error_on_its_field(
     service: str, page: Page, http: httpx.AsyncClient
 ) -> None:
@@ -380,7 +450,7 @@ async def test_a_bad_board_definition_shows_the_apis_error_on_its_field(
     await page.fill("#f-hold_top", "2")
     await page.select_option("#f-policy", "sum")
     await page.click("#editor-save")
-    await expect(error).to_contain_text("hold_top applies to best boards only")
+    await expect(error).to_contain_text("hold_top applies to best windows only")
     await expect(page.locator('[data-error-for="policy"]')).to_be_hidden()
 
     # fixed, it is created; nothing was created by the refused attempts before
@@ -417,6 +487,50 @@ async def test_a_bad_board_definition_shows_the_apis_error_on_its_field(
     await page.click("#confirm-ok")
     await expect(page.locator("#toast")).to_contain_text(f"Deleted {board_id}")
     assert (await http.get(f"/v1/boards/{board_id}")).status_code == 404
+
+
+async def test_a_windows_own_policy_is_set_from_the_board_form(
+    service: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    board_id = new_board_id("console-mixed")
+    await sign_in(page, service, "#boards")
+    await page.click("#board-new")
+    await page.fill("#f-board_id", board_id)
+    for window in ("hourly", "weekly"):
+        await page.check(f'[data-field="windows"] input[value="{window}"]')
+    # a policy for a window the board does not have: the API's words, on that field
+    await page.select_option('[data-window-policy="daily"]', value="sum")
+    await page.click("#editor-save")
+    error = page.locator('[data-error-for="window_policies"]')
+    await expect(error).to_contain_text("not one of the board's windows (invalid_request)")
+    assert (await http.get(f"/v1/boards/{board_id}")).status_code == 404
+    await page.select_option('[data-window-policy="daily"]', value="")
+    await page.select_option('[data-window-policy="weekly"]', value="sum")
+    await page.click("#editor-save")
+    await expect(page.locator("#toast")).to_contain_text(f"Created {board_id}")
+    await expect(error).to_be_hidden()
+    created = (await http.get(f"/v1/boards/{board_id}")).json()
+    assert created["windows"] == ["all-time", "hourly", "weekly"], created
+    assert created["policy"] == "best" and created["window_policies"] == {"weekly": "sum"}
+    await expect(page.locator(f'#boards tr[data-board="{board_id}"]')).to_contain_text(
+        "weekly: sum"
+    )
+
+    # shown back in the form; the board's policy again is sent as none of its own
+    await expect(page.locator('[data-window-policy="weekly"]')).to_have_value("sum")
+    await expect(page.locator('[data-window-policy="all-time"]')).to_have_value("")
+    await page.select_option('[data-window-policy="weekly"]', value="")
+    await page.click("#editor-save")
+    await expect(page.locator("#toast")).to_contain_text(f"Saved {board_id}")
+    assert (await http.get(f"/v1/boards/{board_id}")).json()["window_policies"] == {}
+    # fixed once the board has runs, as policy is: the 409 on that field
+    assert await submit(http, board_id, "m-one", 10) == "ranked"
+    await page.select_option('[data-window-policy="all-time"]', value="sum")
+    await page.click("#editor-save")
+    await expect(error).to_contain_text("board_immutable_field")
+    assert (await http.get(f"/v1/boards/{board_id}")).json()["window_policies"] == {}
+    deleted = await http.delete(f"/v1/boards/{board_id}", headers=ADMIN_H)
+    assert deleted.status_code == 200, deleted.text
 
 
 async def test_a_hostile_player_name_is_shown_as_text(

@@ -573,6 +573,22 @@ namespace Rankd
             return HoldDecision.FromJson(await SendAsync(Operations.Reject, Ids(boardId, runId), null, null, cancellationToken).ConfigureAwait(false));
         }
 
+        /// <summary>Remove one player's entry from one period, a correction (admin key): their runs
+        /// that ended by now no longer count there (not after a replay or a rebuild either); a run
+        /// that ends later counts again, as a new entry. The player's other windows, periods and
+        /// boards keep theirs. <paramref name="window"/>: the board's first window when null;
+        /// <paramref name="period"/>: that window's current period when null. The answer names
+        /// the window and period removed from. <see cref="PlayerNotRanked"/> (404) when there is
+        /// no such entry; <see cref="InvalidRequest"/> for a window the board does not have or a
+        /// bad period id; <see cref="Unavailable"/> (503, not retried: the caller's to retry)
+        /// while the service's log consumer is behind.</summary>
+        public async Task<EntryRemoved> DeleteEntryAsync(string boardId, string playerId, string window = null, string period = null,
+            CancellationToken cancellationToken = default(CancellationToken))
+        {
+            var query = new Query().Add("window", window).Add("period", period);
+            return EntryRemoved.FromJson(await SendAsync(Operations.DeleteEntry, Ids(boardId, playerId), query, null, cancellationToken).ConfigureAwait(false));
+        }
+
         // --- operations -------------------------------------------------------------------------
 
         public async Task<Health> HealthzAsync(CancellationToken cancellationToken = default(CancellationToken))
@@ -595,7 +611,6 @@ namespace Rankd
         private static readonly Operation CohortOp = new Operation("cohort", "GET", "/v1/boards/{board_id}/cohorts/{cohort}");
         private static readonly Operation LeaguesOp = new Operation("leagues", "GET", "/v1/players/{player_id}/leagues");
         private static readonly Operation ClosePeriodOp = new Operation("close_period", "POST", "/v1/boards/{board_id}/periods/{period}/close");
-        private static readonly Operation DeleteEntryOp = new Operation("delete_entry", "DELETE", "/v1/boards/{board_id}/entries/{player_id}");
 
         /// <summary>Join a scheduled board's current (or an upcoming) occurrence (server key or
         /// the player's token). Not built yet: <see cref="NotBuilt"/>.</summary>
@@ -636,15 +651,6 @@ namespace Rankd
         {
             var query = new Query().Add("window", window);
             return Json.AsObject(await SendAsync(ClosePeriodOp, Ids(boardId, period), query, null, cancellationToken).ConfigureAwait(false));
-        }
-
-        /// <summary>Remove one player's entry from one period (admin key). Not built yet:
-        /// <see cref="NotBuilt"/>.</summary>
-        public async Task<JsonObject> DeleteEntryAsync(string boardId, string playerId, string window = null, string period = null,
-            CancellationToken cancellationToken = default(CancellationToken))
-        {
-            var query = new Query().Add("window", window).Add("period", period);
-            return Json.AsObject(await SendAsync(DeleteEntryOp, Ids(boardId, playerId), query, null, cancellationToken).ConfigureAwait(false));
         }
     }
 }

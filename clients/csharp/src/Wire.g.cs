@@ -638,6 +638,54 @@ namespace Rankd
         }
     }
 
+    /// <summary>EntryRemoved (components.schemas).</summary>
+    public sealed partial class EntryRemoved : IJsonWritable
+    {
+        /// <summary><c>board_id</c>, required.</summary>
+        public string BoardId { get; set; }
+
+        /// <summary><c>player_id</c>, required.</summary>
+        public string PlayerId { get; set; }
+
+        /// <summary><c>window</c>, required.</summary>
+        public string Window { get; set; }
+
+        /// <summary><c>period</c>, required.</summary>
+        public string Period { get; set; }
+
+        /// <summary><c>removed</c>, required: always true.</summary>
+        public bool Removed { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static EntryRemoved FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new EntryRemoved { Raw = o };
+            it.BoardId = global::Rankd.Json.AsString(o["board_id"]);
+            it.PlayerId = global::Rankd.Json.AsString(o["player_id"]);
+            it.Window = global::Rankd.Json.AsString(o["window"]);
+            it.Period = global::Rankd.Json.AsString(o["period"]);
+            it.Removed = global::Rankd.Json.AsBool(o["removed"]);
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (BoardId != null) o["board_id"] = BoardId;
+            if (PlayerId != null) o["player_id"] = PlayerId;
+            if (Window != null) o["window"] = Window;
+            if (Period != null) o["period"] = Period;
+            o["removed"] = Removed;
+            return o;
+        }
+    }
+
     /// <summary>ErrorBody (components.schemas).</summary>
     public sealed partial class ErrorBody : IJsonWritable
     {
@@ -996,6 +1044,54 @@ namespace Rankd
             if (Period != null) o["period"] = Period;
             o["total"] = Total;
             if (Entries != null) o["entries"] = Entries;
+            return o;
+        }
+    }
+
+    /// <summary>PeriodClosed (components.schemas).</summary>
+    public sealed partial class PeriodClosed : IJsonWritable
+    {
+        /// <summary><c>board_id</c>, required.</summary>
+        public string BoardId { get; set; }
+
+        /// <summary><c>window</c>, required.</summary>
+        public string Window { get; set; }
+
+        /// <summary><c>period</c>, required.</summary>
+        public string Period { get; set; }
+
+        /// <summary><c>status</c>, required: always "closed".</summary>
+        public string Status { get; set; }
+
+        /// <summary><c>closed_at</c>, required.</summary>
+        public string ClosedAt { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static PeriodClosed FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new PeriodClosed { Raw = o };
+            it.BoardId = global::Rankd.Json.AsString(o["board_id"]);
+            it.Window = global::Rankd.Json.AsString(o["window"]);
+            it.Period = global::Rankd.Json.AsString(o["period"]);
+            it.Status = global::Rankd.Json.AsString(o["status"]);
+            it.ClosedAt = global::Rankd.Json.AsString(o["closed_at"]);
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (BoardId != null) o["board_id"] = BoardId;
+            if (Window != null) o["window"] = Window;
+            if (Period != null) o["period"] = Period;
+            if (Status != null) o["status"] = Status;
+            if (ClosedAt != null) o["closed_at"] = ClosedAt;
             return o;
         }
     }
@@ -1826,8 +1922,12 @@ namespace Rankd
         public static readonly Operation Ban = new Operation("ban", "POST", "/v1/players/{player_id}/ban");
         // no body -> BansResult
         public static readonly Operation Bans = new Operation("bans", "GET", "/v1/bans");
+        // no body -> PeriodClosed
+        public static readonly Operation ClosePeriod = new Operation("close_period", "POST", "/v1/boards/{board_id}/periods/{period}/close");
         // no body -> BoardDeleted
         public static readonly Operation DeleteBoard = new Operation("delete_board", "DELETE", "/v1/boards/{board_id}");
+        // no body -> EntryRemoved
+        public static readonly Operation DeleteEntry = new Operation("delete_entry", "DELETE", "/v1/boards/{board_id}/entries/{player_id}");
         // no body -> PlayerErased
         public static readonly Operation ErasePlayer = new Operation("erase_player", "DELETE", "/v1/players/{player_id}");
         // no body -> string

@@ -328,6 +328,47 @@ namespace Rankd.Tests
             await Throws<BoardNotFound>(() => server.TopAsync(boardId), "a deleted board");
         }
 
+        private static async Task RemovingAnEntry()
+        {
+            var boardId = NewId("cs-fix");
+            await admin.PutBoardAsync(boardId, new BoardSettings { Windows = new List<string> { "weekly", "all-time" } });
+            await server.SubmitAsync(boardId, "fx-1", "fx-cheat", 999999);
+            await server.SubmitAsync(boardId, "fx-2", "fx-fair", 500);
+            Func<string, Task<IEnumerable<string>>> top = async window =>
+                (await server.TopAsync(boardId, where: new Where { Window = window })).Entries.Select(e => e.PlayerId);
+            Same(new[] { "fx-cheat", "fx-fair" }, await top("weekly"), "both in this week's top");
+
+            var front = new Front();
+            var watching = new RankdClient(baseUrl, Admin, new RankdClientOptions { Http = front.Client() });
+            var removed = await watching.DeleteEntryAsync(boardId, "fx-cheat");
+            Equal(boardId, removed.BoardId, "board_id");
+            Equal("fx-cheat", removed.PlayerId, "player_id");
+            Equal("weekly", removed.Window, "no window named: the board's first");
+            Equal((await server.PeriodsAsync(boardId, "weekly")).Periods[0].Period, removed.Period, "no period named: the current one");
+            Check(removed.Removed, "removed");
+            Check(!front.Urls[0].Contains("?"), "nothing named, nothing sent: " + front.Urls[0]);
+            Same(new[] { "fx-fair" }, await top("weekly"), "gone from that week's top");
+            Same(new[] { "fx-cheat", "fx-fair" }, await top("all-time"), "the player's other window keeps theirs");
+
+            var again = await Throws<PlayerNotRanked>(() => watching.DeleteEntryAsync(boardId, "fx-cheat", "weekly", removed.Period), "a second removal");
+            Equal(404, again.Status, "404");
+            Equal("player_not_ranked", again.Code, "player_not_ranked");
+            Check(front.Urls[1].EndsWith("/entries/fx-cheat?window=weekly&period=" + removed.Period), "window and period sent: " + front.Urls[1]);
+            var noWindow = await Throws<InvalidRequest>(() => admin.DeleteEntryAsync(boardId, "fx-fair", "daily"), "a window the board does not have");
+            Equal(400, noWindow.Status, "400");
+            Check(!noWindow.IsNotBuilt, "built");
+            await Throws<InvalidRequest>(() => admin.DeleteEntryAsync(boardId, "fx-fair", "weekly", "not-a-week"), "a bad period id");
+            await Throws<Forbidden>(() => server.DeleteEntryAsync(boardId, "fx-fair", "weekly"), "a server key");
+            await Throws<BoardNotFound>(() => admin.DeleteEntryAsync("cs-no-such-board", "fx-fair"), "no such board");
+            Same(new[] { "fx-fair" }, await top("weekly"), "the refused removals changed nothing");
+
+            var allTime = await admin.DeleteEntryAsync(boardId, "fx-fair", "all-time", "all-time");
+            Equal("all-time", allTime.Window, "the window named");
+            Equal("all-time", allTime.Period, "the period named");
+            Same(new[] { "fx-cheat" }, await top("all-time"), "gone from the all-time top");
+            Same(new[] { "fx-fair" }, await top("weekly"), "still in this week's");
+        }
+
         private static async Task BanReasons()
         {
             var player = NewId("cs-why");
@@ -463,7 +504,6 @@ namespace Rankd.Tests
             await Throws<NotBuilt>(() => counted.CohortAsync(boardId, "c-1"), "cohort");
             await Throws<NotBuilt>(() => counted.LeaguesAsync("p", boardId), "leagues");
             await Throws<NotBuilt>(() => admin.ClosePeriodAsync(boardId, "all-time", "all-time"), "period close");
-            await Throws<NotBuilt>(() => admin.DeleteEntryAsync(boardId, "p", "all-time"), "entry delete");
             var field = await Throws<FieldNotBuilt>(() => counted.SubmitAsync(boardId, "e-5", "p", 5, metadata: new JsonObject { { "car", "red" } }), "metadata");
             Equal(400, field.Status, "400");
             Equal("invalid_request", field.Code, "the code the other clients see");
@@ -701,6 +741,7 @@ namespace Rankd.Tests
             Test("endpoints: SubmitManyAsync sends batches of at most 1000", SubmitManySendsBatches),
             Test("endpoints: holds, bans, erasure, deleting a board", Moderation),
             Test("endpoints: a ban's reason, sent only when given, listed by BansAsync", BanReasons),
+            Test("endpoints: DeleteEntryAsync removes one entry from one period", RemovingAnEntry),
             Test("tokens: a token client reads its own view and submits its own runs", TokenClient),
             Test("tokens: top pages follow cursors", CursorPaging),
             Test("errors: classes with status, code and message; not built; never retried", ErrorsAreClasses),

@@ -42,6 +42,7 @@ export type BanInfo = Bans["bans"][number];
 export type BanRequest = Body<"ban">;
 export type BoardDeleted = Answer<"delete_board">;
 export type PlayerErased = Answer<"erase_player">;
+export type EntryRemoved = Answer<"delete_entry">;
 export type Segments = Answer<"segments">;
 export type Health = Answer<"healthz">;
 export type Ready = Answer<"readyz">;
@@ -443,6 +444,26 @@ export class RankdClient {
 
   reject(boardId: string, runId: string): Promise<HoldDecision> {
     return this.send({ method: "POST", path: `/v1/boards/${part(boardId)}/holds/${part(runId)}/reject` });
+  }
+
+  /** Remove one player's entry from one period, a correction (admin key): their runs that
+   * ended by now no longer count there (not after a replay or a rebuild either); a run that
+   * ends later counts again, as a new entry. The player's other windows, periods and boards
+   * keep theirs. `window`: the board's first when absent; `period`: that window's current
+   * one when absent (the answer names both). `PlayerNotRanked` (404) when there is no such
+   * entry; `InvalidRequest` for a window the board does not have or a bad period id;
+   * `Unavailable` (503, not retried: the caller's to retry) while the log consumer is behind. */
+  deleteEntry(
+    boardId: string,
+    playerId: string,
+    options: { window?: string; period?: string } = {},
+  ): Promise<EntryRemoved> {
+    const { window, period } = options;
+    return this.send({
+      method: "DELETE",
+      path: `/v1/boards/${part(boardId)}/entries/${part(playerId)}`,
+      params: { window, period },
+    });
   }
 
   // --- operations -----------------------------------------------------------------------------

@@ -105,6 +105,14 @@ export interface Entry {
   name: string | null;
 }
 
+export interface EntryRemoved {
+  board_id: string;
+  player_id: string;
+  window: string;
+  period: string;
+  removed: true;
+}
+
 export interface ErrorBody {
   code: string;
   message: string;
@@ -161,6 +169,14 @@ export interface Page {
   period: string;
   total: number;
   entries: Entry[];
+}
+
+export interface PeriodClosed {
+  board_id: string;
+  window: string;
+  period: string;
+  status: "closed";
+  closed_at: string;
 }
 
 export interface PeriodInfo {
@@ -303,7 +319,9 @@ export interface Operations {
   around: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/around"; request: never; response: Page };
   ban: { method: "POST"; path: "/v1/players/{player_id}/ban"; request: BanRequest; response: Ban };
   bans: { method: "GET"; path: "/v1/bans"; request: never; response: Bans };
+  close_period: { method: "POST"; path: "/v1/boards/{board_id}/periods/{period}/close"; request: never; response: PeriodClosed };
   delete_board: { method: "DELETE"; path: "/v1/boards/{board_id}"; request: never; response: BoardDeleted };
+  delete_entry: { method: "DELETE"; path: "/v1/boards/{board_id}/entries/{player_id}"; request: never; response: EntryRemoved };
   erase_player: { method: "DELETE"; path: "/v1/players/{player_id}"; request: never; response: PlayerErased };
   events: { method: "GET"; path: "/v1/boards/{board_id}/events"; request: never; response: string };
   friends: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/friends"; request: never; response: Friends };

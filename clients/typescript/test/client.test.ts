@@ -211,6 +211,56 @@ describe("every endpoint", () => {
     assert.equal(await listed(), undefined);
   });
 
+  test("deleteEntry removes one entry from one period: a correction", async () => {
+    const boardId = newBoardId("ts-fix");
+    await admin.putBoard(boardId, { windows: ["weekly", "all-time"] });
+    await server.submit(boardId, "fx-1", "fx-cheat", 999999);
+    await server.submit(boardId, "fx-2", "fx-fair", 500);
+    const top = async (window: string): Promise<string[]> =>
+      (await server.top(boardId, { window })).entries.map((e) => e.player_id);
+    assert.deepEqual(await top("weekly"), ["fx-cheat", "fx-fair"]);
+
+    const urls: string[] = [];
+    const watching = new RankdClient(service.base, {
+      key: ADMIN,
+      fetch: async (input, init) => {
+        urls.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    const current = (await server.periods(boardId, { window: "weekly" })).periods[0]?.period;
+    assert.ok(current);
+    const removed = await watching.deleteEntry(boardId, "fx-cheat");
+    assert.deepEqual(removed, {
+      board_id: boardId,
+      player_id: "fx-cheat",
+      window: "weekly", // none named: the board's first, its current period
+      period: current,
+      removed: true,
+    });
+    assert.ok(!urls[0]?.includes("?"), `nothing named, nothing sent: ${urls[0]}`);
+    await waitFor(async () => JSON.stringify(await top("weekly")) === JSON.stringify(["fx-fair"]));
+    assert.deepEqual(await top("all-time"), ["fx-cheat", "fx-fair"], "the other window keeps its entry");
+
+    // a second removal: no such entry
+    await assert.rejects(
+      watching.deleteEntry(boardId, "fx-cheat", { window: "weekly", period: current }),
+      (e: unknown) => e instanceof PlayerNotRanked && e.status === 404 && e.code === "player_not_ranked",
+    );
+    assert.ok(urls[1]?.endsWith(`/entries/fx-cheat?window=weekly&period=${current}`), urls[1]);
+    await assert.rejects(admin.deleteEntry(boardId, "fx-fair", { window: "daily" }), (e: unknown) =>
+      e instanceof InvalidRequest && e.status === 400 && /window/.test(e.message));
+    await assert.rejects(admin.deleteEntry(boardId, "fx-fair", { window: "weekly", period: "not-a-week" }), InvalidRequest);
+    await assert.rejects(server.deleteEntry(boardId, "fx-fair"), Forbidden);
+    await assert.rejects(admin.deleteEntry(`${boardId}-none`, "fx-fair"), BoardNotFound);
+    assert.deepEqual(await top("weekly"), ["fx-fair"], "the refused removals changed nothing");
+
+    const allTime = await admin.deleteEntry(boardId, "fx-fair", { window: "all-time", period: "all-time" });
+    assert.equal(`${allTime.window}/${allTime.period}`, "all-time/all-time");
+    await waitFor(async () => JSON.stringify(await top("all-time")) === JSON.stringify(["fx-cheat"]));
+    assert.deepEqual(await top("weekly"), ["fx-fair"]);
+  });
+
   test("bans, erasure, segments and deleting a board", async () => {
     const boardId = newBoardId("ts-admin");
     await admin.putBoard(boardId, { segments: ["country"] });

@@ -2,7 +2,8 @@
 inline), each under a Content-Security-Policy that allows this origin's files and calls only;
 the script keeps to the rules the page's safety rests on (text only, the key in
 sessionStorage only) and calls only routes the public API has; the ban reason field is
-built, bounded as the API bounds a reason. The browser itself is in
+built, bounded as the API bounds a reason; removing one entry is built; the board form has
+every window the API has, with a policy of its own. The browser itself is in
 tests/system/test_console.py."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from rankd.boards import POLICIES, RETAINED
+from rankd.periods import WINDOWS
 from rankd.results import MAX_BAN_REASON
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -96,6 +99,10 @@ def script() -> str:
     return resources.files("rankd.static").joinpath("console").joinpath("console.js").read_text()
 
 
+def html() -> str:
+    return resources.files("rankd.static").joinpath("console").joinpath("index.html").read_text()
+
+
 class Inputs(HTMLParser):
     """The attributes of each element with an id, and the table headers (by table id)."""
 
@@ -127,15 +134,35 @@ class Inputs(HTMLParser):
 def test_the_ban_reason_field_is_built() -> None:
     """The players view's reason field is enabled (no longer "not built yet"), takes at most
     what the API takes, and the list of bans has a column for the reasons."""
-    html = resources.files("rankd.static").joinpath("console").joinpath("index.html").read_text()
     page = Inputs()
-    page.feed(html)
+    page.feed(html())
     reason = page.by_id["p-reason"]
     assert "disabled" not in reason, reason
     assert "not built" not in (reason.get("placeholder") or "")
     assert reason.get("maxlength") == str(MAX_BAN_REASON)
     assert page.headers["bans"] == ["Player", "Banned at", "Reason"]
     assert "p-ban-reason-text" in page.by_id
+
+
+def test_removing_an_entry_is_built() -> None:
+    """Each entry of the players view removes that entry (DELETE .../entries/{player} with
+    its window and period), no longer shown as "not built yet"."""
+    assert re.search(r"`/v1/boards/\$\{[^}]+\}/entries/\$\{[^}]+\}\?", script())
+    assert "not built yet: DELETE /v1/boards/{id}/entries" not in script()
+    assert not re.search(r"entries/\{player\}</code>\) is not built", html())
+
+
+def test_the_board_form_has_every_window_and_its_own_policy() -> None:
+    """A windows checkbox and a policy select (the board's, or one of the API's policies) for
+    each window the API has, and a retention for each window one may be set for."""
+    page = html()
+    assert sorted(re.findall(r'<input type="checkbox" value="([^"]+)">', page)) == sorted(WINDOWS)
+    selects = re.findall(r'<select data-window-policy="([^"]+)">(.*?)</select>', page)
+    assert sorted(w for w, _ in selects) == sorted(WINDOWS)
+    for window, options in selects:
+        assert options.startswith('<option value="">board\'s</option>'), window  # none: {}
+        assert re.findall(r"<option>([^<]*)</option>", options) == list(POLICIES), window
+    assert set(re.findall(r'data-retention="([^"]+)"', page)) == set(RETAINED)
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,17 @@
-// The Rankd console: review holds, look players up, ban and erase them, edit boards, watch
-// the service's health. Everything goes through the public admin API with the admin key
-// the moderator signs in with, kept in this tab's sessionStorage only (nothing that
-// outlives the tab, no cookie, never the URL). Every value from the service is rendered as text (textContent,
-// text nodes): player names and ban reasons are free text. No framework, no build step.
+// The Rankd console: review holds, look players up, ban and erase them, remove one of their
+// entries, edit boards, watch the service's health. Everything goes through the public admin
+// API with the admin key the moderator signs in with, kept in this tab's sessionStorage only
+// (nothing that outlives the tab, no cookie, never the URL). Every value from the service is
+// rendered as text (textContent, text nodes): player names and ban reasons are free text. No
+// framework, no build step.
 "use strict";
 (() => {
   const KEY_STORE = "rankd.console.key";
   const VIEWS = ["queue", "players", "boards"];
   const WINDOWS = ["all-time", "hourly", "daily", "weekly", "monthly"];
-  const BOARD_FIELDS = ["board_id", "windows", "order", "policy", "max_score", "max_run_score",
-    "shards", "hold_top", "grace_seconds", "retention_days", "segments", "score_format",
-    "client_submits"];
+  const BOARD_FIELDS = ["board_id", "windows", "order", "policy", "window_policies", "max_score",
+    "max_run_score", "shards", "hold_top", "grace_seconds", "retention_days", "segments",
+    "score_format", "client_submits"];
   const $ = (id) => document.getElementById(id);
   const enc = encodeURIComponent;
   let adminKey = sessionStorage.getItem(KEY_STORE);
@@ -572,14 +573,36 @@
     rows.sort((a, b) => (a.own.board_id === b.own.board_id ? WINDOWS.indexOf(a.own.window) - WINDOWS.indexOf(b.own.window) : a.own.board_id < b.own.board_id ? -1 : 1));
     $("p-entries").tBodies[0].replaceChildren(...rows.map(({ own, open }) => {
       const seen = !open ? (player.banned ? "hidden: banned" : "hidden: held for review") : open.score !== own.score ? "public (a better run is held)" : "public";
-      return el("tr", {}, el("td", {}, own.board_id), el("td", {}, own.window), el("td", {}, own.period),
+      return el("tr", { "data-board": own.board_id, "data-window": own.window },
+        el("td", {}, own.board_id), el("td", {}, own.window), el("td", {}, own.period),
         el("td", { class: "num" }, open ? `#${grouped.format(open.rank)} of ${grouped.format(open.total)}` : "–"),
         el("td", { class: "num" }, `#${grouped.format(own.rank)}`),
         el("td", { class: "num" }, score(own.board_id, own.score)),
         el("td", { class: open ? "" : "warn" }, seen),
-        el("td", {}, el("button", { type: "button", class: "ghost small", disabled: true, title: "not built yet: DELETE /v1/boards/{id}/entries/{player} answers 501" }, "Remove entry")));
+        el("td", {}, el("button", {
+          type: "button", class: "danger ghost small",
+          title: `Remove this entry from ${own.window} period ${own.period} of ${own.board_id} (a correction)`,
+          onclick: (e) => removeEntry(id, own, e.currentTarget),
+        }, "Remove entry…")));
     }));
     $("p-no-entries").hidden = rows.length > 0;
+  }
+  // one entry out of one period (a correction): that board, window and period only
+  async function removeEntry(id, entry, button) {
+    const { board_id: board, window, period } = entry;
+    const where = `${window} period ${period} of ${board}`;
+    if (!(await confirmAction({ title: `Remove ${id}'s entry from ${where}?`, text: `Their runs that ended by now stop counting in that period, in its segments and in the archive, for good (a replay or a rebuild does not bring them back); a run that ends later counts again, as a new entry. Their other windows, periods and boards keep theirs. This cannot be undone.`, ok: "Remove entry", danger: true }))) return;
+    button.disabled = true;
+    try {
+      const query = new URLSearchParams({ window, period });
+      await call("DELETE", `/v1/boards/${enc(board)}/entries/${enc(id)}?${query}`);
+      toast(`Removed ${id}'s entry from ${where}`);
+    } catch (err) {
+      toast(`Could not remove the entry: ${err.message} (${err.code})`, "bad");
+    }
+    state.tops.clear();  // the queue's context reads the tops again
+    state.ranks.clear();
+    if (player.id === id) lookup(id);
   }
   $("p-ban").addEventListener("click", async () => {
     const id = player.id;
@@ -649,7 +672,7 @@
         "data-board": b.board_id, class: editor.board && editor.board.board_id === b.board_id ? "cursor" : "", onclick: () => openEditor(b),
       },
       el("td", { class: "board" }, b.board_id), el("td", {}, b.windows.join(", ")),
-      el("td", {}, `${b.policy} · ${b.order}`), el("td", { class: "num" }, String(b.hold_top)),
+      el("td", {}, `${b.policy} · ${b.order}`, policiesOf(b)), el("td", { class: "num" }, String(b.hold_top)),
       el("td", { class: "num" }, String(b.shards)),
       el("td", {}, b.resharding ? `resharding ${b.resharding.done}/${b.resharding.total}` : "serving"))));
       $("boards-empty").hidden = boards.length > 0;
@@ -657,6 +680,11 @@
       $("boards-empty").textContent = `Could not list the boards: ${err.message}`;
       $("boards-empty").hidden = false;
     }
+  }
+  // the windows with a policy of their own (window_policies), as a line under the board's
+  function policiesOf(board) {
+    const own = Object.entries(board.window_policies || {}).map(([w, p]) => `${w}: ${p}`);
+    return own.length ? el("span", { class: "pid" }, own.join(", ")) : null;
   }
   const form = $("editor");
   const input = (field) => form.querySelector(`[data-field="${field}"]`);
@@ -674,6 +702,7 @@
     for (const name of ["order", "policy", "score_format"]) input(name).value = board ? board[name] : input(name).options[0].value;
     for (const name of ["max_score", "max_run_score", "shards", "hold_top", "grace_seconds"]) input(name).value = board ? String(board[name]) : "";
     for (const box of form.querySelectorAll("[data-retention]")) box.value = board ? String(board.retention_days[box.dataset.retention] ?? "") : "";
+    for (const box of form.querySelectorAll("[data-window-policy]")) box.value = board ? (board.window_policies || {})[box.dataset.windowPolicy] || "" : "";
     input("segments").value = board ? board.segments.join(", ") : "";
     input("client_submits").checked = Boolean(board && board.client_submits);
     for (const row of $("boards").tBodies[0].rows) row.classList.toggle("cursor", Boolean(board) && row.dataset.board === board.board_id);
@@ -682,9 +711,15 @@
   }
   // a whole number as a number; anything else as typed, for the API to refuse in its words
   const number = (text) => (/^-?\d+$/.test(text) && Number.isSafeInteger(Number(text)) ? Number(text) : text);
+  // an object's members in one order, so an edit compares values, not the order of keys
+  const canonical = (value) => JSON.stringify(value && typeof value === "object" && !Array.isArray(value)
+    ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : value);
   function formBody() {
+    const checked = [...input("windows").querySelectorAll("input:checked")].map((b) => b.value);
+    const had = editor.board ? editor.board.windows.filter((w) => checked.includes(w)) : [];
     const values = {
-      windows: [...input("windows").querySelectorAll("input:checked")].map((b) => b.value),
+      // a board's windows keep their order (the first is its default), new ones after them
+      windows: [...had, ...checked.filter((w) => !had.includes(w))],
       order: input("order").value, policy: input("policy").value, score_format: input("score_format").value,
       segments: input("segments").value.split(",").map((s) => s.trim()).filter(Boolean),
       client_submits: input("client_submits").checked,
@@ -696,12 +731,16 @@
     const retention = {};
     for (const box of form.querySelectorAll("[data-retention]")) if (box.value.trim()) retention[box.dataset.retention] = number(box.value.trim());
     if (Object.keys(retention).length) values.retention_days = retention;
+    // a window's own policy; none chosen: the board's. Sent whole: it replaces the last one
+    const policies = {};
+    for (const box of form.querySelectorAll("[data-window-policy]")) if (box.value) policies[box.dataset.windowPolicy] = box.value;
+    if (editor.board || Object.keys(policies).length) values.window_policies = policies;
     if (!editor.board) return values;
     // an edit sends what changed only: omitted fields keep their value
     const changed = {};
     for (const [name, value] of Object.entries(values)) {
       const was = name === "retention_days" ? { ...editor.board.retention_days, ...value } : value;
-      if (JSON.stringify(editor.board[name]) !== JSON.stringify(was)) changed[name] = value;
+      if (canonical(editor.board[name] ?? {}) !== canonical(was)) changed[name] = value;
     }
     return changed;
   }
