@@ -7,7 +7,10 @@ without one, and lifting it brings them back; erasing asks for the id first; rem
 entry (after a confirmation) takes it out of that board's top for that window only, and a
 refused removal shows the API's error; a bad board definition shows the API's own error
 beside the field it names; a window's own policy (window_policies) is set and cleared from
-the board form; a hostile player name or ban reason is shown as text, never as markup.
+the board form; closing the current weekly period (after a confirmation, "closing…" while
+the call runs) lists it closed and a run sent afterwards answers closed there, and a
+refused close shows the API's error; a hostile player name or ban reason is shown as text,
+never as markup.
 
 Skips only when no Chromium is installed (as tests/system/test_live_page.py). With
 RANKD_UPDATE_SCREENSHOT=1 it also writes docs/console-*.png for docs/console.md.
@@ -137,13 +140,28 @@ async def put(http: httpx.AsyncClient, path: str, **body: Any) -> None:
     assert response.status_code in (200, 201), response.text
 
 
-async def submit(http: httpx.AsyncClient, board_id: str, player: str, score: int) -> str:
-    """Submits a run; answers its status in the board's first window (ranked or held)."""
+async def standings(
+    http: httpx.AsyncClient, board_id: str, player: str, score: int
+) -> list[dict[str, Any]]:
+    """Submits a run; answers its standings (one per window of the board, first first)."""
     run = {"run_id": f"console-{player}-{time.monotonic_ns()}", "player_id": player, "score": score}
     response = await http.post(f"/v1/boards/{board_id}/runs", json=run, headers=SERVER_H)
     assert response.status_code == 200, response.text
-    status: str = response.json()["standings"][0]["status"]
+    found: list[dict[str, Any]] = response.json()["standings"]
+    return found
+
+
+async def submit(http: httpx.AsyncClient, board_id: str, player: str, score: int) -> str:
+    """Submits a run; answers its status in the board's first window (ranked or held)."""
+    status: str = (await standings(http, board_id, player, score))[0]["status"]
     return status
+
+
+async def run_statuses(
+    http: httpx.AsyncClient, board_id: str, player: str, score: int
+) -> dict[str, str]:
+    """Submits a run; answers its status in each window of the board."""
+    return {s["window"]: s["status"] for s in await standings(http, board_id, player, score)}
 
 
 async def ban_reasons(http: httpx.AsyncClient) -> dict[str, str | None]:
@@ -475,11 +493,13 @@ async def test_a_bad_board_definition_shows_the_apis_error_on_its_field(
     await page.select_option("#f-order", "asc")
     await page.click("#editor-save")
     await expect(page.locator('[data-error-for="order"]')).to_contain_text("board_immutable_field")
-    # the periods (listed once public entries exist), the close action shown as not built
+    # the periods (listed once public entries exist), an open one with its close action
+    # (test_a_period_closed_from_the_console_takes_no_more_runs)
     await page.click(f'#boards tr[data-board="{board_id}"]')
     weekly = page.locator("#periods tbody tr", has_text="weekly")
     await expect(weekly.first).to_contain_text("open")
-    await expect(weekly.first.locator("button")).to_be_disabled()
+    await expect(weekly.first.locator("button")).to_be_enabled()
+    await expect(weekly.first.locator("button")).to_have_text("Close now…")
 
     # deleting asks for the board's id first
     await page.click("#board-delete")
@@ -529,6 +549,79 @@ async def test_a_windows_own_policy_is_set_from_the_board_form(
     await page.click("#editor-save")
     await expect(error).to_contain_text("board_immutable_field")
     assert (await http.get(f"/v1/boards/{board_id}")).json()["window_policies"] == {}
+    deleted = await http.delete(f"/v1/boards/{board_id}", headers=ADMIN_H)
+    assert deleted.status_code == 200, deleted.text
+
+
+async def period_statuses(http: httpx.AsyncClient, board_id: str, window: str) -> dict[str, str]:
+    response = await http.get(f"/v1/boards/{board_id}/periods", params={"window": window})
+    assert response.status_code == 200, response.text
+    return {p["period"]: p["status"] for p in response.json()["periods"]}
+
+
+async def test_a_period_closed_from_the_console_takes_no_more_runs(
+    service: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    board_id = new_board_id("console-close")
+    gone_id = new_board_id("console-close-gone")
+    for board in (board_id, gone_id):
+        await put(http, f"/v1/boards/{board}", windows=["all-time", "weekly"])
+        await run_statuses(http, board, "k-ana", 500)
+    weeks = await period_statuses(http, board_id, "weekly")
+    [week] = [period for period, status in weeks.items() if status == "open"]
+
+    await sign_in(page, service, "#boards")
+    await page.click(f'#boards tr[data-board="{board_id}"]')
+    row = page.locator(f'#periods tbody tr[data-window="weekly"][data-period="{week}"]')
+    await expect(row).to_contain_text("open")
+    close = row.locator("button")
+    await expect(close).to_be_enabled()
+    await expect(close).to_have_text("Close now…")
+    await expect(close).to_have_attribute("title", re.compile(f"weekly period {week} of"))
+    # the all-time window never closes: no action there
+    await expect(page.locator('#periods tbody tr[data-window="all-time"] button')).to_have_count(0)
+
+    # a confirmation first, naming the window, period and board; cancel changes nothing
+    await close.click()
+    await expect(page.locator("#confirm-title")).to_have_text(
+        f"Close weekly period {week} of {board_id} now?"
+    )
+    await expect(page.locator("#confirm-text")).to_contain_text("answer closed in weekly")
+    await page.click("#confirm-cancel")
+    assert (await period_statuses(http, board_id, "weekly"))[week] == "open"
+    # confirmed: "closing…" while the call runs (it answers once every instance has it)
+    await close.click()
+    await page.click("#confirm-ok")
+    await expect(row.locator(".pill")).to_have_text("closing…")
+    await expect(close).to_be_disabled()
+    await expect(close).to_have_text("Closing…")
+    await expect(page.locator("#toast")).to_contain_text(
+        f"Closed weekly period {week} of {board_id}", timeout=15_000
+    )
+    # the periods, read again: that one closed, with no action left
+    await expect(row.locator(".pill")).to_have_text("closed")
+    await expect(row.locator("button")).to_have_count(0)
+    assert (await period_statuses(http, board_id, "weekly"))[week] == "closed"
+    # a run sent now answers closed in that window, and still counts all-time
+    assert await run_statuses(http, board_id, "k-bo", 900) == {
+        "all-time": "ranked",
+        "weekly": "closed",
+    }
+    assert await top_players(http, board_id, "weekly") == ["k-ana"]
+    assert await top_players(http, board_id, "all-time") == ["k-bo", "k-ana"]
+
+    # refused (the board was deleted meanwhile): the API's error, and the periods read again
+    await page.click(f'#boards tr[data-board="{gone_id}"]')
+    other = page.locator(f'#periods tbody tr[data-window="weekly"][data-period="{week}"]')
+    await expect(other.locator("button")).to_be_enabled()
+    deleted = await http.delete(f"/v1/boards/{gone_id}", headers=ADMIN_H)
+    assert deleted.status_code == 200, deleted.text
+    await other.locator("button").click()
+    await page.click("#confirm-ok")
+    await expect(page.locator("#toast")).to_contain_text(f"Could not close weekly period {week}")
+    await expect(page.locator("#toast")).to_contain_text("board_not_found")
+    await expect(page.locator("#toast")).to_have_class(re.compile(r"\bbad\b"))
+    await expect(page.locator("#periods tbody")).to_contain_text("does not exist")
     deleted = await http.delete(f"/v1/boards/{board_id}", headers=ADMIN_H)
     assert deleted.status_code == 200, deleted.text
 

@@ -142,7 +142,7 @@ namespace Rankd
     }
 
     /// <summary>501 <c>not_implemented</c>: a route the contract names that this version of the
-    /// service does not build yet (join, leagues, closing a period); not retried.</summary>
+    /// service does not build yet (joining a scheduled board, leagues); not retried.</summary>
     public class NotBuilt : RankdApiException
     {
         public NotBuilt(int status, string code, string message, double? retryAfter = null)

@@ -589,6 +589,23 @@ namespace Rankd
             return EntryRemoved.FromJson(await SendAsync(Operations.DeleteEntry, Ids(boardId, playerId), query, null, cancellationToken).ConfigureAwait(false));
         }
 
+        /// <summary>Close an open period now, as if it had ended (admin key): runs received from
+        /// the answer's <c>ClosedAt</c> on answer <c>status</c> "closed" in that window and change
+        /// nothing there (they still count in the board's other windows), <see cref="PeriodsAsync"/>
+        /// lists it closed, and the season job freezes it into the archive. The call answers once
+        /// every instance of the service has the close (a few seconds). <paramref name="window"/>:
+        /// the board's first window when null. Closing again a period an admin closed is harmless
+        /// and answers the same <c>ClosedAt</c>. <see cref="InvalidRequest"/> for the all-time
+        /// window (it never closes), a window the board does not have, a bad period id, a period
+        /// that has not started yet or one closed already; <see cref="BoardNotFound"/> for no such
+        /// board.</summary>
+        public async Task<PeriodClosed> ClosePeriodAsync(string boardId, string period, string window = null,
+            CancellationToken cancellationToken = default(CancellationToken))
+        {
+            var query = new Query().Add("window", window);
+            return PeriodClosed.FromJson(await SendAsync(Operations.ClosePeriod, Ids(boardId, period), query, null, cancellationToken).ConfigureAwait(false));
+        }
+
         // --- operations -------------------------------------------------------------------------
 
         public async Task<Health> HealthzAsync(CancellationToken cancellationToken = default(CancellationToken))
@@ -610,7 +627,6 @@ namespace Rankd
         private static readonly Operation LeagueOp = new Operation("league", "GET", "/v1/boards/{board_id}/players/{player_id}/league");
         private static readonly Operation CohortOp = new Operation("cohort", "GET", "/v1/boards/{board_id}/cohorts/{cohort}");
         private static readonly Operation LeaguesOp = new Operation("leagues", "GET", "/v1/players/{player_id}/leagues");
-        private static readonly Operation ClosePeriodOp = new Operation("close_period", "POST", "/v1/boards/{board_id}/periods/{period}/close");
 
         /// <summary>Join a scheduled board's current (or an upcoming) occurrence (server key or
         /// the player's token). Not built yet: <see cref="NotBuilt"/>.</summary>
@@ -643,14 +659,6 @@ namespace Rankd
         {
             var query = new Query().Add("board", board);
             return Json.AsObject(await SendAsync(LeaguesOp, Ids(playerId), query, null, cancellationToken).ConfigureAwait(false));
-        }
-
-        /// <summary>Close an open period now (admin key). Not built yet: <see cref="NotBuilt"/>.</summary>
-        public async Task<JsonObject> ClosePeriodAsync(string boardId, string period, string window = null,
-            CancellationToken cancellationToken = default(CancellationToken))
-        {
-            var query = new Query().Add("window", window);
-            return Json.AsObject(await SendAsync(ClosePeriodOp, Ids(boardId, period), query, null, cancellationToken).ConfigureAwait(false));
         }
     }
 }

@@ -369,6 +369,50 @@ namespace Rankd.Tests
             Same(new[] { "fx-fair" }, await top("weekly"), "still in this week's");
         }
 
+        private static async Task ClosingAPeriod()
+        {
+            var boardId = NewId("cs-close");
+            await admin.PutBoardAsync(boardId, new BoardSettings { Windows = new List<string> { "weekly", "all-time" } });
+            await server.SubmitAsync(boardId, "cl-1", "cl-early", 700);
+            Func<Task<Dictionary<string, string>>> statuses = async () =>
+                (await server.PeriodsAsync(boardId, "weekly")).Periods.ToDictionary(p => p.Period, p => p.Status);
+            var week = (await statuses()).Single(p => p.Value == "open").Key;
+
+            // refused: nothing closes
+            var allTime = await Throws<InvalidRequest>(() => admin.ClosePeriodAsync(boardId, "all-time", "all-time"), "the all-time window");
+            Equal(400, allTime.Status, "400");
+            Equal("invalid_request", allTime.Code, "invalid_request");
+            Check(!allTime.IsNotBuilt, "built: " + allTime.Message);
+            await Throws<InvalidRequest>(() => admin.ClosePeriodAsync(boardId, week, "daily"), "a window the board does not have");
+            await Throws<InvalidRequest>(() => admin.ClosePeriodAsync(boardId, "not-a-week", "weekly"), "a bad period id");
+            await Throws<Forbidden>(() => server.ClosePeriodAsync(boardId, week), "a server key");
+            await Throws<BoardNotFound>(() => admin.ClosePeriodAsync("cs-no-such-board", week), "no such board");
+            Equal("open", (await statuses())[week], "the refused closes changed nothing");
+
+            var front = new Front();
+            var watching = new RankdClient(baseUrl, Admin, new RankdClientOptions { Http = front.Client() });
+            var closed = await watching.ClosePeriodAsync(boardId, week);
+            Equal(boardId, closed.BoardId, "board_id");
+            Equal("weekly", closed.Window, "no window named: the board's first");
+            Equal(week, closed.Period, "period");
+            Equal("closed", closed.Status, "status");
+            Check(DateTimeOffset.Parse(closed.ClosedAt) <= DateTimeOffset.UtcNow, "closed_at has come: " + closed.ClosedAt);
+            Check(front.Urls[0].EndsWith("/periods/" + week + "/close"), "nothing named, nothing sent: " + front.Urls[0]);
+
+            // in force: a run now answers closed in that window, and counts in the others
+            var late = await server.SubmitAsync(boardId, "cl-2", "cl-late", 900);
+            var standing = late.Standings.ToDictionary(st => st.Window, st => st.Status);
+            Equal("closed", standing["weekly"], "a run after the close, weekly");
+            Equal("ranked", standing["all-time"], "a run after the close, all-time");
+            Same(new[] { "cl-early" }, (await server.TopAsync(boardId, where: new Where { Window = "weekly", Period = week })).Entries.Select(e => e.PlayerId), "the week as it was closed");
+            Equal("closed", (await statuses())[week], "listed closed");
+
+            // again: harmless, the same time
+            var again = await watching.ClosePeriodAsync(boardId, week, "weekly");
+            Equal(closed.ClosedAt, again.ClosedAt, "closing again: the same closed_at");
+            Check(front.Urls[1].EndsWith("/periods/" + week + "/close?window=weekly"), "the window sent: " + front.Urls[1]);
+        }
+
         private static async Task BanReasons()
         {
             var player = NewId("cs-why");
@@ -503,7 +547,6 @@ namespace Rankd.Tests
             await Throws<NotBuilt>(() => counted.LeagueAsync(boardId, "p"), "league");
             await Throws<NotBuilt>(() => counted.CohortAsync(boardId, "c-1"), "cohort");
             await Throws<NotBuilt>(() => counted.LeaguesAsync("p", boardId), "leagues");
-            await Throws<NotBuilt>(() => admin.ClosePeriodAsync(boardId, "all-time", "all-time"), "period close");
             var field = await Throws<FieldNotBuilt>(() => counted.SubmitAsync(boardId, "e-5", "p", 5, metadata: new JsonObject { { "car", "red" } }), "metadata");
             Equal(400, field.Status, "400");
             Equal("invalid_request", field.Code, "the code the other clients see");
@@ -742,6 +785,7 @@ namespace Rankd.Tests
             Test("endpoints: holds, bans, erasure, deleting a board", Moderation),
             Test("endpoints: a ban's reason, sent only when given, listed by BansAsync", BanReasons),
             Test("endpoints: DeleteEntryAsync removes one entry from one period", RemovingAnEntry),
+            Test("endpoints: ClosePeriodAsync closes an open period now", ClosingAPeriod),
             Test("tokens: a token client reads its own view and submits its own runs", TokenClient),
             Test("tokens: top pages follow cursors", CursorPaging),
             Test("errors: classes with status, code and message; not built; never retried", ErrorsAreClasses),

@@ -43,6 +43,7 @@ export type BanRequest = Body<"ban">;
 export type BoardDeleted = Answer<"delete_board">;
 export type PlayerErased = Answer<"erase_player">;
 export type EntryRemoved = Answer<"delete_entry">;
+export type PeriodClosed = Answer<"close_period">;
 export type Segments = Answer<"segments">;
 export type Health = Answer<"healthz">;
 export type Ready = Answer<"readyz">;
@@ -463,6 +464,23 @@ export class RankdClient {
       method: "DELETE",
       path: `/v1/boards/${part(boardId)}/entries/${part(playerId)}`,
       params: { window, period },
+    });
+  }
+
+  /** Close an open period now, as if it had ended (admin key): runs received from the
+   * answer's `closed_at` on answer `status: "closed"` in that window and change nothing there
+   * (they still count in the board's other windows), `periods` lists it closed, and the
+   * season job freezes it into the archive. The call answers once every instance of the
+   * service has the close (a few seconds). `window`: the board's first when absent. Closing
+   * again a period an admin closed is harmless and answers the same `closed_at`.
+   * `InvalidRequest` for the all-time window (it never closes), a window the board does not
+   * have, a bad period id, a period that has not started yet or one closed already;
+   * `BoardNotFound` for no such board. */
+  closePeriod(boardId: string, period: string, options: { window?: string } = {}): Promise<PeriodClosed> {
+    return this.send({
+      method: "POST",
+      path: `/v1/boards/${part(boardId)}/periods/${part(period)}/close`,
+      params: { window: options.window },
     });
   }
 

@@ -261,6 +261,59 @@ describe("every endpoint", () => {
     assert.deepEqual(await top("weekly"), ["fx-fair"]);
   });
 
+  test("closePeriod closes an open period now: runs after it answer closed there", async () => {
+    const boardId = newBoardId("ts-close");
+    await admin.putBoard(boardId, { windows: ["weekly", "all-time"] });
+    await server.submit(boardId, "cl-1", "cl-early", 700);
+    const statuses = async (): Promise<Record<string, string>> =>
+      Object.fromEntries((await server.periods(boardId, { window: "weekly" })).periods.map((p) => [p.period, p.status]));
+    const week = Object.entries(await statuses()).find(([, status]) => status === "open")?.[0];
+    assert.ok(week);
+
+    // refused: nothing closes
+    await assert.rejects(admin.closePeriod(boardId, "all-time", { window: "all-time" }), (e: unknown) =>
+      e instanceof InvalidRequest && e.status === 400 && e.code === "invalid_request" && /all-time/.test(e.message));
+    await assert.rejects(admin.closePeriod(boardId, week, { window: "daily" }), InvalidRequest);
+    await assert.rejects(admin.closePeriod(boardId, "not-a-week", { window: "weekly" }), InvalidRequest);
+    await assert.rejects(server.closePeriod(boardId, week), Forbidden);
+    await assert.rejects(admin.closePeriod(`${boardId}-none`, week), BoardNotFound);
+    assert.equal((await statuses())[week], "open", "the refused closes changed nothing");
+
+    const urls: string[] = [];
+    const watching = new RankdClient(service.base, {
+      key: ADMIN,
+      fetch: async (input, init) => {
+        urls.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    const closed = await watching.closePeriod(boardId, week);
+    assert.deepEqual({ ...closed, closed_at: "-" }, {
+      board_id: boardId,
+      window: "weekly", // none named: the board's first
+      period: week,
+      status: "closed",
+      closed_at: "-",
+    });
+    assert.ok(Date.parse(closed.closed_at) <= Date.now(), `closed_at has come: ${closed.closed_at}`);
+    assert.ok(urls[0]?.endsWith(`/periods/${week}/close`), `nothing named, nothing sent: ${urls[0]}`);
+
+    // in force: a run now answers closed in that window, and counts in the others
+    const late = await server.submit(boardId, "cl-2", "cl-late", 900);
+    assert.deepEqual(
+      Object.fromEntries(late.standings.map((s) => [s.window, s.status])),
+      { weekly: "closed", "all-time": "ranked" },
+    );
+    const weekTop = await server.top(boardId, { window: "weekly", period: week });
+    assert.deepEqual(weekTop.entries.map((e) => e.player_id), ["cl-early"], "the week as it was closed");
+    assert.equal((await statuses())[week], "closed");
+
+    // again: harmless, the same time
+    const again = await watching.closePeriod(boardId, week, { window: "weekly" });
+    assert.equal(again.closed_at, closed.closed_at);
+    assert.ok(urls[1]?.endsWith(`/periods/${week}/close?window=weekly`), urls[1]);
+  });
+
   test("bans, erasure, segments and deleting a board", async () => {
     const boardId = newBoardId("ts-admin");
     await admin.putBoard(boardId, { segments: ["country"] });

@@ -2,9 +2,9 @@
 inline), each under a Content-Security-Policy that allows this origin's files and calls only;
 the script keeps to the rules the page's safety rests on (text only, the key in
 sessionStorage only) and calls only routes the public API has; the ban reason field is
-built, bounded as the API bounds a reason; removing one entry is built; the board form has
-every window the API has, with a policy of its own. The browser itself is in
-tests/system/test_console.py."""
+built, bounded as the API bounds a reason; removing one entry is built; closing a period
+early is built; the board form has every window the API has, with a policy of its own. The
+browser itself is in tests/system/test_console.py."""
 
 from __future__ import annotations
 
@@ -150,6 +150,15 @@ def test_removing_an_entry_is_built() -> None:
     assert re.search(r"`/v1/boards/\$\{[^}]+\}/entries/\$\{[^}]+\}\?", script())
     assert "not built yet: DELETE /v1/boards/{id}/entries" not in script()
     assert not re.search(r"entries/\{player\}</code>\) is not built", html())
+
+
+def test_closing_a_period_is_built() -> None:
+    """Each open period of the boards view closes (POST .../periods/{period}/close with its
+    window), no longer shown as "not built yet", behind a confirmation."""
+    assert re.search(r"`/v1/boards/\$\{[^}]+\}/periods/\$\{[^}]+\}/close\?", script())
+    assert "not built yet: POST /v1/boards/{id}/periods" not in script()
+    assert "is not built yet" not in html()
+    assert re.search(r"confirmAction\(\{ title: `Close ", script())
 
 
 def test_the_board_form_has_every_window_and_its_own_policy() -> None:

@@ -1,5 +1,5 @@
 // The Rankd console: review holds, look players up, ban and erase them, remove one of their
-// entries, edit boards, watch the service's health. Everything goes through the public admin
+// entries, edit boards and close their periods early, watch the service's health. Everything goes through the public admin
 // API with the admin key the moderator signs in with, kept in this tab's sessionStorage only
 // (nothing that outlives the tab, no cookie, never the URL). Every value from the service is
 // rendered as text (textContent, text nodes): player names and ban reasons are free text. No
@@ -665,6 +665,9 @@
 
   // --- boards -----------------------------------------------------------------------------------
   const editor = { board: null };  // null: a new board
+  // the periods being closed now (board|window|period): the call takes seconds, until every
+  // instance of the service has the close
+  const periodsClosing = new Set();
   async function loadBoardList() {
     try {
       const boards = await loadBoards();
@@ -801,15 +804,50 @@
     try {
       const lists = await Promise.all(board.windows.map((w) => call("GET", `/v1/boards/${enc(board.board_id)}/periods?window=${enc(w)}`)));
       if (editor.board !== board) return;
-      body.replaceChildren(...lists.flatMap((list, i) => list.periods.map((p) => el("tr", {},
-        el("td", {}, board.windows[i]), el("td", {}, p.period), el("td", {}, el("span", { class: `pill ${p.status === "open" ? "ok" : ""}` }, p.status)),
-        el("td", {}, local(p.starts_at)), el("td", {}, local(p.ends_at)),
-        el("td", {}, p.status === "open" && board.windows[i] !== "all-time"
-          ? el("button", { type: "button", class: "ghost small", disabled: true, title: "not built yet: POST /v1/boards/{id}/periods/{period}/close answers 501" }, "Close now")
-          : "")))));
+      body.replaceChildren(...lists.flatMap((list, i) => list.periods.map((p) => {
+        const window = board.windows[i];
+        const closing = periodsClosing.has(`${board.board_id}|${window}|${p.period}`);
+        return el("tr", { "data-window": window, "data-period": p.period, "aria-busy": closing ? "true" : null },
+          el("td", {}, window), el("td", {}, p.period),
+          el("td", {}, closing ? el("span", { class: "pill warn" }, "closing…")
+            : el("span", { class: `pill ${p.status === "open" ? "ok" : ""}` }, p.status)),
+          el("td", {}, local(p.starts_at)), el("td", {}, local(p.ends_at)),
+          el("td", {}, p.status === "open" && window !== "all-time"
+            ? el("button", {
+              type: "button", class: "danger ghost small", disabled: closing,
+              title: `Close ${window} period ${p.period} of ${board.board_id} now, as if it had ended`,
+              onclick: (e) => closePeriod(board, window, p.period, e.currentTarget),
+            }, closing ? "Closing…" : "Close now…")
+            : ""));
+      })));
     } catch (err) {
       body.replaceChildren(el("tr", {}, el("td", { colspan: 6, class: "error" }, err.message)));
     }
+  }
+  // an open period closed early, as if it had ended: runs received after it answer closed
+  // in that window; the season job freezes it into the archive
+  async function closePeriod(board, window, period, button) {
+    const id = board.board_id;
+    const where = `${window} period ${period} of ${id}`;
+    if (!(await confirmAction({ title: `Close ${where} now?`, text: `It ends now, as if its time were up: runs received from then on answer closed in ${window} and change nothing there (they still count in the board's other windows), and the season job freezes it into the archive as it stands. It cannot be reopened. Closing takes a few seconds, until every instance of the service has it.`, ok: "Close period", danger: true }))) return;
+    const key = `${id}|${window}|${period}`;
+    if (periodsClosing.has(key)) return;
+    periodsClosing.add(key);
+    // the closing state, on the row as it is now (a refresh meanwhile draws it too)
+    const row = button.closest("tr");
+    button.disabled = true;
+    button.textContent = "Closing…";
+    row.setAttribute("aria-busy", "true");
+    row.cells[2].replaceChildren(el("span", { class: "pill warn" }, "closing…"));
+    try {
+      const closed = await call("POST", `/v1/boards/${enc(id)}/periods/${enc(period)}/close?${new URLSearchParams({ window })}`);
+      toast(`Closed ${where} (from ${local(closed.closed_at)})`);
+    } catch (err) {
+      toast(`Could not close ${where}: ${err.message} (${err.code})`, "bad");
+    } finally {
+      periodsClosing.delete(key);
+    }
+    if (editor.board && editor.board.board_id === id) loadPeriods(editor.board);
   }
 
   // --- start -------------------------------------------------------------------------------------
