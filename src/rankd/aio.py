@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -64,3 +65,31 @@ async def stop_tasks(tasks: list[asyncio.Task[None]], timeout_s: float) -> list[
         return []
     _done, pending = await asyncio.wait(tasks, timeout=timeout_s)
     return sorted(task.get_name() for task in pending)
+
+
+class Stalled(Exception):
+    """A store answered nothing at all for the whole allowed time (paused, not just busy)."""
+
+
+async def unless_stalled(
+    work: Coroutine[Any, Any, T], stall_s: float, answered_at: Callable[[], float]
+) -> T:
+    """``work``'s result, unless the store it waits on answers nothing (``answered_at``:
+    when it last answered anyone in this process, monotonic) for ``stall_s`` counted from
+    the later of that and this call: then ``work`` is cancelled and Stalled raised. A store
+    that is only slow (a long queue under load) keeps answering others, so its waiters are
+    not cut however long they wait; each waits at least ``stall_s`` of its own."""
+    task = asyncio.ensure_future(work)
+    started = time.monotonic()
+    try:
+        while True:
+            quiet = time.monotonic() - max(answered_at(), started)
+            done, _ = await asyncio.wait({task}, timeout=max(0.01, stall_s - quiet))
+            if done:
+                return task.result()
+            if time.monotonic() - max(answered_at(), started) >= stall_s:
+                raise Stalled(f"no answer for {stall_s:g}s")
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

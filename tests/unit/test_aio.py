@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from rankd.aio import stop_tasks, wait_or_stop
+import pytest
+
+from rankd.aio import Stalled, stop_tasks, unless_stalled, wait_or_stop
 
 
 async def test_stop_tasks_returns_the_names_of_tasks_that_ignore_their_cancel() -> None:
@@ -41,3 +43,34 @@ async def test_wait_or_stop_wakes_on_stop_and_times_out_otherwise() -> None:
     assert await wait_or_stop(stop, 0.01) is False
     asyncio.get_running_loop().call_later(0.01, stop.set)
     assert await wait_or_stop(stop, 30) is True
+
+
+async def test_a_slow_store_that_answers_others_is_waited_for_a_stalled_one_is_not() -> None:
+    """aio.unless_stalled: waits past stall_s while others get answers, cuts a silent one."""
+    answered = [time.monotonic()]
+
+    async def others_answered() -> None:
+        for _ in range(8):
+            await asyncio.sleep(0.05)
+            answered[0] = time.monotonic()
+
+    async def slow() -> str:
+        await asyncio.sleep(0.4)
+        return "done"
+
+    feed = asyncio.create_task(others_answered())
+    assert await unless_stalled(slow(), 0.2, lambda: answered[0]) == "done"
+    await feed
+    started = time.monotonic()
+    cancelled = []
+
+    async def silent() -> None:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    with pytest.raises(Stalled):
+        await unless_stalled(silent(), 0.2, lambda: answered[0])
+    assert time.monotonic() - started >= 0.19 and cancelled == [True]

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rankd import metrics
+from rankd.aio import Stalled, unless_stalled
 from rankd.errors import RateLimited, Unavailable
 from rankd.stores.redis.limits import RateLimits
 from rankd.ttlcache import TTLCache
@@ -94,7 +95,8 @@ class RateLimiter:
         timeout_s: float = 5.0,
     ) -> None:
         self.store = store
-        # a stalled Redis fails the check open after this, like a Redis that is down
+        # a stalled Redis (one that answers nobody this long) fails the check open, like a
+        # Redis that is down
         self.timeout_s = timeout_s
         # runs: a key's submitted runs, a batch counting each of its runs (work, not requests)
         self.rates: dict[Kind, Rate] = {
@@ -137,15 +139,13 @@ class RateLimiter:
             return
         if cost == 1 and self._spend(identity):
             return
+        if cost == 1:
+            asking = self._lease(identity, rate)
+        else:  # a batch pays for all its runs at once, past any lease
+            asking = self.store.rate_limit(identity, rate.interval_us, rate.burst, cost=cost)
         try:
-            async with asyncio.timeout(self.timeout_s):
-                if cost == 1:
-                    wait_us = await self._lease(identity, rate)
-                else:  # a batch pays for all its runs at once, past any lease
-                    wait_us = await self.store.rate_limit(
-                        identity, rate.interval_us, rate.burst, cost=cost
-                    )
-        except (Unavailable, TimeoutError):
+            wait_us = await unless_stalled(asking, self.timeout_s, self._answered_at)
+        except (Unavailable, Stalled):
             self._unchecked_until = time.monotonic() + self.fail_open_s
             metrics.RATE_UNCHECKED.inc()
             return
@@ -154,6 +154,9 @@ class RateLimiter:
         # from ``asked``: Redis read its clock after that, so this ends no later than its wait
         self.refused.put(identity, asked + wait_us / 1_000_000)
         raise self._refusal(kind, rate, wait_us / 1_000_000)
+
+    def _answered_at(self) -> float:
+        return self.store.conn.answered_at
 
     def _spend(self, identity: str) -> bool:
         """Take one request from the identity's lease, if one is left."""

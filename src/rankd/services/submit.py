@@ -6,12 +6,13 @@
 2. They are published to the log (a batch as one message; concurrent single submits
    share messages, see group_commit.py) and we wait for the ack. No ack: the
    caller gets Unavailable and nothing reaches Redis.
-4. Redis has a deadline on both sides of the log (``answer_timeout_s``): the service's
-   Redis clients have no read timeout (a busy Redis is not an error; see
-   stores/redis/connection.py), so a stalled Redis (a paused process, a VM stall) would
-   hold every submit for the whole stall. Past the deadline the caller gets 503 at once:
-   before the log, nothing was accepted; after it, the run is logged and the log consumer
-   applies it once Redis answers again (a retry is safe either way).
+4. A stalled Redis is cut short on both sides of the log (``answer_timeout_s``): the
+   service's Redis clients have no read timeout (a busy Redis is not an error; see
+   stores/redis/connection.py), so a paused Redis process would hold every submit for the
+   whole pause. When Redis has answered nobody in this process for that long (aio.
+   unless_stalled: a Redis that is only slow under load keeps answering others, and its
+   submits wait), the caller gets 503: before the log, nothing was accepted; after it, the
+   run is logged and the log consumer applies it once Redis answers again.
 3. For every run and every window of the board one Lua call raises the entry (or adds to a
    sum) and reads the rank in the same atomic step (plan.py decides, the Redis store
    sends). All calls go in one pipeline: the write pipeline the log consumer uses too
@@ -20,9 +21,10 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
+from rankd.aio import Stalled, unless_stalled
 from rankd.boards import BoardConfig
 from rankd.errors import RankdError, Unavailable
 from rankd.plan import standing
@@ -37,6 +39,8 @@ from rankd.services.write_pipeline import WritePipeline
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.reads import Reads
 from rankd.stores.redis.writes import Writes
+
+T = TypeVar("T")
 
 
 class Submitter:
@@ -76,9 +80,8 @@ class Submitter:
         if not runs:
             return []
         try:
-            async with asyncio.timeout(self.answer_timeout_s):
-                refused, accepted = await self._admit(board, runs)
-        except TimeoutError:
+            refused, accepted = await self._unless_stalled(self._admit(board, runs))
+        except Stalled:
             raise Unavailable(
                 f"Redis did not answer within {self.answer_timeout_s:g}s; nothing was "
                 "accepted, retry"
@@ -87,9 +90,8 @@ class Submitter:
         if accepted:
             await self.committer.append(board.board_id, accepted, board.generation)
             try:
-                async with asyncio.timeout(self.answer_timeout_s):
-                    applied = await self.apply(board, accepted, record_holds=True)
-            except TimeoutError:
+                applied = await self._unless_stalled(self.apply(board, accepted, record_holds=True))
+            except Stalled:
                 self.on_busy(Unavailable("Redis did not answer in time"))
                 raise Unavailable(
                     "the run was logged but the boards did not answer within "
@@ -103,6 +105,11 @@ class Submitter:
                 ) from exc
         results = iter(applied)
         return [next(results) if r is None else r for r in refused]
+
+    async def _unless_stalled(self, work: Coroutine[Any, Any, T]) -> T:
+        return await unless_stalled(
+            work, self.answer_timeout_s, lambda: self.writes.conn.answered_at
+        )
 
     async def _admit(
         self, board: BoardConfig, runs: Sequence[Run]

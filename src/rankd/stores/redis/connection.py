@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -260,6 +261,9 @@ class RedisConn:
         self.target = parse_redis_url(url)
         # plain reads may go to replicas (never a pipeline's: those stay on the primary)
         self.read_from_replicas = read_from_replicas
+        # when Redis last answered this process (monotonic): a stalled Redis answers nobody,
+        # a busy one keeps answering (aio.unless_stalled tells them apart)
+        self.answered_at = time.monotonic()
         self.client = connect(
             self.target,
             max_connections=max_connections,
@@ -290,9 +294,13 @@ class RedisConn:
         await self.nodes.close()
         await self.client.aclose()
 
+    def _answered(self) -> None:
+        self.answered_at = time.monotonic()
+
     async def ping(self) -> None:
         with reachable():
             await self.client.ping()
+        self._answered()
 
     async def ping_every_primary(self) -> None:
         """Every primary answers: on a cluster, writes to a dead primary's slots fail while
@@ -303,27 +311,38 @@ class RedisConn:
                 await cluster.ping(target_nodes=RedisCluster.PRIMARIES)
             else:
                 await self.client.ping()
+        self._answered()
 
     async def pipeline(self, calls: Sequence[Call], extra: Sequence[Command] = ()) -> list[Any]:
         """A request's calls in one round trip, shared with concurrent requests' when
         batching is on."""
         if self.batch is not None:
-            return await self.batch.run(calls, extra)
-        return await run_pipeline(self.client, calls, extra)
+            replies = await self.batch.run(calls, extra)
+        else:
+            replies = await run_pipeline(self.client, calls, extra)
+        self._answered()
+        return replies
 
     async def call(self, call: Call) -> Any:
         """One script call, shared with concurrent requests' when batching is on."""
         if self.batch is not None:
-            return await self.batch.call(call)
-        return await call_script(self.client, call)
+            reply = await self.batch.call(call)
+        else:
+            reply = await call_script(self.client, call)
+        self._answered()
+        return reply
 
     async def script(self, call: Call) -> Any:
         """One script call on its own (a bare EVALSHA: no pipeline, no batcher)."""
-        return await call_script(self.client, call)
+        reply = await call_script(self.client, call)
+        self._answered()
+        return reply
 
     async def run(self, calls: Sequence[Call], extra: Sequence[Command] = ()) -> list[Any]:
         """Calls in one pipeline of their own (never batched with other requests')."""
-        return await run_pipeline(self.client, calls, extra)
+        replies = await run_pipeline(self.client, calls, extra)
+        self._answered()
+        return replies
 
     async def hash_listpack_limit(self) -> int | None:
         """The smallest ``hash-max-ziplist-entries`` (7.x: ``hash-max-listpack-entries``)
