@@ -14,7 +14,8 @@ import pytest
 from psycopg import AsyncConnection
 
 from rankd.runtime import Runtime
-from tests.integration.services.test_admin import freeze, replay_everything
+from rankd.services.replay import replay
+from tests.integration.services.test_admin import freeze
 from tests.support.common import ADMIN_H, SERVER_H, MakeBoard
 from tests.support.durable import wait_consumer_idle
 from tests.support.wire import assert_error
@@ -50,6 +51,7 @@ async def ranked(client: httpx.AsyncClient, board: str, **params: str) -> list[t
 async def test_a_removed_entry_is_gone_for_good_and_later_runs_count_again(
     client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, pg: AsyncConnection[Any]
 ) -> None:
+    first = await runtime.runlog.last_sequence() + 1  # the replay below starts here
     board = await make_board(windows=["weekly", "all-time"], segments=["country"])
     now = datetime.now(UTC) - timedelta(seconds=5)
     await send(client, board, "a1", "p1", 90, now)
@@ -110,7 +112,7 @@ async def test_a_removed_entry_is_gone_for_good_and_later_runs_count_again(
     await wait_consumer_idle(client, runtime)
     await runtime.rebuilder.rebuild(board=board)
     assert await ranked(client, board) == weekly
-    await replay_everything(runtime)
+    await replay(runtime.runlog, runtime.applier, first)
     assert await ranked(client, board) == weekly
     assert await ranked(client, board, segment="country:FR") == weekly
     assert await ranked(client, board, window="all-time") == [("p1", 95), ("p3", 70), ("p2", 50)]

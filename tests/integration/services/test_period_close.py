@@ -12,7 +12,8 @@ import pytest
 from psycopg import AsyncConnection
 
 from rankd.runtime import Runtime
-from tests.integration.services.test_admin import freeze, replay_everything
+from rankd.services.replay import replay
+from tests.integration.services.test_admin import freeze
 from tests.support.common import ADMIN_H, SERVER_H, MakeBoard
 from tests.support.durable import wait_consumer_idle
 from tests.support.wire import assert_error
@@ -42,6 +43,7 @@ async def weekly(client: httpx.AsyncClient, board: str, week: str) -> list[tuple
 async def test_a_closed_period_takes_no_more_runs_and_freezes_as_if_it_had_ended(
     client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, pg: AsyncConnection[Any]
 ) -> None:
+    first = await runtime.runlog.last_sequence() + 1  # the replay below starts here
     board = await make_board(windows=["weekly", "all-time"])
     await send(client, board, "c1", "p1", 30)
     await send(client, board, "c2", "p2", 20)
@@ -91,7 +93,7 @@ async def test_a_closed_period_takes_no_more_runs_and_freezes_as_if_it_had_ended
     assert await cur.fetchall() == [(2,)]  # frozen as if the week had ended
     assert await weekly(client, board, current) == [("p1", 30), ("p2", 20)]
     # replayed and rebuilt: the late run still counts all-time only
-    await replay_everything(runtime)
+    await replay(runtime.runlog, runtime.applier, first)
     await runtime.rebuilder.rebuild(board=board)
     assert await weekly(client, board, current) == [("p1", 30), ("p2", 20)]
     top = (await client.get(f"/v1/boards/{board}/top", params={"window": "all-time"})).json()
