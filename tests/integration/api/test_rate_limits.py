@@ -367,6 +367,7 @@ class CountingStore:
 
     def __init__(self, store: RateLimits) -> None:
         self.store = store
+        self.conn = store.conn  # the limiter tells a stalled Redis by its answers
         self.calls = 0
         self.taken = 0
 
