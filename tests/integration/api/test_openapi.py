@@ -302,9 +302,11 @@ async def test_real_answers_of_every_route_match_the_document(
 
     profile = "/v1/players/{player_id}"
     body = {"name": "kai", "segments": {"country": "FR"}}
+    player_id = new_board_id("oa-named")  # names are global: a player of this test only
     await call("PUT", profile, status=200, json=body, headers=SERVER_H)
     await call("GET", profile, status=200, headers=SERVER_H)
     await call("GET", profile, status=401)
+    player_id = "p1"
     tokens = "/v1/players/{player_id}/tokens"
     minted = await call("POST", tokens, status=200, json={"ttl_s": 600}, headers=SERVER_H)
     await call("POST", tokens, status=400, json={"ttl_s": 1}, headers=SERVER_H)
