@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from rankd import datadir
 from rankd.cli_support import DataDir, exit_on_store_failure, fail, load_settings, located_services
 from rankd.embedded import startup
+from rankd.settings import Settings
+
+if TYPE_CHECKING:
+    from rankd.runtime import Runtime
 
 T = TypeVar("T")
 
@@ -54,6 +58,15 @@ def _run(command: str, job: Coroutine[Any, Any, T]) -> T:
         exit_on_store_failure(command, exc)
 
 
+async def _opened(settings: Settings) -> Runtime:
+    """The service's parts on the restored stores, without its background work."""
+    from rankd.runtime import Runtime
+
+    runtime = Runtime.build(settings)
+    await runtime.open(background=False)
+    return runtime
+
+
 def backup(folder: Folder, data_dir: DataDir = None, pg_bin: PgBin = None) -> None:
     """Write a consistent backup into a new or empty folder: PostgreSQL's dump (the durable
     copy of every board, run, name, ban, hold and archive) and the log position it covers.
@@ -91,7 +104,7 @@ def restore(folder: Folder, data_dir: DataDir = None, pg_bin: PgBin = None) -> N
         fail(f"{command}: {refused}")
     tools = _pg_bin(command, pg_bin)
     with located_services(settings, startup.Wanted(command)) as ready:
-        report = _run(command, restore_backup(ready, folder.resolve(), tools))
+        report = _run(command, restore_backup(ready, folder.resolve(), tools, _opened))
     typer.echo(
         f"restored {folder} (the log through sequence {report.applied_through}), then "
         f"{report.replayed_messages} later log messages up to sequence {report.replayed_to}; "

@@ -28,6 +28,11 @@ _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ECHO_MAX = 80
 
 
+# A memory size as Redis's maxmemory takes it: 512mb, 4gb; a plain number is bytes
+# (RANKD_REDIS_MAX_MEMORY, checked by settings.py and read by embedded/redis_server.py).
+MEMORY_SIZE = re.compile(r"[1-9][0-9]{0,15}(b|kb|mb|gb)?", re.IGNORECASE)
+
+
 def clip(text: str, limit: int = ECHO_MAX) -> str:
     """``text`` as an error message may echo it: at most ``limit`` characters."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from rankd.formats import MEMORY_SIZE
+
 
 class Settings(BaseSettings):
     # inf and nan are no number of seconds or bytes (int(inf * 1000) fails deep in start-up)
@@ -259,9 +261,7 @@ class Settings(BaseSettings):
     @field_validator("redis_max_memory")
     @classmethod
     def _max_memory(cls, value: str) -> str:
-        from rankd.embedded.redis_server import _MEMORY
-
-        if not _MEMORY.fullmatch(value.strip()):
+        if not MEMORY_SIZE.fullmatch(value.strip()):
             raise ValueError("must be a size like 512mb or 4gb (a plain number is bytes)")
         return value.strip()
 

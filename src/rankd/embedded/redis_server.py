@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import socket
@@ -24,6 +23,7 @@ from rankd.embedded.process import (
     _is_executable,
     _package_dir,
 )
+from rankd.formats import MEMORY_SIZE
 from rankd.stores.redis.keys import HASH_LISTPACK_ENTRIES
 
 
@@ -40,7 +40,7 @@ def find_redis_server() -> Path:
     )
 
 
-_MEMORY = re.compile(r"[1-9][0-9]{0,15}(b|kb|mb|gb)?", re.IGNORECASE)
+_MEMORY = MEMORY_SIZE
 
 
 def max_memory() -> str:

@@ -32,17 +32,22 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 import psycopg
 
 from rankd import __version__
 from rankd.errors import RankdError
+from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE
+from rankd.services.rebuild import Rebuilder
 from rankd.settings import Settings
 from rankd.stores.log_shapes import LogState
-from rankd.stores.runlog import JetStreamLog
+from rankd.stores.redis.stores import RedisStores
+from rankd.stores.runlog import JetStreamLog, RunLog
 
 MANIFEST = "rankd-backup.json"
 DUMP = "postgres.dump"
@@ -253,9 +258,28 @@ def plan_log(manifest: Manifest, state: LogState) -> LogPlan:
     return LogPlan(after if state.last >= after else None, max(0, state.first - after), None)
 
 
-async def restore_backup(settings: Settings, folder: Path, pg_bin: Path) -> RestoreReport:
-    """Restore ``folder`` into empty PostgreSQL, then the log's later runs and Redis."""
-    from rankd.runtime import Runtime
+class Restorable(Protocol):
+    """What a restore needs of an opened runtime (rankd.runtime.Runtime, built by the
+    command, which sits above the services)."""
+
+    settings: Settings
+    redis: RedisStores
+    runlog: RunLog
+    applier: Applier
+    rebuilder: Rebuilder
+
+    async def close(self) -> None: ...
+
+
+async def restore_backup(
+    settings: Settings,
+    folder: Path,
+    pg_bin: Path,
+    open_runtime: Callable[[Settings], Awaitable[Restorable]],
+) -> RestoreReport:
+    """Restore ``folder`` into empty PostgreSQL, then the log's later runs and Redis
+    (``open_runtime``: the service's parts on the restored stores, opened after the dump is
+    in, so its migrations only add what the backup lacks)."""
     from rankd.services.replay import replay
 
     started = time.perf_counter()
@@ -275,8 +299,7 @@ async def restore_backup(settings: Settings, folder: Path, pg_bin: Path) -> Rest
             await runlog.purge_before(plan.move_to)
     finally:
         await runlog.close()
-    runtime = Runtime.build(settings)
-    await runtime.open(background=False)
+    runtime = await open_runtime(settings)
     try:
         # only ever a copy, and newer than the backup: rebuilt from the restored one below
         await runtime.redis.conn.client.flushall()
