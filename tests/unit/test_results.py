@@ -1,4 +1,5 @@
-"""The wire contract is defined once (rankd.results): the routes document its shapes, the
+"""The wire contract is defined once (rankd.results, the admin and operations answers in
+rankd.results_admin): the routes document its shapes, the
 Python client re-exports them, and the limits the document states are the ones the
 validators apply."""
 
@@ -10,7 +11,7 @@ import pytest
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter
 
-from rankd import results
+from rankd import results, results_admin
 from rankd.api import (
     routes_boards,
     routes_live,
@@ -42,7 +43,8 @@ def test_every_route_answers_with_a_shape_of_the_contract() -> None:
     assert len(routes) >= 20
     for route in routes:
         shape = route.response_model
-        assert getattr(shape, "__module__", None) == "rankd.results", (route.path, shape)
+        module = getattr(shape, "__module__", None)
+        assert module in ("rankd.results", "rankd.results_admin"), (route.path, shape)
         assert shape in schemas.EXAMPLES, f"{route.path}: add an example to api/schemas.py"
 
 
@@ -54,7 +56,8 @@ def test_examples_are_valid_for_their_shape(shape: type) -> None:
 
 def test_the_client_uses_the_services_shapes() -> None:
     for name in types.__all__:
-        assert getattr(types, name) is getattr(results, name), name
+        shape = getattr(results, name, None) or getattr(results_admin, name)
+        assert getattr(types, name) is shape, name
     assert types.Top is types.Around is results.Page
 
 

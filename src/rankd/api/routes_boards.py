@@ -8,13 +8,13 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rankd import results
+from rankd import results, results_admin
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
 from rankd.formats import clip, format_time, is_board_id
-from rankd.results import BoardDeleted, PeriodClosed
+from rankd.results_admin import BoardDeleted, PeriodClosed
 
 router = APIRouter(tags=["boards"])
 
@@ -62,7 +62,7 @@ async def get_board(board_id: str, request: Request) -> Response:
 
 @router.delete(
     "/v1/boards/{board_id}",
-    response_model=results.BoardDeleted,
+    response_model=results_admin.BoardDeleted,
     summary="Delete a board with its standings, archive and holds (admin)",
     description="Every read of the board answers 404 `board_not_found` at once (other "
     "instances within `RANKD_CONFIG_CACHE_TTL_S`), its runs are refused, and no rebuild or "
@@ -79,7 +79,7 @@ async def delete_board(board_id: str, request: Request) -> Response:
 
 @router.post(
     "/v1/boards/{board_id}/periods/{period}/close",
-    response_model=results.PeriodClosed,
+    response_model=results_admin.PeriodClosed,
     summary="Close an open period now (admin): it freezes and archives as if it had ended",
     description="Answered once the period is closed on every instance (a few seconds); "
     "from then on runs into it answer `closed`, reads stay as they were, and the season job "

@@ -9,12 +9,13 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rankd import results
+from rankd import results_admin
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest
 from rankd.formats import check_player_id, check_run_id, format_time
-from rankd.results import MAX_BAN_REASON, Ban, Bans, EntryRemoved, HoldDecision, Holds
+from rankd.results import MAX_BAN_REASON
+from rankd.results_admin import Ban, Bans, EntryRemoved, HoldDecision, Holds
 from rankd.stores import moderation as db
 
 router = APIRouter(tags=["moderation"])
@@ -57,8 +58,10 @@ async def _reason(request: Request) -> str | None:
 
 @router.post(
     "/v1/players/{player_id}/ban",
-    response_model=results.Ban,
-    openapi_extra=schemas.body_schema(results.BanRequest, schemas.BAN_IN_EXAMPLE, required=False),
+    response_model=results_admin.Ban,
+    openapi_extra=schemas.body_schema(
+        results_admin.BanRequest, schemas.BAN_IN_EXAMPLE, required=False
+    ),
     summary="Shadow-ban a player on every board (admin)",
     description="An optional body records why (`reason`), for moderators: `GET /v1/bans` "
     "shows it; the player and server keys never see it. Banning again replaces it.",
@@ -69,7 +72,7 @@ async def ban(player_id: str, request: Request) -> Response:
 
 @router.delete(
     "/v1/players/{player_id}/ban",
-    response_model=results.Ban,
+    response_model=results_admin.Ban,
     summary="Lift a player's ban, with every run they made while banned (admin)",
 )
 async def unban(player_id: str, request: Request) -> Response:
@@ -90,7 +93,7 @@ def _cursor(after: str | None) -> int | None:
 
 @router.get(
     "/v1/bans",
-    response_model=results.Bans,
+    response_model=results_admin.Bans,
     summary="Players banned now, newest ban first, a page at a time (admin)",
     description="Pages: pass the answer's `next` as `after` for the next page; `next` is "
     "null on the last one. A player unbanned meanwhile leaves the list; one banned "
@@ -118,7 +121,7 @@ async def bans(
 
 @router.get(
     "/v1/boards/{board_id}/holds",
-    response_model=results.Holds,
+    response_model=results_admin.Holds,
     summary="Runs held for review, oldest first (admin)",
 )
 async def holds(
@@ -162,7 +165,7 @@ async def _decide(request: Request, board_id: str, run_id: str, approve: bool) -
 
 @router.post(
     "/v1/boards/{board_id}/holds/{run_id}/approve",
-    response_model=results.HoldDecision,
+    response_model=results_admin.HoldDecision,
     summary="Publish a held run (admin)",
 )
 async def approve(board_id: str, run_id: str, request: Request) -> Response:
@@ -171,7 +174,7 @@ async def approve(board_id: str, run_id: str, request: Request) -> Response:
 
 @router.post(
     "/v1/boards/{board_id}/holds/{run_id}/reject",
-    response_model=results.HoldDecision,
+    response_model=results_admin.HoldDecision,
     summary="Discard a held run (admin)",
 )
 async def reject(board_id: str, run_id: str, request: Request) -> Response:
@@ -180,7 +183,7 @@ async def reject(board_id: str, run_id: str, request: Request) -> Response:
 
 @router.delete(
     "/v1/boards/{board_id}/entries/{player_id}",
-    response_model=results.EntryRemoved,
+    response_model=results_admin.EntryRemoved,
     summary="Remove one player's entry from one period: a correction (admin)",
     description="The player's runs that ended by now no longer count in that period (not "
     "after a replay or a rebuild either); later runs count again. `window`: the board's "

@@ -9,23 +9,26 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
-from rankd import metrics, results
+from rankd import metrics, results_admin
 from rankd.api.errors import not_ready
 from rankd.api.http import reply, runtime
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", response_model=results.Health, summary="The process is up")
+@router.get("/healthz", response_model=results_admin.Health, summary="The process is up")
 async def healthz() -> Response:
     return reply({"status": "ok"})
 
 
 @router.get(
     "/readyz",
-    response_model=results.Ready,
+    response_model=results_admin.Ready,
     responses={
-        503: {"model": results.Ready, "description": "status unavailable: a dependency is down"}
+        503: {
+            "model": results_admin.Ready,
+            "description": "status unavailable: a dependency is down",
+        }
     },
     summary="200 once it can serve (status ready or degraded), else 503 naming what is down "
     "or recovering",

@@ -8,12 +8,13 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rankd import results
+from rankd import results, results_admin
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.errors import InvalidRequest
 from rankd.formats import check_player_id, check_segments
-from rankd.results import MAX_NAME, PlayerErased
+from rankd.results import MAX_NAME
+from rankd.results_admin import PlayerErased
 from rankd.stores.moderation import is_banned
 
 router = APIRouter(tags=["players"])
@@ -79,7 +80,7 @@ async def get_profile(player_id: str, request: Request) -> Response:
 
 @router.delete(
     "/v1/players/{player_id}",
-    response_model=results.PlayerErased,
+    response_model=results_admin.PlayerErased,
     summary="Erase a player everywhere, for a privacy request (admin)",
     description="From the answer on, no read, archive, rebuild or replay shows the player "
     "or their runs; their name and profile are gone and the ranks behind them close up. "

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from rankd import results
+from rankd import results, results_admin
 
 BOARD_EXAMPLE: dict[str, Any] = {
     "board_id": "arena",
@@ -157,7 +157,7 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
             "banned": False,
         },
     ],
-    results.Bans: [
+    results_admin.Bans: [
         {
             "bans": [
                 {"player_id": "48213377", "banned_at": "2026-11-03T18:22:07.123Z", "reason": None}
@@ -176,9 +176,9 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
             ],
         }
     ],
-    results.BoardDeleted: [{"board_id": "arena", "deleted": True}],
-    results.PlayerErased: [{"player_id": "48213377", "erased": True}],
-    results.PeriodClosed: [
+    results_admin.BoardDeleted: [{"board_id": "arena", "deleted": True}],
+    results_admin.PlayerErased: [{"player_id": "48213377", "erased": True}],
+    results_admin.PeriodClosed: [
         {
             "board_id": "arena",
             "window": "weekly",
@@ -187,7 +187,7 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
             "closed_at": "2026-11-05T18:00:03.000Z",
         }
     ],
-    results.EntryRemoved: [
+    results_admin.EntryRemoved: [
         {
             "board_id": "arena",
             "player_id": "48213377",
@@ -196,8 +196,8 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
             "removed": True,
         }
     ],
-    results.Ban: [{"player_id": "48213377", "banned": True}],
-    results.Holds: [
+    results_admin.Ban: [{"player_id": "48213377", "banned": True}],
+    results_admin.Holds: [
         {
             "board_id": "arena",
             "holds": [
@@ -212,9 +212,11 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
             ],
         }
     ],
-    results.HoldDecision: [{"board_id": "arena", "run_id": "r-7f3a91", "decision": "approved"}],
-    results.Health: [{"status": "ok"}],
-    results.Ready: [
+    results_admin.HoldDecision: [
+        {"board_id": "arena", "run_id": "r-7f3a91", "decision": "approved"}
+    ],
+    results_admin.Health: [{"status": "ok"}],
+    results_admin.Ready: [
         {
             "status": "ready",
             "checks": {"redis": "ok", "postgres": "ok", "nats": "ok"},
