@@ -73,10 +73,11 @@ lint: dev
 typecheck: dev
 	$(BIN)/mypy
 
-# Two pytest workers, each with its own servers, one test file at a time (module fixtures stay
-# whole): much of the suite waits on timers and outages, so two of them on two cores took
-# 10-11.5 min where one took 13-17. `make test TEST_WORKERS=0` runs in one process.
-TEST_WORKERS ?= 2
+# Three pytest workers, each with its own servers, one test file at a time (module fixtures
+# stay whole): much of the suite waits on timers, pauses and outages, so on two cores three
+# of them took 14.0 min where two took 16.5 (the same tree, 2026-12-05), and two took 10-11.5
+# where one took 13-17 before. `make test TEST_WORKERS=0` runs in one process.
+TEST_WORKERS ?= 3
 test: lock-check lint typecheck test-ts
 	$(BIN)/pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
