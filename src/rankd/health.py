@@ -101,6 +101,7 @@ class Health:
             if state != "ok":
                 self.recovery.begin(name, state)
         metrics.RECOVERING.set(len(self.recovery.pending))
+        self._note_supervisor()
         if checks["redis"] == "ok":
             await self.notice_redis_restart()
         if not self.recovery.pending or checks["nats"] != "ok":
@@ -118,6 +119,19 @@ class Health:
         if any(p.target is not None for p in self.recovery.pending.values()):
             lag = await self.runlog.lag(DURABLE)
             self.recovery.applied(lag.ack_floor, lag.caught_up)
+
+    def _note_supervisor(self) -> None:
+        """The embedded servers' supervisor, as metrics (its status file; none when the
+        servers are the operator's)."""
+        path = self.settings.embedded_status_file
+        # the operator's own servers: no supervisor, nothing given up
+        found = {} if path is None else read_status(path)
+        for name in ("redis", "postgres", "nats"):
+            found.setdefault(name, {})
+        for name, status in found.items():
+            metrics.EMBEDDED_GAVE_UP.labels(name).set(1 if status.get("state") == "failed" else 0)
+            restarts = status.get("restarts")
+            metrics.EMBEDDED_RESTARTS.labels(name).set(restarts if isinstance(restarts, int) else 0)
 
     async def check_redis_settings(self) -> int | None:
         """Warn once if Redis would keep the exact-times hashes as hashtables early: a

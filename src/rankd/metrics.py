@@ -141,6 +141,19 @@ DEPENDENCY_UP = Gauge(
     ["dependency"],
     multiprocess_mode="livemostrecent",
 )
+EMBEDDED_GAVE_UP = Gauge(
+    "rankd_embedded_gave_up",
+    "1 while the supervisor has given up restarting an embedded server (redis, postgres, "
+    "nats): it stays down until rankd serve is restarted; else 0.",
+    ["server"],
+    multiprocess_mode="livemostrecent",
+)
+EMBEDDED_RESTARTS = Gauge(
+    "rankd_embedded_restarts",
+    "Restarts of an embedded server by the supervisor since rankd serve started.",
+    ["server"],
+    multiprocess_mode="livemostrecent",
+)
 RECOVERING = Gauge(
     "rankd_recovering",
     "What this instance is recovering from (a restarted Redis, a dependency back, the log's "
