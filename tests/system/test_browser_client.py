@@ -39,6 +39,7 @@ import httpx
 import pytest
 from playwright.async_api import Page, async_playwright, expect
 
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.common import (
     ADMIN,
     ADMIN_H,
@@ -52,25 +53,6 @@ from tests.support.live import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
-CHROMIUM = next(
-    (
-        p
-        for p in (os.environ.get("RANKD_CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium")
-        if p and Path(p).is_file()
-    ),
-    None,
-)
-# a closed network refuses the browser's own background traffic; these keep it quiet
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "game-client-example.html"
 TS_CLIENT = ROOT / "clients" / "typescript"

@@ -23,23 +23,17 @@ mono-mcs`; .ci/run installs them when it can).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.support.live import free_port
+from tests.support.served import Served
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -124,44 +118,13 @@ def snippets_source(port: int) -> str:
     )
 
 
-class Served:
-    """`rankd serve` in its own process, embedded servers in a temporary data dir."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("RANKD_REDIS_URL", "RANKD_POSTGRES_URL", "RANKD_NATS_URL")
-        }
-        env |= {
-            "RANKD_ADMIN_KEYS": "dev-admin-key",
-            "RANKD_SERVER_KEYS": "dev-server-key",
-            "RANKD_PLAYER_TOKEN_SECRET": "csharp-test-player-token-secret-0123456789",
-            "RANKD_DATA_DIR": str(data_dir),
-            "RANKD_LOG_LEVEL": "warning",
-            "RANKD_SEASON_JOB_INTERVAL_S": "0",
-            "RANKD_TOP_CACHE_S": "0",  # the tests read their own writes at once
-        }
-        command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(self.port)]
-        self.process = subprocess.Popen(command, env=env)
-        deadline = time.monotonic() + 120
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{self.base}/readyz", timeout=2).status_code == 200:
-                    return
-            assert self.process.poll() is None, "rankd serve exited"
-            assert time.monotonic() < deadline, "rankd serve did not become ready"
-            time.sleep(0.2)
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+SERVICE_ENV = {
+    "RANKD_ADMIN_KEYS": "dev-admin-key",
+    "RANKD_SERVER_KEYS": "dev-server-key",
+    "RANKD_PLAYER_TOKEN_SECRET": "csharp-test-player-token-secret-0123456789",
+    "RANKD_SEASON_JOB_INTERVAL_S": "0",
+    "RANKD_TOP_CACHE_S": "0",  # the tests read their own writes at once
+}
 
 
 @dataclass(frozen=True)
@@ -190,7 +153,7 @@ def mono() -> str:
 @pytest.fixture(scope="module")
 def served(mono: str) -> Iterator[Served]:
     with tempfile.TemporaryDirectory(prefix="rankd-csharp-") as tmp:
-        service = Served(Path(tmp) / "data")
+        service = Served(Path(tmp) / "data", SERVICE_ENV, ready_within_s=120)
         try:
             yield service
         finally:

@@ -32,15 +32,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.support.live import free_port
+from tests.support.served import Served
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -105,45 +104,14 @@ def test_a_refused_request_fails_the_snippet() -> None:
         assert done.returncode != 0, line
 
 
-class Served:
-    """`rankd serve` in its own process, embedded servers in a temporary data dir."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.port = free_port()
-        self.base = f"127.0.0.1:{self.port}"
-        self.data_dir = data_dir
-        self.env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("RANKD_REDIS_URL", "RANKD_POSTGRES_URL", "RANKD_NATS_URL")
-        }
-        self.env |= {
-            "RANKD_ADMIN_KEYS": "dev-admin-key",
-            "RANKD_SERVER_KEYS": "dev-server-key",
-            "RANKD_PLAYER_TOKEN_SECRET": "dev-player-token-secret-0123456789abcdef",
-            "RANKD_CORS_ORIGINS": "http://127.0.0.1:5173,http://localhost:5173",
-            "RANKD_DATA_DIR": str(data_dir),
-            "RANKD_LOG_LEVEL": "warning",
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        }
-        command = [sys.executable, "-m", "rankd.cli", "serve", "--port", str(self.port)]
-        self.process = subprocess.Popen(command, env=self.env)
-        deadline = time.monotonic() + 90
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"http://{self.base}/readyz", timeout=2).status_code == 200:
-                    return
-            assert self.process.poll() is None, "rankd serve exited"
-            assert time.monotonic() < deadline, "rankd serve did not become ready"
-            time.sleep(0.2)
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+# `make run`'s dev defaults
+DEV_ENV = {
+    "RANKD_ADMIN_KEYS": "dev-admin-key",
+    "RANKD_SERVER_KEYS": "dev-server-key",
+    "RANKD_PLAYER_TOKEN_SECRET": "dev-player-token-secret-0123456789abcdef",
+    "RANKD_CORS_ORIGINS": "http://127.0.0.1:5173,http://localhost:5173",
+    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+}
 
 
 @pytest.fixture
@@ -151,7 +119,7 @@ def served() -> Iterator[Served]:
     if shutil.which("curl") is None:
         pytest.skip("the shell snippets need curl")
     with tempfile.TemporaryDirectory(prefix="rankd-docs-") as tmp:
-        service = Served(Path(tmp) / "data")
+        service = Served(Path(tmp) / "data", DEV_ENV)
         try:
             yield service
         finally:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -33,30 +32,12 @@ import httpx
 import pytest
 from playwright.async_api import Page, async_playwright, expect
 
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.common import ADMIN, ADMIN_H, SERVER, SERVER_H, Urls, new_board_id
 from tests.support.live import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
-CHROMIUM = next(
-    (
-        p
-        for p in (os.environ.get("RANKD_CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium")
-        if p and Path(p).is_file()
-    ),
-    None,
-)
-# a closed network refuses the browser's own background traffic; these keep it quiet
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "live-page.png"
 
 
