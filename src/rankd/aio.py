@@ -78,18 +78,29 @@ async def unless_stalled(
     when it last answered anyone in this process, monotonic) for ``stall_s`` counted from
     the later of that and this call: then ``work`` is cancelled and Stalled raised. A store
     that is only slow (a long queue under load) keeps answering others, so its waiters are
-    not cut however long they wait; each waits at least ``stall_s`` of its own."""
-    task = asyncio.ensure_future(work)
+    not cut however long they wait; each waits at least ``stall_s`` of its own. Awaited in
+    place (a timer, no task: it sits on the submit path)."""
+    loop = asyncio.get_running_loop()
     started = time.monotonic()
+    stalled = False
     try:
-        while True:
-            quiet = time.monotonic() - max(answered_at(), started)
-            done, _ = await asyncio.wait({task}, timeout=max(0.01, stall_s - quiet))
-            if done:
-                return task.result()
-            if time.monotonic() - max(answered_at(), started) >= stall_s:
-                raise Stalled(f"no answer for {stall_s:g}s")
-    finally:
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        async with asyncio.timeout(None) as deadline:
+
+            def look() -> None:
+                nonlocal stalled
+                quiet = time.monotonic() - max(answered_at(), started)
+                if quiet >= stall_s:
+                    stalled = True
+                    deadline.reschedule(loop.time())
+                else:
+                    timer[0] = loop.call_later(stall_s - quiet, look)
+
+            timer = [loop.call_later(stall_s, look)]
+            try:
+                return await work
+            finally:
+                timer[0].cancel()
+    except TimeoutError:
+        if stalled:
+            raise Stalled(f"no answer for {stall_s:g}s") from None
+        raise
