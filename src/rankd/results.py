@@ -121,6 +121,15 @@ class Run(TypedDict):
             Doc(description="segment values; dimensions left out come from the player's profile"),
         ]
     ]
+    metadata: NotRequired[
+        Annotated[
+            dict[str, Any],
+            Doc(
+                description="kept with the entry the run holds (at most 16 keys, 1,024 bytes"
+                " encoded); reads return it with include=metadata"
+            ),
+        ]
+    ]
 
 
 TokenScope = Literal["read", "submit", "join"]
@@ -229,6 +238,8 @@ class Entry(TypedDict):
     score: int
     achieved_at: str
     name: str | None
+    # with include=metadata: the metadata of the run holding the entry (null: none)
+    metadata: NotRequired[dict[str, Any] | None]
 
 
 class FriendEntry(Entry):

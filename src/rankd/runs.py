@@ -15,7 +15,9 @@ import orjson
 
 # 2: runs carry their segments ({"country": "FR"}); 1 (before segments) still decodes.
 # A run held for review carries a 7th field, the windows it is held in (version 2 readers
-# before holds refuse it, which parks it rather than publishing it unreviewed).
+# before holds refuse it, which parks it rather than publishing it unreviewed). A run with
+# metadata carries it as an 8th (the 7th then [] when it is not held); readers from before
+# metadata refuse it likewise, rather than dropping what the client sent.
 LOG_FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 
@@ -35,6 +37,9 @@ class Run:
     # windows in which the run is held for review (decided before logging, so the consumer
     # and a replay hold it in the same windows)
     held: tuple[str, ...] = ()
+    # the client's metadata object as compact JSON text ("" for none), kept byte for byte
+    # from the request to Redis, PostgreSQL and every read (validation.py bounds it)
+    metadata: str = ""
 
 
 def encode_message(board_id: str, runs: list[Run], generation: int = 0) -> bytes:
@@ -46,12 +51,27 @@ def encode_message(board_id: str, runs: list[Run], generation: int = 0) -> bytes
             "board": board_id,
             **({"g": generation} if generation else {}),
             "runs": [
-                [r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms, dict(r.segments)]
-                + ([list(r.held)] if r.held else [])
+                [
+                    r.run_id,
+                    r.player_id,
+                    r.score,
+                    r.ended_at_ms,
+                    r.received_at_ms,
+                    dict(r.segments),
+                    *_tail(r),
+                ]
                 for r in runs
             ],
         }
     )
+
+
+def _tail(run: Run) -> list[Any]:
+    """A run's optional fields: the windows it is held in, then its metadata (embedded as
+    the JSON it already is, not parsed and encoded again)."""
+    if run.metadata:
+        return [list(run.held), orjson.Fragment(run.metadata)]
+    return [list(run.held)] if run.held else []
 
 
 def _run(fields: list[Any]) -> Run:
@@ -65,8 +85,12 @@ def _run(fields: list[Any]) -> Run:
         if not isinstance(fields[6], list):
             raise TypeError("held windows must be a list")
         run.held = tuple(str(w) for w in fields[6])
-    if len(fields) not in (5, 6, 7):
-        raise TypeError(f"a run has 5 to 7 fields, not {len(fields)}")
+    if len(fields) > 7:
+        if not isinstance(fields[7], dict):
+            raise TypeError("metadata must be an object")
+        run.metadata = orjson.dumps(fields[7]).decode()
+    if len(fields) not in (5, 6, 7, 8):
+        raise TypeError(f"a run has 5 to 8 fields, not {len(fields)}")
     return run
 
 

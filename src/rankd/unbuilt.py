@@ -21,9 +21,6 @@ BOARD_FIELDS = frozenset(
 )
 WINDOWS = frozenset({"rolling-7d", "scheduled"})
 POLICIES = frozenset({"latest"})
-RUN_FIELDS = frozenset({"metadata"})
-# query parameters of the reads
-READ_PARAMS = frozenset({"include"})
 # (method, path) of the routes
 ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/v1/boards/{board_id}/players/{player_id}/join"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rankd import unbuilt
+import orjson
+
 from rankd.boards import BoardConfig
 from rankd.errors import InvalidRequest, ScoreOutOfRange
 from rankd.formats import (
@@ -18,19 +19,21 @@ from rankd.formats import (
 from rankd.periods import EPOCH, EPOCH_MS
 from rankd.runs import Run
 
-RUN_FIELDS = frozenset({"run_id", "player_id", "score", "ended_at", "segments"})
+RUN_FIELDS = frozenset({"run_id", "player_id", "score", "ended_at", "segments", "metadata"})
+# CONTRACT v1.3: a run's metadata is an object of at most 16 keys and 1,024 bytes encoded
+METADATA_MAX_KEYS = 16
+METADATA_MAX_BYTES = 1024
 
 
 def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -> Run:
     """A submitted run, checked against the board; raises InvalidRequest/ScoreOutOfRange."""
     if not isinstance(payload, dict):
         raise InvalidRequest("a run must be a JSON object")
-    unbuilt.refuse_fields(payload, unbuilt.RUN_FIELDS, "run")
     unknown = sorted(set(payload) - RUN_FIELDS)
     if unknown:
         raise InvalidRequest(
             f"unknown field {clip(str(unknown[0]))!r}; a run has run_id, player_id, score,"
-            " ended_at, segments"
+            " ended_at, segments, metadata"
         )
     run_id = payload.get("run_id")
     if not isinstance(run_id, str) or not is_run_id(run_id):
@@ -62,4 +65,24 @@ def parse_run(payload: Any, board: BoardConfig, now_ms: int, max_skew_ms: int) -
         given = check_segments(payload["segments"], "segments", board.segments)
         # the board's order; the profile fills the dimensions the run leaves out (submit.py)
         run.segments = tuple((d, given[d]) for d in board.segments if d in given)
+    if payload.get("metadata") is not None:
+        run.metadata = check_metadata(payload["metadata"])
     return run
+
+
+def check_metadata(value: object) -> str:
+    """A run's metadata as the compact JSON text every store keeps (at most 16 keys and
+    1,024 bytes so encoded); InvalidRequest otherwise."""
+    if not isinstance(value, dict):
+        raise InvalidRequest('metadata must be a JSON object, such as {"car": "red-7"}')
+    if len(value) > METADATA_MAX_KEYS:
+        raise InvalidRequest(f"metadata holds {len(value)} keys; at most {METADATA_MAX_KEYS}")
+    try:
+        encoded = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError) as exc:  # e.g. an integer past 64 bits
+        raise InvalidRequest(f"metadata cannot be stored: {clip(str(exc))}") from exc
+    if len(encoded) > METADATA_MAX_BYTES:
+        raise InvalidRequest(
+            f"metadata is {len(encoded)} bytes encoded; at most {METADATA_MAX_BYTES}"
+        )
+    return encoded.decode()

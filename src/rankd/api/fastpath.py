@@ -81,7 +81,7 @@ def _route(scope: Scope) -> tuple[HotRoute, Handler] | None:
     if method != "GET":
         return None
     params = _query(scope)
-    if params is None:
+    if params is None or "include" in params:  # include=metadata: FastAPI checks the value
         return None
     if len(parts) == 5 and parts[4] == "top":
         n = _int(params, "n", 10, 1, 1000)

@@ -10,13 +10,14 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rankd import cursors, results, unbuilt
+from rankd import cursors, results
 from rankd.api.http import reply, runtime
 from rankd.errors import BoardNotFound, Forbidden, InvalidRequest, PlayerNotRanked, Unauthorized
 from rankd.formats import BOARD_ID_PATTERN, check_player_id, is_board_id
 from rankd.periods import WINDOWS
 from rankd.results import PlayerStanding
 from rankd.runtime import Runtime
+from rankd.services import entry_metadata
 from rankd.services.scope import Scope, resolve_scope
 
 router = APIRouter(tags=["reads"])
@@ -33,6 +34,10 @@ ViewerQ = Annotated[
         description="a player's own view (needs a server key): their entry where it would "
         "stand, even while held for review or banned"
     ),
+]
+IncludeQ = Annotated[
+    Literal["metadata"] | None,
+    Query(description="metadata: each entry also carries its run's metadata (null: none)"),
 ]
 MAX_FRIENDS = 1000
 
@@ -69,7 +74,6 @@ async def open_read(
     """What every read starts with: its ids checked, its board and period resolved. A
     player token reads as its player's own view (``where.viewer`` is set to it)."""
     rt = runtime(request)
-    refuse_unbuilt(request)
     if "authorization" in request.headers:
         own_view(rt, request, where)
     elif where.viewer is not None:
@@ -78,15 +82,6 @@ async def open_read(
         check_player_id(player_id)
     board = await rt.boards.get(board_id)
     return rt, resolve_scope(board, where.window, where.period, where.segment)
-
-
-def refuse_unbuilt(request: Request) -> None:
-    raw: bytes = request.scope.get("query_string", b"")
-    for name in unbuilt.READ_PARAMS:
-        # the bytes first, so a hot read parses no query it need not; a percent-encoded
-        # name (inc%6Cude) is parsed and refused too
-        if (name.encode() in raw or b"%" in raw) and name in request.query_params:
-            raise unbuilt.not_built(f"the query parameter {name!r}")
 
 
 def own_view(rt: Runtime, request: Request, where: Where) -> None:
@@ -126,6 +121,7 @@ async def top(
     n: Annotated[int, Query(ge=1, le=1000)] = 10,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     cursor: CursorQ = None,
+    include: IncludeQ = None,
 ) -> Response:
     decoded = None
     if cursor is not None:
@@ -137,7 +133,10 @@ async def top(
     rt, scope = await open_read(request, board_id, where)
     if decoded is not None:
         cursors.check_read(decoded, scope.cursor_read(where.viewer or ""))
-    return reply(await rt.reader.top_page(scope, n, offset, where.viewer, decoded))
+    page = await rt.reader.top_page(scope, n, offset, where.viewer, decoded)
+    if include:
+        page = await entry_metadata.listed(rt.reader, scope, page, where.viewer)
+    return reply(page)
 
 
 @router.get(
@@ -151,11 +150,15 @@ async def player(
     request: Request,
     where: Annotated[Where, Depends(where_for)],
     accuracy: Literal["exact", "approx"] = "exact",
+    include: IncludeQ = None,
 ) -> Response:
     rt, scope = await open_read(request, board_id, where, player_id)
     # approx: estimated on a sharded board (approximate, error_bound); exact elsewhere
     approx = accuracy == "approx"
-    return reply(await rt.reader.player(scope, player_id, where.viewer, approx=approx))
+    found = await rt.reader.player(scope, player_id, where.viewer, approx=approx)
+    if include:
+        found = await entry_metadata.single(rt.reader, scope, found, where.viewer)
+    return reply(found)
 
 
 @router.get(
@@ -169,9 +172,13 @@ async def around(
     request: Request,
     where: Annotated[Where, Depends(where_for)],
     range: Annotated[int, Query(ge=0, le=100)] = 5,
+    include: IncludeQ = None,
 ) -> Response:
     rt, scope = await open_read(request, board_id, where, player_id)
-    return reply(await rt.reader.around(scope, player_id, range, where.viewer))
+    found = await rt.reader.around(scope, player_id, range, where.viewer)
+    if include:
+        found = await entry_metadata.listed(rt.reader, scope, found, where.viewer)
+    return reply(found)
 
 
 @router.get(
@@ -185,6 +192,7 @@ async def friends(
     request: Request,
     where: Annotated[Where, Depends(where_for)],
     ids: Annotated[str, Query(description="comma-separated player ids, up to 1000")] = "",
+    include: IncludeQ = None,
 ) -> Response:
     friend_ids = [i for i in ids.split(",") if i] if ids else []
     if len(friend_ids) > MAX_FRIENDS:
@@ -192,7 +200,10 @@ async def friends(
     for fid in friend_ids:
         check_player_id(fid, "ids")
     rt, scope = await open_read(request, board_id, where, player_id)
-    return reply(await rt.reader.friends(scope, player_id, friend_ids, where.viewer))
+    found = await rt.reader.friends(scope, player_id, friend_ids, where.viewer)
+    if include:
+        found = await entry_metadata.listed(rt.reader, scope, found, where.viewer)
+    return reply(found)
 
 
 @router.get(
@@ -263,8 +274,11 @@ async def standings(
     if window is not None and window not in WINDOWS:
         raise InvalidRequest(f"window must be one of {', '.join(WINDOWS)}")
     check_player_id(player_id)
+    if "include" in request.query_params:  # a name other reads take: refused, not ignored
+        raise InvalidRequest(
+            "standings take no include=; a board's player read takes include=metadata"
+        )
     rt = runtime(request)
-    refuse_unbuilt(request)
     where = Where(window, viewer=viewer)
     if "authorization" in request.headers:
         own_view(rt, request, where)

@@ -16,10 +16,14 @@
 -- locate(key, public, player): the player's entry on ``key``: member, composite (nil: no
 -- entry), exact ms, its at_key hash and field.
 --
--- put(key, public, player, composite, ms): make the player's entry on ``key`` this one,
--- replacing any (a changed time is a changed member: the old one must go).
+-- put(key, public, player, composite, ms, meta): make the player's entry on ``key`` this
+-- one, replacing any (a changed time is a changed member: the old one must go, and its
+-- metadata with it). ``meta``: the run's metadata JSON, kept in <public>:meta under the
+-- member; nil or '' writes none (the entry moved with its member keeps what it had).
 --
--- drop(key, public, player): remove the player's entry on ``key`` and its time; 1 if any.
+-- drop(key, public, player, forget): remove the player's entry on ``key`` and its time; 1
+-- if any. With ``forget`` (an erasure, a removed entry) its metadata goes too; otherwise it
+-- stays, as the same member may be another side's entry (a hold just approved).
 --
 -- rank_in(key, public, member, stored): the 1-based rank of ``member`` (composite
 -- ``stored``, written to ``key``) in the player's own view of the ``public`` board: its
@@ -37,7 +41,8 @@
 -- (two sides of one period) and its exact time with it. A ``best`` entry (sum == nil) keeps
 -- the better entry; on a ``sum`` board (sum = {mult, max_score, desc}) the totals add
 -- up, at the later time: a player's runs are counted once in the period's :runs set,
--- whichever side took them. Returns 1 if there was an entry to move.
+-- whichever side took them. The entry kept keeps its metadata; the other's goes. Returns 1
+-- if there was an entry to move.
 --
 -- with_times(slice): a ZREVRANGE ... WITHSCORES slice as a flat player id, score, exact
 -- time (ms, 0: not recorded) list; the time is read back from each member's stamp.
@@ -182,10 +187,14 @@ local function locate(key, public, player)
   return member, composite, ms, at, field
 end
 
-local function put(key, public, player, composite, ms)
+local function put(key, public, player, composite, ms, meta)
   local held_member, held, _, at, field = locate(key, public, player)
   local member = stamp(ms) .. player
-  if held and held_member ~= member then redis.call('ZREM', key, held_member) end
+  if held and held_member ~= member then
+    redis.call('ZREM', key, held_member)
+    redis.call('HDEL', public .. ':meta', held_member)
+  end
+  if meta and meta ~= '' then redis.call('HSET', public .. ':meta', member, meta) end
   -- %.0f keeps every digit; Lua's default number formatting would round past 14 digits
   redis.call('ZADD', key, string.format('%.0f', composite), member)
   redis.call('HSET', at, field, ms)
@@ -193,11 +202,12 @@ local function put(key, public, player, composite, ms)
   return member
 end
 
-local function drop(key, public, player)
+local function drop(key, public, player, forget)
   local member, held, _, at, field = locate(key, public, player)
   redis.call('HDEL', at, field)
   if not held then return 0 end
   redis.call('ZREM', key, member)
+  if forget then redis.call('HDEL', public .. ':meta', member) end
   hist_move(key, held, nil)
   return 1
 end
@@ -217,10 +227,13 @@ end
 local function absorb(dst, src, public, player, sum)
   local moved_member, moved, moved_at = locate(src, public, player)
   if not moved then return 0 end
-  local _, held, held_at = locate(dst, public, player)
+  local held_member, held, held_at = locate(dst, public, player)
+  local kept = moved_member
   if sum == nil then
     if (not held) or better(moved, moved_at, held, held_at) then
       put(dst, public, player, moved, moved_at)
+    else
+      kept = held_member
     end
   elseif not held then
     put(dst, public, player, moved, moved_at)
@@ -234,9 +247,11 @@ local function absorb(dst, src, public, player, sum)
     local key = total
     if not desc then key = max_score - total end
     -- a smaller time part is a later time: the total was reached at the later one
-    put(dst, public, player, key * mult + math.min(ta, tb), math.max(moved_at, held_at))
+    kept = put(dst, public, player, key * mult + math.min(ta, tb), math.max(moved_at, held_at))
   end
   redis.call('ZREM', src, moved_member)
+  -- the moved entry's metadata goes with it, unless it lost to the entry already there
+  if kept ~= moved_member then redis.call('HDEL', public .. ':meta', moved_member) end
   hist_move(src, moved, nil)
   redis.call('HDEL', at_key(public, player), side_field(src, public, player))
   return 1

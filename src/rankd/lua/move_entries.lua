@@ -7,8 +7,8 @@
 -- KEYS[3] = the period's public board (names the exact-times hashes; see lib.lua)
 -- ARGV[1] = "best" (the better entry stays), "sum" (totals add up), "replace" (the moved
 --           entry replaces any there: the rebuild's copy is the whole truth) or "drop" (the
---           entries and their exact times are removed: the one place an erasure removes a
---           player's entry from a key)
+--           entries, their exact times and metadata are removed: the one place an erasure
+--           or an admin's removal takes a player's entry from a key)
 -- ARGV[2], ARGV[3], ARGV[4] = a sum board's 2^time_bits, max_score and order ("" otherwise)
 -- ARGV[5..] = player ids
 --
@@ -27,7 +27,7 @@ end
 local moved = 0
 for i = 5, #ARGV do
   if ARGV[1] == 'drop' then
-    moved = moved + drop(KEYS[2], KEYS[3], ARGV[i])
+    moved = moved + drop(KEYS[2], KEYS[3], ARGV[i], true)
   else
     if ARGV[1] == 'replace' then
       drop(KEYS[1], KEYS[3], ARGV[i])

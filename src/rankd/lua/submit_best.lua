@@ -12,6 +12,7 @@
 -- ARGV[3] = the run's exact end time (ms)
 -- ARGV[4] = the mark "<player>|<run_id>", or "" for none (the log consumer, replays)
 -- ARGV[5], ARGV[6] = now (ms), and when marks older than that are forgotten (ms)
+-- ARGV[7] = the run's metadata JSON, or "" for none: kept with the entry if the run holds it
 --
 -- Returns {changed, rank, stored, mine, achieved, prev_rank, prev_stored, prev_achieved}:
 --   changed  1 if this call created or improved the entry, else 0
@@ -39,7 +40,7 @@ local prev, prev_stored, prev_at = 0, stored or 0, stored_at or 0
 if (not stored) or better(composite, ms, stored, stored_at) then
   -- the old rank costs a lookup only when the entry moves; unchanged, it is the rank
   if stored then prev = rank_in(KEYS[1], KEYS[2], member, stored) end
-  member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms)
+  member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms, ARGV[7])
   stored, stored_at, changed = composite, ms, 1
 end
 mark(KEYS[4], ARGV[4], ARGV[5])

@@ -5,10 +5,10 @@
 -- KEYS[3] = the side the entries must leave, if there (see submit_best.lua)
 -- KEYS[4] = the period's :applied key (see submit_best.lua)
 -- ARGV[1], ARGV[2] = now (ms), and when marks older than that are forgotten (ms)
--- ARGV[3], ARGV[4], ARGV[5], ARGV[6], ... = composite, member, exact end time (ms), mark
---           ("" for none) quadruples, applied in order
+-- ARGV[3], ARGV[4], ... = composite, member, exact end time (ms), mark ("" for none),
+--           metadata ("" for none) quintuples, applied in order
 --
--- Returns a flat list of the eight values submit_best.lua answers, per quadruple, as
+-- Returns a flat list of the eight values submit_best.lua answers, per quintuple, as
 -- submit_best.lua does for one. A batch of runs costs the client one command per period
 -- instead of one per run.
 
@@ -18,7 +18,7 @@ refuse_while_restoring(KEYS[2])
 
 local out = {}
 local marked = ''
-for i = 3, #ARGV, 4 do
+for i = 3, #ARGV, 5 do
   local player = ARGV[i + 1]
   if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], player, nil) end
   local composite, ms = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
@@ -27,7 +27,7 @@ for i = 3, #ARGV, 4 do
   local prev, prev_stored, prev_at = 0, stored or 0, stored_at or 0
   if (not stored) or better(composite, ms, stored, stored_at) then
     if stored then prev = rank_in(KEYS[1], KEYS[2], member, stored) end
-    member = put(KEYS[1], KEYS[2], player, composite, ms)
+    member = put(KEYS[1], KEYS[2], player, composite, ms, ARGV[i + 4])
     stored, stored_at, changed = composite, ms, 1
   end
   mark(KEYS[4], ARGV[i + 3], ARGV[1])

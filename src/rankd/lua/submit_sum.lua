@@ -24,6 +24,8 @@
 --            unless its id is there already, whatever ARGV[9] says
 -- ARGV[11] = the mark "<player>|<run_id>", or "" for none (the log consumer, replays)
 -- ARGV[12], ARGV[13] = now (ms), and when marks older than that are forgotten (ms)
+-- ARGV[14] = the run's metadata JSON, or "": the entry keeps the latest counted run's, so
+--            it is written when this run is the latest (none: the previous one's goes)
 --
 -- Returns {changed, rank, stored, counted, achieved}: counted is 1 if the run is counted in
 -- the total, by this call or an earlier one (a resend of a counted run answers 1, changed
@@ -65,13 +67,17 @@ if added == 1 then
   local total = 0
   local tpart = tonumber(ARGV[4])
   local ms = tonumber(ARGV[8])
+  local meta = ARGV[14]
   if old then
     local key = math.floor(old / mult)
     local old_tpart = old - key * mult
     if desc then total = key else total = max_score - key end
     -- a smaller time part is a later time: the total was reached at the latest run
     if old_tpart < tpart then tpart = old_tpart end
-    if latest > ms then ms = latest end
+    if latest > ms then
+      ms = latest
+      meta = nil  -- an older run: the latest one's metadata stays
+    end
   end
   total = math.min(total + tonumber(ARGV[3]), max_score)
   local key = total
@@ -80,7 +86,7 @@ if added == 1 then
   if composite ~= old or ms ~= latest then
     changed = 1  -- a later time alone changes the entry too: it moves among its ties
     if had then prev = rank_in(KEYS[1], KEYS[2], member, prev_stored) end
-    member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms)
+    member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms, meta)
     old, latest = composite, ms
   end
 end

@@ -95,10 +95,13 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
         key = PeriodRef(board_id, t.window, t.period.id, t.segment)
         r = t.run
         if t.composite is not None:
-            best = BestRow(r.player_id, t.composite, r.score, r.ended_at_ms, r.run_id)
+            meta = r.metadata or None
+            best = BestRow(r.player_id, t.composite, r.score, r.ended_at_ms, r.run_id, meta)
             batch.add_best(key, t.period.start_ms, best)
         else:
-            run = SumRun(r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms)
+            run = SumRun(
+                r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms, r.metadata or None
+            )
             batch.add_sum(key, t.period.start_ms, run)
 
 

@@ -133,8 +133,9 @@ async def _count(
     decided = []
     for t in targets:
         key = PeriodRef(board.board_id, t.window, t.period.id, t.segment)
+        r = t.run
         run = SumRun(
-            t.run.run_id, t.run.player_id, t.run.score, t.run.ended_at_ms, t.run.received_at_ms
+            r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms, r.metadata or None
         )
         decided.append(await standings.count_once(conn, key, board, run))
     return decided

@@ -334,7 +334,9 @@ class Moderation:
                 for h in holds:
                     for segment in ("", *h.segments):
                         key = PeriodRef(board.board_id, h.window, h.period, segment)
-                        row = BestRow(h.player_id, h.composite, h.score, h.ended_ms, h.run_id)
+                        row = BestRow(
+                            h.player_id, h.composite, h.score, h.ended_ms, h.run_id, h.metadata
+                        )
                         batch.add_best(key, h.start_ms, row)
                 await standings.write(conn, batch)
             remaining = {
@@ -389,6 +391,7 @@ def _holds(board: BoardConfig, plans: Sequence[Sequence[Target]]) -> list[db.Hol
                         r.ended_at_ms,
                         t.period.start_ms,
                         tuple(dict.fromkeys(window_segments)),
+                        r.metadata or None,
                     )
                 )
     return holds

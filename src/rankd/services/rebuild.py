@@ -11,8 +11,8 @@ logged but not yet in PostgreSQL are therefore applied by the consumer afterward
 nothing acknowledged is missing.
 
 Redis's ``run_id`` changes on every restart. The boards remember the run id they were last
-verified on (the marker key); a different one means Redis restarted, maybe with an AOF that
-lost its last second or with no data at all, and everything is rebuilt.
+verified on (the marker key); a different one means Redis restarted (maybe with an AOF that
+lost its last second, or empty), and everything is rebuilt. Entries' metadata goes first.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
 from rankd.services import parallel_rebuild
 from rankd.services.registry import BoardRegistry
-from rankd.stores import archive_job, rebuild_pages
+from rankd.stores import archive_job, entry_metadata, rebuild_pages
 from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis.keys import shard_keys, shard_of
@@ -323,6 +323,7 @@ class Rebuilder:
             todo.sort(key=lambda t: (t[0][1] != ALL_TIME, -t[1]))
             self.restoring = {ref for ref, _, _ in todo}
             try:
+                await entry_metadata.restore(conn, self.redis.loads, todo, board, window, period)
                 await self._load(conn, todo, banned, held, now_ms, report, progress, whole)
             finally:
                 self.restoring = set()

@@ -311,13 +311,17 @@ def _entries(
     composites: list[int],
     names: list[str | None],
     times: list[int],
+    metadata: list[bytes | None],
 ) -> list[FrozenEntry]:
     """Entries as a live read renders them: the score from the composite, the exact
     achieved time (the tie bucket's start for an entry from before exact times)."""
     unpack = codec.unpack
     out: list[FrozenEntry] = []
     append = out.append
-    for player_id, composite, name, at in zip(players, composites, names, times, strict=True):
+    for player_id, composite, name, at, meta in zip(
+        players, composites, names, times, metadata, strict=True
+    ):
         score, offset = unpack(composite)
-        append((player_id, composite, score, at or start_ms + offset, name))
+        text = None if meta is None else meta.decode()
+        append((player_id, composite, score, at or start_ms + offset, name, text))
     return out

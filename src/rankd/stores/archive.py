@@ -22,8 +22,9 @@ from rankd.stores.postgres import PostgresStore
 
 # (rank, player_id, score, achieved_ms, name) of one archived entry
 ArchivedRow = tuple[int, str, int, int, str | None]
-# (player_id, composite, score, achieved_ms, name): one entry to freeze, in rank order
-FrozenEntry = tuple[str, int, int, int, str | None]
+# (player_id, composite, score, achieved_ms, name, metadata JSON): one entry to freeze, in
+# rank order
+FrozenEntry = tuple[str, int, int, int, str | None, str | None]
 
 
 def segment_of(ref: PeriodRef) -> str:
@@ -153,6 +154,16 @@ class ArchiveStore:
         above, total = await self._count_from(ref, floor)
         hidden_above = sum(1 for c in hidden.composites if c >= floor)
         return above - hidden_above, total - len(hidden.ranks)
+
+    async def metadata(self, ref: PeriodRef, player_ids: Sequence[str]) -> dict[str, bytes]:
+        """The frozen metadata JSON of those of ``player_ids`` whose entry had some."""
+        rows = await self._query(
+            "SELECT e.player_id, e.metadata FROM archive_entries e"
+            f" JOIN period_archives a ON a.archive_id = e.archive_id WHERE {_A_WHERE}"
+            " AND e.player_id = ANY(%(ids)s) AND e.metadata IS NOT NULL",
+            {**key_params(ref), "ids": list(player_ids)},
+        )
+        return {str(r[0]): str(r[1]).encode() for r in rows}
 
     async def _query(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         async with self.pg.connection() as conn:

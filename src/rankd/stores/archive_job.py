@@ -20,7 +20,7 @@ from rankd.stores.postgres import Conn, PostgresStore
 Progress = Callable[[int], None]
 
 # Binary COPY: PostgreSQL parses it faster than text, and psycopg formats it in C.
-_COPY_TYPES = ["int8", "int4", "text", "int8", "int8", "int8", "text"]
+_COPY_TYPES = ["int8", "int4", "text", "int8", "int8", "int8", "text", "text"]
 PAGE = 10_000  # entries per page read from player_best
 PAGES_AHEAD = 4  # pages read ahead of the COPY (Redis or PostgreSQL works meanwhile)
 # Longest period of any window (a month), for bounding the job's scan by period start.
@@ -123,14 +123,14 @@ async def freeze(
         rank = 0
         async with conn.cursor().copy(
             "COPY archive_entries (archive_id, rank, player_id, composite, score, achieved_ms,"
-            " name) FROM STDIN (FORMAT BINARY)"
+            " name, metadata) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.set_types(_COPY_TYPES)
             async for page in _read_ahead(pages):
-                for player_id, composite, score, achieved_ms, name in page:
+                for player_id, composite, score, achieved_ms, name, metadata in page:
                     rank += 1
                     await copy.write_row(
-                        (archive_id, rank, player_id, composite, score, achieved_ms, name)
+                        (archive_id, rank, player_id, composite, score, achieved_ms, name, metadata)
                     )
                 if progress is not None:
                     progress(len(page))
@@ -160,11 +160,12 @@ async def thaw(conn: Conn, ref: PeriodRef) -> None:
 
 async def player_best_pages(
     pg: PostgresStore, ref: PeriodRef, size: int = PAGE
-) -> AsyncIterator[tuple[list[str], list[int], list[str | None], list[int]]]:
+) -> AsyncIterator[tuple[list[str], list[int], list[str | None], list[int], list[bytes | None]]]:
     """A period's durable copy in Redis's order (composite descending, then the member,
     exact time and player id, descending byte by byte, as a reversed ZRANGE orders equal
     scores; see codec.member), a page at a time,
-    as columns: player ids, composites, names and exact achieved times. For a period whose
+    as columns: player ids, composites, names, exact achieved times and metadata. For a
+    period whose
     Redis key is gone. Public entries only: banned players' entries stay out, as they stay
     out of the public key a freeze from Redis reads."""
     async with (
@@ -173,7 +174,8 @@ async def player_best_pages(
         conn.cursor(name="rankd_freeze") as cur,
     ):
         await cur.execute(
-            "SELECT pb.player_id, pb.composite, pl.name, pb.achieved_ms FROM player_best pb"
+            "SELECT pb.player_id, pb.composite, pl.name, pb.achieved_ms, pb.metadata"
+            " FROM player_best pb"
             " LEFT JOIN players pl ON pl.player_id = pb.player_id"
             " WHERE pb.board_id = %(b)s AND pb.win = %(w)s AND pb.period = %(p)s"
             "  AND pb.segment = %(s)s"
@@ -188,4 +190,5 @@ async def player_best_pages(
                 [r[1] for r in rows],
                 [r[2] for r in rows],
                 [int(r[3]) for r in rows],
+                [None if r[4] is None else str(r[4]).encode() for r in rows],
             )

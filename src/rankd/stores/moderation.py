@@ -98,15 +98,17 @@ class Hold:
     ended_ms: int
     start_ms: int
     segments: tuple[str, ...]
+    metadata: str | None = None  # the run's metadata JSON
 
 
 _HOLD_COLUMNS = (
-    "board_id, run_id, win, period, player_id, score, composite, ended_ms, start_ms, segments"
+    "board_id, run_id, win, period, player_id, score, composite, ended_ms, start_ms, segments,"
+    " metadata"
 )
 
 
 def _hold(row: Sequence[object]) -> Hold:
-    return Hold(*row[:9], tuple(row[9]))  # type: ignore[arg-type, call-arg]
+    return Hold(*row[:9], tuple(row[9]), row[10])  # type: ignore[arg-type, call-arg]
 
 
 async def add_holds(conn: Conn, holds: Sequence[Hold], now_ms: int) -> None:
@@ -116,7 +118,7 @@ async def add_holds(conn: Conn, holds: Sequence[Hold], now_ms: int) -> None:
     async with conn.cursor() as cur:
         await cur.executemany(
             f"INSERT INTO holds ({_HOLD_COLUMNS}, held_ms)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
             [
                 (
                     h.board_id,
@@ -129,6 +131,7 @@ async def add_holds(conn: Conn, holds: Sequence[Hold], now_ms: int) -> None:
                     h.ended_ms,
                     h.start_ms,
                     list(h.segments),
+                    h.metadata,
                     now_ms,
                 )
                 for h in holds

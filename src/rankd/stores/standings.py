@@ -39,6 +39,7 @@ class BestRow:
     score: int
     achieved_ms: int
     run_id: str
+    metadata: str | None = None  # the run's metadata JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class SumRun:
     score: int
     ended_ms: int
     counted_ms: int = 0  # when it was received, which is when it is first counted
+    metadata: str | None = None  # the run's metadata JSON: the entry's if it is the latest
 
 
 PeriodKey = PeriodRef  # board, window, period, segment ("" for the global standings)
@@ -118,7 +120,7 @@ async def _write_best(
     await conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS best_in (board_id text, win text, period text,"
         " segment text, player_id text, composite bigint, score bigint, achieved_ms bigint,"
-        " run_id text, time_bucket int) ON COMMIT DELETE ROWS"
+        " run_id text, time_bucket int, metadata text) ON COMMIT DELETE ROWS"
     )
     async with conn.cursor().copy("COPY best_in FROM STDIN") as copy:
         for (b, w, p, s), entries in best.items():
@@ -135,16 +137,18 @@ async def _write_best(
                         e.achieved_ms,
                         e.run_id,
                         time_bucket(e.player_id),
+                        e.metadata,
                     )
                 )
     # sorted by key, so concurrent consumers lock rows in the same order
     await conn.execute(
         "INSERT INTO player_best (board_id, win, period, segment, player_id, composite, score,"
-        " achieved_ms, run_id, time_bucket)"
+        " achieved_ms, run_id, time_bucket, metadata)"
         " SELECT * FROM best_in ORDER BY board_id, win, period, segment, player_id"
         " ON CONFLICT (board_id, win, period, segment, player_id) DO UPDATE SET"
         "   composite = EXCLUDED.composite, score = EXCLUDED.score,"
-        "   achieved_ms = EXCLUDED.achieved_ms, run_id = EXCLUDED.run_id"
+        "   achieved_ms = EXCLUDED.achieved_ms, run_id = EXCLUDED.run_id,"
+        "   metadata = EXCLUDED.metadata"
         # the better entry: a higher composite, or an equal one reached earlier (Redis's
         # order, lua/lib.lua better; the time clamped as the member's stamp clamps it)
         " WHERE EXCLUDED.composite > player_best.composite"
@@ -163,7 +167,7 @@ async def _write_sums(
         " (board_id, win, period, segment, run_id, player_id, score, ended_ms, counted_ms)"
         " SELECT %s, %s, %s, %s, *"
         " FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[])"
-        " ON CONFLICT DO NOTHING RETURNING player_id, score, ended_ms",
+        " ON CONFLICT DO NOTHING RETURNING player_id, run_id, score, ended_ms",
         (
             *key,
             [r.run_id for r in runs],
@@ -173,11 +177,15 @@ async def _write_sums(
             [r.counted_ms for r in runs],
         ),
     )
-    totals: dict[str, list[int]] = {}
-    for player_id, score, ended_ms in await cur.fetchall():
-        held = totals.setdefault(player_id, [0, ended_ms])
-        held[0] += score
-        held[1] = max(held[1], ended_ms)
+    metadata = {(r.player_id, r.run_id): r.metadata for r in runs if r.metadata}
+    totals: dict[str, Total] = {}
+    for player_id, run_id, score, ended_ms in await cur.fetchall():
+        held = totals.setdefault(player_id, Total(0, ended_ms))
+        held.score += score
+        meta = metadata.get((player_id, run_id))
+        # the latest counted run's metadata; of equal ends, one that has some (as Redis)
+        if ended_ms > held.at or (ended_ms == held.at and meta):
+            held.at, held.metadata = ended_ms, meta
     await _add_totals(conn, key, board, totals)
 
 
@@ -213,7 +221,8 @@ async def count_once(
     )
     if await cur.fetchone() is not None:
         before = await (await conn.execute(entry, (*key, run.player_id))).fetchone()
-        await _add_totals(conn, key, board, {run.player_id: [run.score, run.ended_ms]})
+        total = Total(run.score, run.ended_ms, run.metadata)
+        await _add_totals(conn, key, board, {run.player_id: total})
         after = await (await conn.execute(entry, (*key, run.player_id))).fetchone()
         changed = before != after
         if not changed:
@@ -233,10 +242,21 @@ async def count_once(
     return False, int(row[0]) if row else 0, bool(row[1]) if row else False
 
 
+@dataclass(slots=True)
+class Total:
+    """A player's newly counted runs in one sum period: their scores added, the latest end
+    and that run's metadata."""
+
+    score: int
+    at: int
+    metadata: str | None = None
+
+
 async def _add_totals(
-    conn: AsyncConnection[Any], key: PeriodKey, board: BoardConfig, totals: dict[str, list[int]]
+    conn: AsyncConnection[Any], key: PeriodKey, board: BoardConfig, totals: dict[str, Total]
 ) -> None:
-    """Add newly counted runs' (score, latest end) per player to their sum entries."""
+    """Add newly counted runs' (score, latest end) per player to their sum entries; an
+    entry takes the metadata of its latest counted run."""
     if not totals:
         return
     players = sorted(totals)
@@ -253,23 +273,30 @@ async def _add_totals(
     new_at = "GREATEST(player_best.achieved_ms, EXCLUDED.achieved_ms)"
     await conn.execute(
         "INSERT INTO player_best (board_id, win, period, segment, player_id, composite, score,"
-        " achieved_ms, run_id, time_bucket)"
+        " achieved_ms, run_id, time_bucket, metadata)"
         f" SELECT %(b)s, %(w)s, %(p)s, %(s)s, u.player,"
         f"  {composite('LEAST(u.total, %(max)s)', 'u.at')}, LEAST(u.total, %(max)s), u.at, '',"
-        "  u.bucket"
+        "  u.bucket, u.meta"
         " FROM unnest(%(players)s::text[], %(totals)s::bigint[], %(ats)s::bigint[],"
-        "  %(buckets)s::int[]) AS u(player, total, at, bucket)"
+        "  %(buckets)s::int[], %(metas)s::text[]) AS u(player, total, at, bucket, meta)"
         " ON CONFLICT (board_id, win, period, segment, player_id) DO UPDATE SET"
         f"  score = {new_total}, achieved_ms = {new_at},"
-        f"  composite = {composite(new_total, new_at)}",
+        f"  composite = {composite(new_total, new_at)},"
+        # Redis's rule (lua/submit_sum.lua): a later run brings its own (or none); one
+        # ending with the latest brings its own if it has some
+        "  metadata = CASE WHEN EXCLUDED.achieved_ms > player_best.achieved_ms"
+        "   OR (EXCLUDED.achieved_ms = player_best.achieved_ms"
+        "    AND EXCLUDED.metadata IS NOT NULL)"
+        "   THEN EXCLUDED.metadata ELSE player_best.metadata END",
         {
             "b": key[0],
             "w": key[1],
             "p": key[2],
             "s": key[3],
             "players": players,
-            "totals": [totals[p][0] for p in players],
-            "ats": [totals[p][1] for p in players],
+            "totals": [totals[p].score for p in players],
+            "ats": [totals[p].at for p in players],
+            "metas": [totals[p].metadata for p in players],
             "buckets": [time_bucket(p) for p in players],
             "max": board.max_score,
             "mult": 1 << codec.time_bits,

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from rankd import unbuilt
-from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id
+from tests.support.common import ADMIN_H, SERVER_H, new_board_id
 
 
 @pytest.mark.parametrize("field", sorted(unbuilt.BOARD_FIELDS))
@@ -46,37 +46,6 @@ async def test_unhashable_values_are_plain_400s(client: httpx.AsyncClient) -> No
     for body in bodies:
         response = await client.put(f"/v1/boards/{new_board_id()}", json=body, headers=ADMIN_H)
         assert response.status_code == 400, (body, response.text)
-
-
-@pytest.mark.parametrize("field", sorted(unbuilt.RUN_FIELDS))
-async def test_an_unbuilt_run_field_is_400_and_stores_nothing(
-    client: httpx.AsyncClient, make_board: MakeBoard, field: str
-) -> None:
-    board = await make_board()
-    run = {"run_id": "r1", "player_id": "p1", "score": 5, field: {"car": "red"}}
-    response = await client.post(f"/v1/boards/{board}/runs", json=run, headers=SERVER_H)
-    assert response.status_code == 400, response.text
-    assert "not built" in response.json()["error"]["message"]
-    batch = await client.post(
-        f"/v1/boards/{board}/runs:batch", json={"runs": [run]}, headers=SERVER_H
-    )
-    assert "not built" in batch.json()["results"][0]["error"]["message"]
-    assert (await client.get(f"/v1/boards/{board}/top")).json()["entries"] == []
-
-
-@pytest.mark.parametrize("param", sorted(unbuilt.READ_PARAMS))
-@pytest.mark.parametrize("path", ["top", "players/p1", "players/p1/around", "players/p1/friends"])
-async def test_an_unbuilt_read_parameter_is_400(
-    client: httpx.AsyncClient, make_board: MakeBoard, param: str, path: str
-) -> None:
-    board = await make_board()
-    # top and a player's read take the fast path (api/fastpath.py); it must refuse too
-    response = await client.get(f"/v1/boards/{board}/{path}", params={param: "x"})
-    assert response.status_code == 400, response.text
-    assert "not built" in response.json()["error"]["message"]
-    encoded = "".join(f"%{b:02X}" for b in param.encode())  # the name percent-encoded
-    sneaky = await client.get(f"/v1/boards/{board}/{path}?{encoded}=x")
-    assert sneaky.status_code == 400, sneaky.text
 
 
 @pytest.mark.parametrize(("method", "path"), unbuilt.ROUTES)

@@ -68,9 +68,9 @@ async def exercise(url: str) -> list[Any]:
             if i == 3:
                 await redis.script_flush()  # NOSCRIPT mid-stream: reloaded and resent
         many = (
-            *(codec.pack(25, 7), "a", 7, ""),
-            *(codec.pack(31, 3), "d", 3, ""),
-            *(codec.pack(31, 3), "d", 4, ""),
+            *(codec.pack(25, 7), "a", 7, "", '{"car":1}'),
+            *(codec.pack(31, 3), "d", 3, "", ""),
+            *(codec.pack(31, 3), "d", 4, "", ""),
         )
         replies.append(
             await run_pipeline(

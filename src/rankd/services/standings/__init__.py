@@ -61,6 +61,10 @@ class Standings(Protocol):
         """How many rows the standings hold."""
         ...
 
+    async def metadata(self, entries: Sequence[tuple[str, int]]) -> list[bytes | None]:
+        """The metadata JSON of each (player id, exact achieved ms) entry (None: none)."""
+        ...
+
     async def own_view(self, viewer: str) -> OwnView | None:
         """The viewer's own view when it differs from the public one (their entry is on
         :shadow or :pending); None when the public view is theirs too."""

@@ -57,6 +57,10 @@ class ArchiveStandings:
     async def count_from(self, floor: int) -> tuple[int, int]:
         return await self.archive.count_from(self.ref, floor, self.viewer)
 
+    async def metadata(self, entries: Sequence[tuple[str, int]]) -> list[bytes | None]:
+        found = await self.archive.metadata(self.ref, [player for player, _ in entries])
+        return [found.get(player) for player, _ in entries]
+
     async def total(self) -> int:
         _, total = await self.archive.top(self.ref, 0, 0, self.viewer)
         return total

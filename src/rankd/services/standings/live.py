@@ -121,6 +121,9 @@ class _Live(ABC):
         rows.sort(key=lambda row: row.rank)
         return rows
 
+    async def metadata(self, entries: Sequence[tuple[str, int]]) -> list[bytes | None]:
+        return await self.store.metadata(self.ref, entries)
+
     async def own_view(self, viewer: str) -> OwnView | None:
         own, total = await self._own(viewer)
         if own is None or own[0] == "public":

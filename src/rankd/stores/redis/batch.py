@@ -113,20 +113,20 @@ class _Kind:
     reply_width: int
 
 
-# submit_best: composite, member, ended, mark, now, forget (one item, its head last);
-# submit_best_many: now, forget, then quadruples; run_ids: expiry, then quintuples.
+# submit_best: composite, member, ended, mark, now, forget, metadata (one item around its
+# head); submit_best_many: now, forget, then quintuples; run_ids: expiry, then quintuples.
 # A later ``now`` stamps a mark a few ms later, a later ``forget`` drops marks older by as
 # much (they are kept 15 s); a later expiry keeps a bucket a moment longer.
 _KINDS = {
-    SUBMIT_BEST: _Kind("best", SUBMIT_BEST_MANY, 2, 4, SUBMIT_REPLY_WIDTH),
-    SUBMIT_BEST_MANY: _Kind("best", SUBMIT_BEST_MANY, 2, 4, SUBMIT_REPLY_WIDTH),
+    SUBMIT_BEST: _Kind("best", SUBMIT_BEST_MANY, 2, 5, SUBMIT_REPLY_WIDTH),
+    SUBMIT_BEST_MANY: _Kind("best", SUBMIT_BEST_MANY, 2, 5, SUBMIT_REPLY_WIDTH),
     RUN_IDS: _Kind("run_ids", RUN_IDS, 1, 5, 1),
 }
 
 
 def _head_and_items(script: Script, args: Sequence[Any]) -> tuple[Sequence[Any], Sequence[Any]]:
     if script is SUBMIT_BEST:
-        return args[4:], args[:4]
+        return args[4:6], (*args[:4], args[6] if len(args) > 6 else "")
     head = _KINDS[script].head
     return args[:head], args[head:]
 

@@ -3,7 +3,8 @@
 A period of a board is one sorted set, ``lb:{<board>:<window>:<period>}``; a segment's
 standings in it, ``lb:{<board>/<dimension>=<value>:<window>:<period>}``. Its side keys
 (``:runs``, a ``sum`` board's counted run ids; ``:shadow``, banned players' entries;
-``:pending``, runs held for review; ``:applied``, marks of runs the submit path applied)
+``:pending``, runs held for review; ``:applied``, marks of runs the submit path applied;
+``:meta``, the entries' metadata)
 share the hash tag, so a script touching them stays on one node, also on Redis Cluster.
 A sharded board (``shards`` > 1) splits each period's standings over ``shards`` key sets,
 ``lb:{<board>:<window>:<period>#<k>}`` (segments likewise), each with its own side keys
@@ -60,6 +61,13 @@ class PeriodKeys:
     def applied(self) -> str:
         """Marks of the runs the submit path applied here: "<player>|<run_id>" -> ms."""
         return f"lb:{{{self.tag}}}:applied"
+
+    @cached_property
+    def meta(self) -> str:
+        """The entries' metadata: member (codec.member) -> the run's metadata JSON. Keyed by
+        member, not player, so an entry moved between sides (a ban, a hold approved) keeps
+        it and a replaced entry's is found and dropped (lua/lib.lua put)."""
+        return f"lb:{{{self.tag}}}:meta"
 
     @cached_property
     def hist(self) -> str:

@@ -61,7 +61,7 @@ class Moves:
                     (
                         SUBMIT_BEST,
                         (*side_keys(pk, side), pk.applied),
-                        (hold.composite, player, hold.ended_ms, "", 0, 0),
+                        (hold.composite, player, hold.ended_ms, "", 0, 0, hold.metadata or ""),
                     )
                 )
             # the :pending entry becomes the best hold still waiting (a higher composite, or

@@ -9,6 +9,7 @@ from rankd.stores.redis import keys
 from rankd.stores.redis.common import SIDES, Own, Rows, Shards, name, number, rows
 from rankd.stores.redis.connection import RedisConn, reachable
 from rankd.stores.redis.marks import PeriodsIndex
+from rankd.stores.redis.metadata import metadata_of
 from rankd.stores.redis.scripts import AROUND, ENTRY, FRIENDS, OWN_ENTRY, TOP
 from rankd.stores.sharded import ShardedReads
 
@@ -129,6 +130,12 @@ class Reads:
             pipe.zcard(key)
             above, total = await pipe.execute()
         return int(above), int(total)
+
+    async def metadata(
+        self, ref: PeriodRef, entries: Sequence[tuple[str, int]]
+    ) -> list[bytes | None]:
+        """The metadata JSON of each (player, exact achieved ms) entry (None: none)."""
+        return await metadata_of(self.conn, self.shards, ref, entries)
 
     async def public_totals(self, refs: Sequence[PeriodRef]) -> list[int]:
         """How many public entries each period holds (one ZCARD each, a sharded period's

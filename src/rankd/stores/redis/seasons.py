@@ -10,6 +10,7 @@ from rankd.periods import PeriodRef
 from rankd.stores.redis import keys
 from rankd.stores.redis.common import Shards, name
 from rankd.stores.redis.connection import RedisConn, reachable
+from rankd.stores.redis.metadata import metadata_of
 from rankd.stores.sharded import ShardedReads
 
 
@@ -23,16 +24,20 @@ class SeasonKeys:
 
     async def period_pages(
         self, ref: PeriodRef, size: int = 10_000
-    ) -> AsyncIterator[tuple[list[str], list[int], list[str | None], list[int]]]:
+    ) -> AsyncIterator[
+        tuple[list[str], list[int], list[str | None], list[int], list[bytes | None]]
+    ]:
         """A period's whole standings, best first, ``size`` entries at a time, as columns:
-        player ids, composites, names and exact achieved times (0: not recorded). Bounded
+        player ids, composites, names, exact achieved times (0: not recorded) and the
+        entries' metadata (from the primary, as the pages are). Bounded
         replies however large the period, never one huge ZRANGE. A sharded period's shards
         are merged into the one ranking an unsharded key would hold."""
         if (shards := self.shards.of(ref.board)) > 1:
             async for players, composites, achieved in self.sharded.pages(ref, shards, size):
                 with reachable():
                     names = await self.conn.client.hmget(keys.NAMES, players)
-                yield players, composites, [name(n) for n in names], achieved
+                metadata = await self._metadata(ref, players, achieved)
+                yield players, composites, [name(n) for n in names], achieved, metadata
             return
         key = keys.period_keys(*ref).public
         first = 0
@@ -57,15 +62,18 @@ class SeasonKeys:
                 decoded = [m.decode() for m in members]
                 players = [codec.player_of(m) for m in decoded]
                 names = await self.conn.client.hmget(keys.NAMES, players)
-            yield (
-                players,
-                composites,
-                [name(n) for n in names],
-                [codec.achieved_of(m) for m in decoded],
-            )
+            achieved = [codec.achieved_of(m) for m in decoded]
+            metadata = await self._metadata(ref, players, achieved)
+            yield players, composites, [name(n) for n in names], achieved, metadata
             if len(members) < size:
                 return
             first += size
+
+    async def _metadata(
+        self, ref: PeriodRef, players: list[str], achieved: list[int]
+    ) -> list[bytes | None]:
+        entries = list(zip(players, achieved, strict=True))
+        return await metadata_of(self.conn, self.shards, ref, entries, primary=True)
 
     async def unlink_period(self, ref: PeriodRef) -> int:
         """Remove a period's keys; UNLINK frees their memory off Redis's main thread, so a
@@ -79,7 +87,7 @@ class SeasonKeys:
                 # every key of a shard shares its tag: one node's plain pipeline (a cluster
                 # client would split a many-key UNLINK by slot, to no use here)
                 pipe = self.conn.nodes.for_key(pk.public).pipeline(transaction=False)
-                pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied, pk.hist)
+                pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied, pk.hist, pk.meta)
                 for i in range(0, len(buckets), 8192):
                     pipe.unlink(*buckets[i : i + 8192])
                 removed += int((await pipe.execute())[0])

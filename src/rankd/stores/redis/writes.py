@@ -46,6 +46,7 @@ def script_call(board: BoardConfig, target: Target, now_ms: int = 0, keep_ms: in
                 marked,
                 now_ms,
                 now_ms - keep_ms,
+                run.metadata,
             ),
         )
     return (
@@ -65,6 +66,7 @@ def script_call(board: BoardConfig, target: Target, now_ms: int = 0, keep_ms: in
             marked,
             now_ms,
             now_ms - keep_ms,
+            run.metadata,
         ),
     )
 
@@ -79,7 +81,7 @@ def coalesce(
     order, so the replies are what the single calls would have answered. Returns the calls
     to send and a function that spreads their replies back, one per original call.
     """
-    # submit_best arguments: composite, member, ended, mark, now, forget before
+    # submit_best arguments: composite, member, ended, mark, now, forget, metadata before
     best: dict[tuple[tuple[str, ...], Any, Any], list[int]] = {}
     sent: list[Call] = []
     members: list[list[int]] = []
@@ -94,8 +96,8 @@ def coalesce(
             if len(part) == 1:
                 sent.append(calls[part[0]])
             else:
-                quads = [a for i in part for a in calls[i][2][:4]]
-                sent.append((SUBMIT_BEST_MANY, call_keys, (now, forget, *quads)))
+                items = [a for i in part for a in (*calls[i][2][:4], calls[i][2][6])]
+                sent.append((SUBMIT_BEST_MANY, call_keys, (now, forget, *items)))
             members.append(part)
 
     def spread(results: Sequence[Any]) -> list[Sequence[int]]:
@@ -112,9 +114,9 @@ def coalesce(
 
 
 def _bounded(indexes: list[int]) -> list[list[int]]:
-    """``indexes`` in order, cut into parts whose folded call (four arguments a run) keeps
+    """``indexes`` in order, cut into parts whose folded call (five arguments a run) keeps
     within FOLD_MAX_ARGS (scripts.py)."""
-    size = FOLD_MAX_ARGS // 4
+    size = FOLD_MAX_ARGS // 5
     return [indexes[i : i + size] for i in range(0, len(indexes), size)]
 
 
