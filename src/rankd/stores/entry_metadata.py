@@ -2,8 +2,10 @@
 
 A rebuild restores each period's ``:meta`` hash before its entries (services/rebuild.py):
 the fields are keyed by member (player and exact time), so writing them into the live hash
-shows nothing early and changes no live entry's. Only rows that have metadata are read,
-through a partial index, so a board without any costs the rebuild one empty index scan.
+shows nothing early and changes no live entry's. PostgreSQL formats the HSET arguments (the
+members as the scripts write them, order_sql.py) a thousand fields at a time, grouped by the
+key (and shard) that holds them, so no row crosses Python on its own. Only rows that have
+metadata are read, through a partial index: a board without any costs one empty scan.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from rankd import codec
 from rankd.boards import BoardConfig
 from rankd.periods import PeriodRef
-from rankd.stores.redis.keys import period_keys, shard_of
+from rankd.stores.order_sql import member_sql, shard_sql
+from rankd.stores.rebuild_pages import resp_fragment
+from rankd.stores.redis.keys import period_keys
+from rankd.stores.redis.loader import Loader
 from rankd.stores.redis.loads import Loads
 
-# (period, player id, exact achieved ms, metadata JSON)
-MetaRow = tuple[PeriodRef, str, int, str]
+FIELDS_PER_COMMAND = 1000
 
 
 def _sql(board_id: str | None, window: str | None, period: str | None) -> str:
@@ -34,30 +37,25 @@ def _sql(board_id: str | None, window: str | None, period: str | None) -> str:
         )
         if given is not None
     )
-    return (
-        "SELECT board_id, win, period, segment, player_id, achieved_ms, metadata"
+    shard = f"CASE WHEN s.n > 1 THEN {shard_sql('player_id').replace('%(n)s', 's.n')} ELSE -1 END"
+    rows = (
+        "SELECT board_id, win, period, segment, player_id, achieved_ms AS at, metadata"
         f" FROM player_best WHERE metadata IS NOT NULL{narrow}"
         # runs held for review wait on :pending with theirs (each segment the hold covers)
-        " UNION ALL SELECT board_id, win, period, s.segment, player_id, ended_ms, metadata"
-        " FROM holds, unnest(ARRAY[''] || segments) AS s(segment)"
+        " UNION ALL SELECT board_id, win, period, h.segment, player_id, ended_ms, metadata"
+        " FROM holds, unnest(ARRAY[''] || segments) AS h(segment)"
         f" WHERE status = 'pending' AND metadata IS NOT NULL{narrow}"
     )
-
-
-async def rows(
-    conn: AsyncConnection[Any],
-    board_id: str | None,
-    window: str | None,
-    period: str | None,
-    size: int = 5_000,
-) -> AsyncIterator[list[MetaRow]]:
-    """The metadata of the entries (and held runs) of the periods asked, ``size`` rows at
-    a time, through a server-side cursor (needs a transaction)."""
-    params = {"b": board_id, "w": window, "p": period}
-    async with conn.cursor(name="rankd_metadata") as cur:
-        await cur.execute(_sql(board_id, window, period), params)
-        while found := await cur.fetchmany(size):
-            yield [(PeriodRef(*r[:4]), str(r[4]), int(r[5]), str(r[6])) for r in found]
+    return (
+        "SELECT board_id, win, period, segment, k, count(*),"
+        f" string_agg({resp_fragment(member_sql('player_id', 'at'), 'metadata')}, '')"
+        " FROM (SELECT r.*, k, (row_number() OVER (PARTITION BY board_id, win, period, segment,"
+        f"   k ORDER BY player_id) - 1) / {FIELDS_PER_COMMAND} AS chunk"
+        f"  FROM ({rows}) r"
+        "  JOIN unnest(%(ids)s::text[], %(ns)s::int[]) AS s(id, n) ON s.id = r.board_id,"
+        f"  LATERAL (SELECT {shard} AS k) place) grouped"
+        " GROUP BY board_id, win, period, segment, k, chunk"
+    )
 
 
 async def restore(
@@ -67,18 +65,29 @@ async def restore(
     board_id: str | None,
     window: str | None,
     period: str | None,
-) -> None:
+) -> int:
     """The metadata of the periods a rebuild restores (``todo``: period, start, board
-    config), as the durable copy holds it, into their ``:meta`` hashes."""
-    shards = {ref: config.shards for ref, _, config in todo}
-    async for found in rows(conn, board_id, window, period):
-        fields = [
-            (
-                period_keys(*ref, shard_of(player, shards[ref])).meta,
-                codec.member(player, achieved_ms),
-                metadata,
-            )
-            for ref, player, achieved_ms, metadata in found
-            if ref in shards
-        ]
-        await loads.put_metadata(fields)
+    config), as the durable copy holds it, into their ``:meta`` hashes; returns the fields
+    written. Reads through a server-side cursor (the rebuild's transaction)."""
+    wanted = {ref for ref, _, _ in todo}
+    shards = {ref.board: config.shards for ref, _, config in todo}
+    if not shards:
+        return 0
+    params = {
+        "b": board_id,
+        "w": window,
+        "p": period,
+        "ids": list(shards),
+        "ns": list(shards.values()),
+    }
+
+    async def groups() -> AsyncIterator[tuple[str, int, bytes]]:
+        async with conn.cursor(name="rankd_metadata") as cur:
+            await cur.execute(_sql(board_id, window, period), params)
+            while found := await cur.fetchmany(100):
+                for board, win, pid, segment, k, fields, arguments in found:
+                    if PeriodRef(board, win, pid, segment) in wanted:
+                        key = period_keys(board, win, pid, segment, int(k)).meta
+                        yield key, int(fields), arguments.encode()
+
+    return await Loader.hashes(loads.conn.nodes.for_key, groups())

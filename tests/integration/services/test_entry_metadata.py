@@ -159,7 +159,7 @@ async def test_metadata_survives_a_rebuild_a_replay_and_a_lost_redis(
     first = await runtime.runlog.last_sequence() + 1  # the replay below starts here
     board = await make_board(windows=["all-time", "daily"], segments=["country"])
     for i in range(30):
-        meta = None if i % 3 == 0 else {"run": i, "pad": "x" * (i * 7)}
+        meta = None if i % 3 == 0 else {"run": i, "pad": "x" * (i * 7), "name": "Zoë ✓"}
         body: dict[str, Any] = {"country": "FR" if i % 2 else "DE"}
         run = {"run_id": f"r{i}", "player_id": f"p{i}", "score": i, "segments": body}
         if meta is not None:
@@ -172,7 +172,8 @@ async def test_metadata_survives_a_rebuild_a_replay_and_a_lost_redis(
         {"n": "100", "segment": "country:FR"},
     ]
     before = [await metas(client, board, **params) for params in reads]
-    assert before[0]["p4"] == {"run": 4, "pad": "x" * 28} and before[0]["p3"] is None
+    assert before[0]["p4"] == {"run": 4, "pad": "x" * 28, "name": "Zoë ✓"}
+    assert before[0]["p3"] is None
     await wait_consumer_idle(client, runtime)
     cur = await pg.execute(
         "SELECT count(*) FROM player_best WHERE board_id = %s AND metadata IS NOT NULL",

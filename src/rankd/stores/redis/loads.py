@@ -201,17 +201,6 @@ class Loads:
                 await retry_noscript(self.conn.client, partial(run_commands, node, commands))
         return sum(small.members for small in periods)
 
-    async def put_metadata(self, fields: Sequence[tuple[str, str, str]]) -> None:
-        """(``:meta`` key, member, metadata JSON) fields written as they are, in one round
-        trip (a rebuild restores them before the entries; see stores/entry_metadata.py)."""
-        if not fields:
-            return
-        with reachable():
-            pipe = self.conn.client.pipeline(transaction=False)
-            for key, member, metadata in fields:
-                pipe.hset(key, member, metadata)
-            await pipe.execute()
-
     async def missing_periods(self, refs: Sequence[PeriodRef]) -> set[PeriodRef]:
         """Which of ``refs`` have no board key (on no shard), asked in pipelined chunks (one
         round trip per 1,000 periods, not one each)."""
