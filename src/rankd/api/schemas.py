@@ -250,6 +250,7 @@ RUN_IN_EXAMPLE: dict[str, Any] = {
     "player_id": "48213377",
     "score": 1284500,
     "ended_at": "2026-11-03T18:22:07.123Z",
+    "metadata": {"car": "red-7", "replay": "rp-55e1"},
 }
 BATCH_IN_EXAMPLE: dict[str, Any] = {
     "runs": [
