@@ -40,6 +40,9 @@ SELECTION = [
     "tests/integration/api/test_cursors.py::test_entries_that_stay_put_are_neither_repeated_nor_skipped",
     "tests/integration/api/test_cursors.py::test_a_tampered_or_foreign_cursor_is_400",
     "tests/integration/api/test_previous_rank.py",
+    # v1.3: entry metadata (the :meta hashes beside every shard's key) and entry removal
+    "tests/integration/services/test_entry_metadata.py",
+    "tests/integration/services/test_entry_removal.py",
 ]
 
 pytestmark = [

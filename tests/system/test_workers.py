@@ -224,11 +224,23 @@ async def test_tokens_cursors_and_player_streams_across_two_workers(
         board = new_board_id("w13")
         config = {"client_submits": True}
         assert (await http.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)).is_success
-        runs = [{"run_id": f"s{i}", "player_id": f"s{i:02d}", "score": i} for i in range(60)]
+        runs = [
+            {"run_id": f"s{i}", "player_id": f"s{i:02d}", "score": i, "metadata": {"i": i}}
+            for i in range(60)
+        ]
         seeded = await http.post(
             f"/v1/boards/{board}/runs:batch", json={"runs": runs}, headers=SERVER_H
         )
         assert seeded.status_code == 200, seeded.text
+        for _ in range(2):  # either process finds every entry's metadata
+            whole = await http.get(
+                f"/v1/boards/{board}/top",
+                params={"n": 60, "include": "metadata"},
+                headers=fresh,
+            )
+            assert [e["metadata"] for e in whole.json()["entries"]] == [
+                {"i": i} for i in reversed(range(60))
+            ]
 
         seen: list[str] = []
         params: dict[str, Any] = {"n": 7}
@@ -252,7 +264,12 @@ async def test_tokens_cursors_and_player_streams_across_two_workers(
             lines = events.aiter_lines()
             # each submit on a new connection, each moving the player (35th, 15th, 1st)
             for n, score in enumerate((25, 45, 100)):
-                body = {"run_id": f"me{n}", "player_id": "wme", "score": score}
+                body = {
+                    "run_id": f"me{n}",
+                    "player_id": "wme",
+                    "score": score,
+                    "metadata": {"try": n},
+                }
                 sent = await http.post(f"/v1/boards/{board}/runs", json=body, headers=token)
                 assert sent.status_code == 200, sent.text
                 rank = sent.json()["standings"][0]["rank"]
@@ -260,5 +277,8 @@ async def test_tokens_cursors_and_player_streams_across_two_workers(
                     async for line in lines:
                         if line.startswith("data:") and f'"rank":{rank},' in line:
                             break
-            mine = await http.get(f"/v1/boards/{board}/players/wme", headers=token)
+            mine = await http.get(
+                f"/v1/boards/{board}/players/wme", params={"include": "metadata"}, headers=token
+            )
             assert mine.status_code == 200 and mine.json()["rank"] == 1
+            assert mine.json()["metadata"] == {"try": 2}
