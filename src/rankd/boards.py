@@ -21,13 +21,13 @@ from rankd.results import (
     ScoreFormat,
 )
 
-Policy = Literal["best", "sum"]
+Policy = Literal["best", "sum", "latest"]
 DEFAULT_RETENTION = {"daily": 8, "weekly": 35, "monthly": 100}
 # the windows a retention may be set for; an hourly period with none set leaves Redis once
 # it is archived (plan.expires_at_ms), its hours then read from the archive
 RETAINED = frozenset({*DEFAULT_RETENTION, "hourly"})
 IMMUTABLE_FIELDS = ("order", "policy", "window_policies", "max_score", "shards")
-POLICIES: tuple[Policy, ...] = ("best", "sum")
+POLICIES: tuple[Policy, ...] = ("best", "sum", "latest")
 # The user-settable fields: what a PUT body may hold and what is stored.
 SETTING_FIELDS = (
     "windows",
@@ -134,7 +134,7 @@ def _window_policies(value: object) -> dict[str, Policy]:
         w not in WINDOWS or p not in POLICIES for w, p in value.items()
     ):
         raise InvalidRequest(
-            "window_policies must map windows to a policy, best or sum, e.g. "
+            "window_policies must map windows to a policy, best, sum or latest, e.g. "
             '{"all-time": "best", "weekly": "sum"}'
         )
     return dict(value)

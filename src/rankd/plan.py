@@ -29,7 +29,7 @@ from rankd.results import Standing
 from rankd.runs import Run
 
 Disposition = Literal["apply", "late", "closed", "expired"]
-Operation = Literal["best", "sum"]
+Operation = Literal["best", "sum", "latest"]
 # Where a target's entry is written: the public board, the banned players' :shadow key, or
 # the :pending key of runs held for review (see services/moderation.py).
 Side = Literal["public", "shadow", "pending"]
@@ -67,6 +67,7 @@ class Target:
     was counted before (see services/late_sums.py), then it is applied like ``apply``.
 
     For ``apply``: ``operation`` says which script (``best``: a max of ``composite``;
+    ``latest``: the run with the latest end, ranked by its ``composite``;
     ``sum``: add ``run.score`` once per run id, the time part being ``time_key``) and, on a
     sum board's all-time window, ``trim_before_ms``: counted run ids older than this are
     forgotten. No key gets a TTL: the season job removes a period's keys.
@@ -258,7 +259,9 @@ def _target(
             side=side,
             mark=mark,
         )
-    composite = codec.pack(run.score, offset) if operation == "best" else None
+    # a latest entry ranks like a best one (by score, then time); which run holds it is
+    # the scripts' and the durable copy's rule (lua/submit_latest.lua)
+    composite = codec.pack(run.score, offset) if operation != "sum" else None
     expires = expires_at_ms(board, period)
     if expires is not None and now_ms >= expires:
         return _target_of(

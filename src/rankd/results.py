@@ -67,9 +67,9 @@ class BoardSettings(TypedDict, total=False):
     # PUT /v1/boards/{board_id}: omitted fields keep their value (boards.apply_changes)
     windows: list[Window]
     order: Literal["desc", "asc"]
-    policy: Literal["best", "sum"]
+    policy: Literal["best", "sum", "latest"]
     window_policies: Annotated[
-        dict[str, Literal["best", "sum"]],
+        dict[str, Literal["best", "sum", "latest"]],
         Doc(
             description="a policy per window overriding `policy`, e.g. "
             '`{"all-time": "best", "weekly": "sum"}`; fixed once the board has runs'

@@ -20,7 +20,7 @@ BOARD_FIELDS = frozenset(
     }
 )
 WINDOWS = frozenset({"rolling-7d", "scheduled"})
-POLICIES = frozenset({"latest"})
+POLICIES: frozenset[str] = frozenset()
 # (method, path) of the routes
 ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/v1/boards/{board_id}/players/{player_id}/join"),

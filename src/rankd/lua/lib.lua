@@ -39,10 +39,15 @@
 --
 -- absorb(dst, src, public, player, sum): move ``player``'s entry from ``src`` into ``dst``
 -- (two sides of one period) and its exact time with it. A ``best`` entry (sum == nil) keeps
--- the better entry; on a ``sum`` board (sum = {mult, max_score, desc}) the totals add
--- up, at the later time: a player's runs are counted once in the period's :runs set,
--- whichever side took them. The entry kept keeps its metadata; the other's goes. Returns 1
+-- the better entry; a ``latest`` one (sum == 'latest') the later run (see later); on a
+-- ``sum`` board (sum = {mult, max_score, desc}) the totals add up, at the later time: a
+-- player's runs are counted once in the period's :runs set, whichever side took them. The entry kept keeps its metadata; the other's goes. Returns 1
 -- if there was an entry to move.
+--
+-- later(ms1, rid1, ms2, rid2): whether a run ending at ms1 with run id rid1 comes after one
+-- at ms2 with rid2 (a ``latest`` board's order: the later end, then the greater run id,
+-- byte by byte). run_id_of(public, member): the run id holding a ``latest`` entry, kept in
+-- <public>:rid under the member ('' if none is recorded).
 --
 -- with_times(slice): a ZREVRANGE ... WITHSCORES slice as a flat player id, score, exact
 -- time (ms, 0: not recorded) list; the time is read back from each member's stamp.
@@ -207,7 +212,10 @@ local function drop(key, public, player, forget)
   redis.call('HDEL', at, field)
   if not held then return 0 end
   redis.call('ZREM', key, member)
-  if forget then redis.call('HDEL', public .. ':meta', member) end
+  if forget then
+    redis.call('HDEL', public .. ':meta', member)
+    redis.call('HDEL', public .. ':rid', member)
+  end
   hist_move(key, held, nil)
   return 1
 end
@@ -224,12 +232,31 @@ local function rank_in(key, public, member, stored)
   return rank
 end
 
+local function run_id_of(public, member)
+  return redis.call('HGET', public .. ':rid', member) or ''
+end
+
+local function later(ms1, rid1, ms2, rid2)
+  if ms1 ~= ms2 then return ms1 > ms2 end
+  return bytes_after(rid1, rid2)
+end
+
 local function absorb(dst, src, public, player, sum)
   local moved_member, moved, moved_at = locate(src, public, player)
   if not moved then return 0 end
   local held_member, held, held_at = locate(dst, public, player)
   local kept = moved_member
-  if sum == nil then
+  if sum == 'latest' then
+    if (not held) or later(moved_at, run_id_of(public, moved_member), held_at,
+        run_id_of(public, held_member)) then
+      if held and held_member ~= moved_member then
+        redis.call('HDEL', public .. ':rid', held_member)
+      end
+      put(dst, public, player, moved, moved_at)
+    else
+      kept = held_member
+    end
+  elseif sum == nil then
     if (not held) or better(moved, moved_at, held, held_at) then
       put(dst, public, player, moved, moved_at)
     else
@@ -251,7 +278,10 @@ local function absorb(dst, src, public, player, sum)
   end
   redis.call('ZREM', src, moved_member)
   -- the moved entry's metadata goes with it, unless it lost to the entry already there
-  if kept ~= moved_member then redis.call('HDEL', public .. ':meta', moved_member) end
+  if kept ~= moved_member then
+    redis.call('HDEL', public .. ':meta', moved_member)
+    if sum == 'latest' then redis.call('HDEL', public .. ':rid', moved_member) end
+  end
   hist_move(src, moved, nil)
   redis.call('HDEL', at_key(public, player), side_field(src, public, player))
   return 1

@@ -5,7 +5,8 @@
 -- KEYS[1] = the side the entries go to (with "drop": unused, pass KEYS[2])
 -- KEYS[2] = the side they leave
 -- KEYS[3] = the period's public board (names the exact-times hashes; see lib.lua)
--- ARGV[1] = "best" (the better entry stays), "sum" (totals add up), "replace" (the moved
+-- ARGV[1] = "best" (the better entry stays), "latest" (the later run stays), "sum" (totals
+--           add up), "replace" (the moved
 --           entry replaces any there: the rebuild's copy is the whole truth) or "drop" (the
 --           entries, their exact times and metadata are removed: the one place an erasure
 --           or an admin's removal takes a player's entry from a key)
@@ -23,6 +24,8 @@ if ARGV[1] ~= 'replace' then refuse_while_restoring(KEYS[3]) end
 local sum = nil
 if ARGV[1] == 'sum' then
   sum = {tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == 'desc'}
+elseif ARGV[1] == 'latest' then
+  sum = 'latest'
 end
 local moved = 0
 for i = 5, #ARGV do

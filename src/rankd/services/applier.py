@@ -97,7 +97,10 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
         if t.composite is not None:
             meta = r.metadata or None
             best = BestRow(r.player_id, t.composite, r.score, r.ended_at_ms, r.run_id, meta)
-            batch.add_best(key, t.period.start_ms, best)
+            if t.operation == "latest":
+                batch.add_latest(key, t.period.start_ms, best)
+            else:
+                batch.add_best(key, t.period.start_ms, best)
         else:
             run = SumRun(
                 r.run_id, r.player_id, r.score, r.ended_at_ms, r.received_at_ms, r.metadata or None

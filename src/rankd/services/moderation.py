@@ -157,7 +157,8 @@ class Moderation:
                 continue  # already hidden on :shadow
             held[i] = ()
             for t in plan(board, run):
-                if t.segment == "" and t.applies and t.composite is not None:
+                # only best windows hold: a sum or latest entry is not a high score to check
+                if t.segment == "" and t.applies and t.operation == "best":
                     candidates.append((i, run, t))
         if candidates:
             await self._held_windows(board, candidates, held)

@@ -60,13 +60,14 @@ class StandingsBatch:
     """What one consumer batch writes, grouped per board period."""
 
     best: dict[PeriodKey, dict[str, BestRow]]
+    latest: dict[PeriodKey, dict[str, BestRow]]  # a latest window's: the run held
     sums: dict[PeriodKey, dict[str, SumRun]]  # by "<player>|<run_id>"
     periods: dict[PeriodKey, int]  # start_ms
     configs: dict[str, BoardConfig]
 
     @classmethod
     def empty(cls) -> StandingsBatch:
-        return cls(defaultdict(dict), defaultdict(dict), {}, {})
+        return cls(defaultdict(dict), defaultdict(dict), defaultdict(dict), {}, {})
 
     def add_best(self, key: PeriodKey, start_ms: int, row: BestRow) -> None:
         self.periods[key] = start_ms
@@ -76,6 +77,17 @@ class StandingsBatch:
             -stamp_offset(held.achieved_ms),
         ):
             self.best[key][row.player_id] = row
+
+    def add_latest(self, key: PeriodKey, start_ms: int, row: BestRow) -> None:
+        """A latest window's entry: the run with the latest end, then the greater run id
+        (byte order, as lua/submit_latest.lua compares them)."""
+        self.periods[key] = start_ms
+        held = self.latest[key].get(row.player_id)
+        if held is None or (row.achieved_ms, row.run_id.encode()) > (
+            held.achieved_ms,
+            held.run_id.encode(),
+        ):
+            self.latest[key][row.player_id] = row
 
     def add_sum(self, key: PeriodKey, start_ms: int, run: SumRun) -> None:
         self.periods[key] = start_ms
@@ -103,26 +115,31 @@ async def write(conn: AsyncConnection[Any], batch: StandingsBatch) -> None:
         )
     if batch.best:
         await _write_best(conn, batch.best)
+    if batch.latest:
+        await _write_best(conn, batch.latest, latest=True)
     for key in sorted(batch.sums):
         await _write_sums(conn, key, batch.configs[key[0]], list(batch.sums[key].values()))
 
 
 async def _write_best(
-    conn: AsyncConnection[Any], best: dict[PeriodKey, dict[str, BestRow]]
+    conn: AsyncConnection[Any], best: dict[PeriodKey, dict[str, BestRow]], *, latest: bool = False
 ) -> None:
-    """Conditional max of every entry: COPY into a temporary table, then one upsert.
+    """Conditional max of every entry: COPY into a temporary table, then one upsert. The
+    max of a ``latest`` window's entries is the run with the latest end (then the greater
+    run id, in byte order: COLLATE "C"), not the best composite.
 
     Array parameters (unnest) cost psycopg a Python call per element, which the consumer's
     profile showed at 10% of the service; COPY rows cost far less. psycopg encodes each row,
     so ids holding tabs, newlines or backslashes (possible in a log message from elsewhere)
     are written as they are.
     """
+    table = "latest_in" if latest else "best_in"  # one each: a batch may write both
     await conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS best_in (board_id text, win text, period text,"
+        f"CREATE TEMP TABLE IF NOT EXISTS {table} (board_id text, win text, period text,"
         " segment text, player_id text, composite bigint, score bigint, achieved_ms bigint,"
         " run_id text, time_bucket int, metadata text) ON COMMIT DELETE ROWS"
     )
-    async with conn.cursor().copy("COPY best_in FROM STDIN") as copy:
+    async with conn.cursor().copy(f"COPY {table} FROM STDIN") as copy:
         for (b, w, p, s), entries in best.items():
             for e in entries.values():
                 await copy.write_row(
@@ -144,18 +161,27 @@ async def _write_best(
     await conn.execute(
         "INSERT INTO player_best (board_id, win, period, segment, player_id, composite, score,"
         " achieved_ms, run_id, time_bucket, metadata)"
-        " SELECT * FROM best_in ORDER BY board_id, win, period, segment, player_id"
+        f" SELECT * FROM {table} ORDER BY board_id, win, period, segment, player_id"
         " ON CONFLICT (board_id, win, period, segment, player_id) DO UPDATE SET"
         "   composite = EXCLUDED.composite, score = EXCLUDED.score,"
         "   achieved_ms = EXCLUDED.achieved_ms, run_id = EXCLUDED.run_id,"
-        "   metadata = EXCLUDED.metadata"
-        # the better entry: a higher composite, or an equal one reached earlier (Redis's
-        # order, lua/lib.lua better; the time clamped as the member's stamp clamps it)
-        " WHERE EXCLUDED.composite > player_best.composite"
-        "  OR (EXCLUDED.composite = player_best.composite"
-        f"   AND {stamp_offset_sql('EXCLUDED.achieved_ms')}"
-        f"    < {stamp_offset_sql('player_best.achieved_ms')})"
+        "   metadata = EXCLUDED.metadata" + (_LATER if latest else _BETTER)
     )
+
+
+# the better entry: a higher composite, or an equal one reached earlier (Redis's order,
+# lua/lib.lua better; the time clamped as the member's stamp clamps it)
+_BETTER = (
+    " WHERE EXCLUDED.composite > player_best.composite"
+    "  OR (EXCLUDED.composite = player_best.composite"
+    f"   AND {stamp_offset_sql('EXCLUDED.achieved_ms')}"
+    f"    < {stamp_offset_sql('player_best.achieved_ms')})"
+)
+# the later run (lua/lib.lua later)
+_LATER = (
+    ' WHERE (EXCLUDED.achieved_ms, EXCLUDED.run_id COLLATE "C")'
+    '  > (player_best.achieved_ms, player_best.run_id COLLATE "C")'
+)
 
 
 async def _write_sums(

@@ -4,7 +4,7 @@ A period of a board is one sorted set, ``lb:{<board>:<window>:<period>}``; a seg
 standings in it, ``lb:{<board>/<dimension>=<value>:<window>:<period>}``. Its side keys
 (``:runs``, a ``sum`` board's counted run ids; ``:shadow``, banned players' entries;
 ``:pending``, runs held for review; ``:applied``, marks of runs the submit path applied;
-``:meta``, the entries' metadata)
+``:meta``, the entries' metadata; ``:rid``, a ``latest`` window's holding run ids)
 share the hash tag, so a script touching them stays on one node, also on Redis Cluster.
 A sharded board (``shards`` > 1) splits each period's standings over ``shards`` key sets,
 ``lb:{<board>:<window>:<period>#<k>}`` (segments likewise), each with its own side keys
@@ -68,6 +68,12 @@ class PeriodKeys:
         member, not player, so an entry moved between sides (a ban, a hold approved) keeps
         it and a replaced entry's is found and dropped (lua/lib.lua put)."""
         return f"lb:{{{self.tag}}}:meta"
+
+    @cached_property
+    def rid(self) -> str:
+        """A ``latest`` window's: member -> the run id holding the entry (ties at one ms go
+        to the greater id; lua/submit_latest.lua)."""
+        return f"lb:{{{self.tag}}}:rid"
 
     @cached_property
     def hist(self) -> str:

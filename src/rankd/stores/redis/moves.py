@@ -94,6 +94,8 @@ class Moves:
             mode, extra = "best", ("", "", "")  # type: tuple[str, tuple[int | str, ...]]
             if replace:
                 mode = "replace"
+            elif board.policy_of(ref.window) == "latest":
+                mode = "latest"
             elif board.policy_of(ref.window) == "sum":
                 mode, extra = "sum", sum_args(board, ref.window)
             by_shard: dict[int, list[str]] = {}

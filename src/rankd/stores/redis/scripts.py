@@ -42,6 +42,7 @@ def _read(name: str) -> str:
 SUBMIT_BEST = Script.load("submit_best")
 SUBMIT_BEST_MANY = Script.load("submit_best_many")
 SUBMIT_SUM = Script.load("submit_sum")
+SUBMIT_LATEST = Script.load("submit_latest")
 # values a submit script answers per run (submit_best.lua): changed, rank, stored, mine or
 # counted, achieved, and the previous entry's rank, composite and time
 SUBMIT_REPLY_WIDTH = 8
@@ -63,6 +64,7 @@ ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
+    SUBMIT_LATEST,
     AROUND,
     TOP,
     FRIENDS,

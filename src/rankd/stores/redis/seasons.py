@@ -87,7 +87,8 @@ class SeasonKeys:
                 # every key of a shard shares its tag: one node's plain pipeline (a cluster
                 # client would split a many-key UNLINK by slot, to no use here)
                 pipe = self.conn.nodes.for_key(pk.public).pipeline(transaction=False)
-                pipe.unlink(pk.public, pk.runs, pk.shadow, pk.pending, pk.applied, pk.hist, pk.meta)
+                side = (pk.runs, pk.shadow, pk.pending, pk.applied, pk.hist, pk.meta, pk.rid)
+                pipe.unlink(pk.public, *side)
                 for i in range(0, len(buckets), 8192):
                     pipe.unlink(*buckets[i : i + 8192])
                 removed += int((await pipe.execute())[0])

@@ -20,6 +20,7 @@ from rankd.stores.redis.scripts import (
     FOLD_MAX_ARGS,
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
+    SUBMIT_LATEST,
     SUBMIT_REPLY_WIDTH,
     SUBMIT_SUM,
     Call,
@@ -34,10 +35,11 @@ def script_call(board: BoardConfig, target: Target, now_ms: int = 0, keep_ms: in
     shard = keys.shard_of(run.player_id, board.shards)
     pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment, shard)
     marked = mark_of(run.run_id, run.player_id) if target.mark else ""
-    if target.operation == "best":
+    if target.operation != "sum":
         assert target.composite is not None
+        latest = target.operation == "latest"
         return (
-            SUBMIT_BEST,
+            SUBMIT_LATEST if latest else SUBMIT_BEST,
             (*side_keys(pk, target.side), pk.applied),
             (
                 target.composite,
@@ -47,6 +49,7 @@ def script_call(board: BoardConfig, target: Target, now_ms: int = 0, keep_ms: in
                 now_ms,
                 now_ms - keep_ms,
                 run.metadata,
+                *((run.run_id,) if latest else ()),
             ),
         )
     return (
