@@ -46,11 +46,11 @@ namespace Rankd
             : base(status, code, message, retryAfter) { }
     }
 
-    /// <summary>400 <c>invalid_request</c> for a v1.3 field or query parameter this version of
-    /// the service does not build yet (a run's <c>metadata</c>, <c>include=</c>): still an
-    /// <see cref="InvalidRequest"/> (status 400, code <c>invalid_request</c>, as the other
-    /// clients see it), told apart by the service's sentence "... is not built in this
-    /// version of Rankd yet". Not retried.</summary>
+    /// <summary>400 <c>invalid_request</c> for a v1.3 field or value this version of the service
+    /// does not build yet (a board's <c>schedule</c> or <c>league</c>, the <c>rolling-7d</c>
+    /// window, the <c>latest</c> policy): still an <see cref="InvalidRequest"/> (status 400,
+    /// code <c>invalid_request</c>, as the other clients see it), told apart by the service's
+    /// sentence "... is not built in this version of Rankd yet". Not retried.</summary>
     public class FieldNotBuilt : InvalidRequest
     {
         public FieldNotBuilt(int status, string code, string message, double? retryAfter = null)

@@ -112,7 +112,7 @@ namespace Rankd
     /// <summary>What every read may name: the window (default: the board's first), the period
     /// (default: the window's current one), the segment (<c>country:FR</c>; default: the global
     /// standings), and <c>Viewer</c>, a player's own view (needs a server key; a player token
-    /// reads its own anyway).</summary>
+    /// reads its own anyway); top, player, around and friends also take <c>Include</c>.</summary>
     public sealed class Where
     {
         public string Window { get; set; }
@@ -120,8 +120,11 @@ namespace Rankd
         public string Segment { get; set; }
         public string Viewer { get; set; }
 
-        /// <summary><c>include=</c> (v1.3, <c>metadata</c>): not built by this version of the
-        /// service yet, which answers <see cref="FieldNotBuilt"/>.</summary>
+        /// <summary><c>include=</c> (v1.3) on top, player, around and friends: <c>"metadata"</c>
+        /// (the only value the service takes; another is <see cref="InvalidRequest"/>): each
+        /// entry (a player read: the answer itself) also carries <c>Metadata</c>, the metadata
+        /// of the run holding it (null: that run had none). Null: no <c>metadata</c> member at
+        /// all.</summary>
         public string Include { get; set; }
     }
 
@@ -376,8 +379,10 @@ namespace Rankd
 
         /// <summary>Submit one run (server key, or a player token with the <c>submit</c> scope on
         /// a board with <c>client_submits</c>); retried on 503, a lost connection or a timeout
-        /// with the same run_id (resending it is harmless). <paramref name="metadata"/> (v1.3) is
-        /// not built by this version of the service yet: <see cref="FieldNotBuilt"/>.</summary>
+        /// with the same run_id (resending it is harmless). <paramref name="metadata"/> (v1.3): a
+        /// JSON object (at most 16 keys, 1,024 bytes encoded; else <see cref="InvalidRequest"/>)
+        /// kept with the entry the run holds; the reads return it as the entries'
+        /// <c>Metadata</c> with <c>new Where { Include = "metadata" }</c>.</summary>
         public async Task<SubmitResult> SubmitAsync(string boardId, string runId, string playerId, long score,
             DateTimeOffset? endedAt = null, IDictionary<string, string> segments = null, JsonObject metadata = null,
             CancellationToken cancellationToken = default(CancellationToken))
@@ -385,9 +390,8 @@ namespace Rankd
             var run = new Run { RunId = runId, PlayerId = playerId, Score = score };
             if (endedAt.HasValue) run.EndedAt = Json.Time(endedAt.Value);
             if (segments != null) run.Segments = new Dictionary<string, string>(segments);
-            var body = run.ToJson();
-            if (metadata != null) body["metadata"] = metadata;
-            var answer = await SendAsync(Operations.SubmitRun, Ids(boardId), null, body, cancellationToken, true).ConfigureAwait(false);
+            run.Metadata = metadata;
+            var answer = await SendAsync(Operations.SubmitRun, Ids(boardId), null, run.ToJson(), cancellationToken, true).ConfigureAwait(false);
             return SubmitResult.FromJson(answer);
         }
 

@@ -377,7 +377,7 @@ namespace Rankd
         /// <summary><c>order</c>, optional: one of "desc", "asc".</summary>
         public string Order { get; set; }
 
-        /// <summary><c>policy</c>, optional: one of "best", "sum".</summary>
+        /// <summary><c>policy</c>, optional: one of "best", "sum", "latest".</summary>
         public string Policy { get; set; }
 
         /// <summary><c>window_policies</c>, optional.</summary>
@@ -608,6 +608,9 @@ namespace Rankd
         /// <summary><c>name</c>, required.</summary>
         public string Name { get; set; }
 
+        /// <summary><c>metadata</c>, optional.</summary>
+        public JsonObject Metadata { get; set; }
+
         /// <summary>The object as it came (members this version does not know included);
         /// null when built here.</summary>
         public JsonObject Raw { get; private set; }
@@ -622,6 +625,7 @@ namespace Rankd
             it.Score = global::Rankd.Json.AsLong(o["score"]);
             it.AchievedAt = global::Rankd.Json.AsString(o["achieved_at"]);
             it.Name = global::Rankd.Json.AsString(o["name"]);
+            it.Metadata = global::Rankd.Json.AsObject(o["metadata"]);
             return it;
         }
 
@@ -634,6 +638,7 @@ namespace Rankd
             o["score"] = Score;
             if (AchievedAt != null) o["achieved_at"] = AchievedAt;
             if (Name != null) o["name"] = Name;
+            if (Metadata != null) o["metadata"] = Metadata;
             return o;
         }
     }
@@ -765,6 +770,9 @@ namespace Rankd
         /// <summary><c>name</c>, required.</summary>
         public string Name { get; set; }
 
+        /// <summary><c>metadata</c>, optional.</summary>
+        public JsonObject Metadata { get; set; }
+
         /// <summary><c>position</c>, required.</summary>
         public long Position { get; set; }
 
@@ -782,6 +790,7 @@ namespace Rankd
             it.Score = global::Rankd.Json.AsLong(o["score"]);
             it.AchievedAt = global::Rankd.Json.AsString(o["achieved_at"]);
             it.Name = global::Rankd.Json.AsString(o["name"]);
+            it.Metadata = global::Rankd.Json.AsObject(o["metadata"]);
             it.Position = global::Rankd.Json.AsLong(o["position"]);
             return it;
         }
@@ -795,6 +804,7 @@ namespace Rankd
             o["score"] = Score;
             if (AchievedAt != null) o["achieved_at"] = AchievedAt;
             if (Name != null) o["name"] = Name;
+            if (Metadata != null) o["metadata"] = Metadata;
             o["position"] = Position;
             return o;
         }
@@ -1228,6 +1238,9 @@ namespace Rankd
         /// <summary><c>name</c>, required.</summary>
         public string Name { get; set; }
 
+        /// <summary><c>metadata</c>, optional.</summary>
+        public JsonObject Metadata { get; set; }
+
         /// <summary><c>board_id</c>, required.</summary>
         public string BoardId { get; set; }
 
@@ -1263,6 +1276,7 @@ namespace Rankd
             it.Score = global::Rankd.Json.AsLong(o["score"]);
             it.AchievedAt = global::Rankd.Json.AsString(o["achieved_at"]);
             it.Name = global::Rankd.Json.AsString(o["name"]);
+            it.Metadata = global::Rankd.Json.AsObject(o["metadata"]);
             it.BoardId = global::Rankd.Json.AsString(o["board_id"]);
             it.Window = global::Rankd.Json.AsString(o["window"]);
             it.Period = global::Rankd.Json.AsString(o["period"]);
@@ -1282,6 +1296,7 @@ namespace Rankd
             o["score"] = Score;
             if (AchievedAt != null) o["achieved_at"] = AchievedAt;
             if (Name != null) o["name"] = Name;
+            if (Metadata != null) o["metadata"] = Metadata;
             if (BoardId != null) o["board_id"] = BoardId;
             if (Window != null) o["window"] = Window;
             if (Period != null) o["period"] = Period;
@@ -1569,6 +1584,9 @@ namespace Rankd
         /// <summary><c>segments</c>, optional.</summary>
         public Dictionary<string, string> Segments { get; set; }
 
+        /// <summary><c>metadata</c>, optional.</summary>
+        public JsonObject Metadata { get; set; }
+
         /// <summary>The object as it came (members this version does not know included);
         /// null when built here.</summary>
         public JsonObject Raw { get; private set; }
@@ -1583,6 +1601,7 @@ namespace Rankd
             it.Score = global::Rankd.Json.AsLong(o["score"]);
             it.EndedAt = global::Rankd.Json.AsString(o["ended_at"]);
             it.Segments = global::Rankd.Json.AsMap(o["segments"], x => global::Rankd.Json.AsString(x));
+            it.Metadata = global::Rankd.Json.AsObject(o["metadata"]);
             return it;
         }
 
@@ -1595,6 +1614,7 @@ namespace Rankd
             o["score"] = Score;
             if (EndedAt != null) o["ended_at"] = EndedAt;
             if (Segments != null) o["segments"] = Segments;
+            if (Metadata != null) o["metadata"] = Metadata;
             return o;
         }
     }

@@ -285,6 +285,85 @@ namespace Rankd.Tests
             Equal("ready", (await server.ReadyzAsync()).Status, "readyz");
         }
 
+        private static string Meta(string playerId, JsonObject metadata)
+        {
+            return playerId + "=" + (metadata == null ? "null" : Json.Write(metadata));
+        }
+
+        private static async Task EntryMetadata()
+        {
+            var boardId = NewId("cs-meta");
+            await admin.PutBoardAsync(boardId);
+            var ann = NewId("md-ann");
+            var bob = NewId("md-bob");
+            var cat = NewId("md-cat");
+            var car = new JsonObject
+            {
+                { "car", "red-7" },
+                { "laps", new JsonArray { 61.2, 60.9 } },
+                { "nested", new JsonObject { { "ok", true }, { "none", null } } },
+            };
+            var front = new Front();
+            var watching = new RankdClient(baseUrl, Server, new RankdClientOptions { Http = front.Client() });
+            var sent = await watching.SubmitAsync(boardId, "m-1", ann, 50, metadata: car);
+            Equal(1L, sent.Standings[0].Rank, "a run with metadata");
+            Check(front.Bodies[0].EndsWith(",\"metadata\":" + Json.Write(car) + "}"), "the metadata sent: " + front.Bodies[0]);
+            await watching.SubmitAsync(boardId, "m-2", bob, 40); // none
+            Check(!front.Bodies[1].Contains("metadata"), "none sent without: " + front.Bodies[1]);
+            var batch = await watching.SubmitBatchAsync(boardId, new List<Run>
+            {
+                new Run { RunId = "m-3", PlayerId = cat, Score = 30, Metadata = new JsonObject { { "car", "blue" } } },
+                new Run { RunId = "m-4", PlayerId = cat, Score = 99, Metadata = new JsonObject { { "k", new string('x', 1100) } } },
+            });
+            Equal(null, batch[0].Error, "a batch's run with metadata");
+            Equal("invalid_request", batch[1].Error.Code, "a batch's run with too much metadata");
+
+            var include = new Where { Include = "metadata" };
+            var expected = new[] { Meta(ann, car), Meta(bob, null), Meta(cat, new JsonObject { { "car", "blue" } }) };
+            var calls = front.Calls;
+            Same(expected, (await watching.TopAsync(boardId, where: include)).Entries.Select(e => Meta(e.PlayerId, e.Metadata)), "top");
+            Check(front.Urls[calls].Contains("include=metadata"), "include sent: " + front.Urls[calls]);
+            Same(expected, (await watching.AroundAsync(boardId, bob, 1, include)).Entries.Select(e => Meta(e.PlayerId, e.Metadata)), "around");
+            Same(expected, (await watching.FriendsAsync(boardId, ann, new[] { bob, cat }, include)).Entries.Select(e => Meta(e.PlayerId, e.Metadata)), "friends");
+            var me = await watching.PlayerAsync(boardId, ann, include);
+            Equal(Meta(ann, car), Meta(me.PlayerId, me.Metadata), "player");
+            var none = await watching.PlayerAsync(boardId, bob, include);
+            Check(none.Metadata == null && none.Raw.Has("metadata"), "a run without metadata: null");
+            var first = await watching.TopAsync(boardId, n: 1, where: include);
+            var rest = await watching.TopAsync(boardId, n: 2, cursor: first.NextCursor, where: include);
+            Same(expected.Skip(1), rest.Entries.Select(e => Meta(e.PlayerId, e.Metadata)), "the page after a cursor");
+
+            // not asked: no metadata member at all, and no include= sent
+            calls = front.Calls;
+            var plain = new List<JsonObject>();
+            plain.AddRange((await watching.TopAsync(boardId)).Entries.Select(e => e.Raw));
+            plain.AddRange((await watching.AroundAsync(boardId, bob)).Entries.Select(e => e.Raw));
+            plain.AddRange((await watching.FriendsAsync(boardId, ann, new[] { bob, cat })).Entries.Select(e => e.Raw));
+            plain.Add((await watching.PlayerAsync(boardId, ann)).Raw);
+            Equal(10, plain.Count, "entries read");
+            Check(plain.All(o => !o.Has("metadata")), "no metadata member without include");
+            Check(front.Urls.Skip(calls).All(u => !u.Contains("include")), "no include= sent");
+            await Throws<InvalidRequest>(() => watching.TopAsync(boardId, where: new Where { Include = "names" }), "include= another value");
+
+            // too much: InvalidRequest (not retried), nothing stored; the bounds themselves are taken
+            var dan = NewId("md-dan");
+            var tooMany = new JsonObject();
+            for (int i = 0; i < 17; i++) tooMany["k" + i] = i;
+            calls = front.Calls;
+            foreach (var bad in new[] { tooMany, new JsonObject { { "blob", new string('x', 1100) } } })
+            {
+                var refused = await Throws<InvalidRequest>(() => watching.SubmitAsync(boardId, "m-bad", dan, 5, metadata: bad), "bad metadata");
+                Equal(400, refused.Status, "400");
+                Check(refused.Message.Contains("metadata") && !refused.IsNotBuilt, "the message names it: " + refused.Message);
+            }
+            Equal(calls + 2, front.Calls, "a 400 is not retried");
+            await Throws<PlayerNotRanked>(() => server.PlayerAsync(boardId, dan), "nothing stored");
+            var most = new JsonObject();
+            for (int i = 0; i < 16; i++) most["k" + i.ToString("00")] = "v";
+            await watching.SubmitAsync(boardId, "m-most", dan, 5, metadata: most);
+            Equal(Meta(dan, most), Meta(dan, (await server.PlayerAsync(boardId, dan, include)).Metadata), "16 keys");
+        }
+
         private static async Task SubmitManySendsBatches()
         {
             var boardId = NewId("cs-many");
@@ -547,13 +626,19 @@ namespace Rankd.Tests
             await Throws<NotBuilt>(() => counted.LeagueAsync(boardId, "p"), "league");
             await Throws<NotBuilt>(() => counted.CohortAsync(boardId, "c-1"), "cohort");
             await Throws<NotBuilt>(() => counted.LeaguesAsync("p", boardId), "leagues");
-            var field = await Throws<FieldNotBuilt>(() => counted.SubmitAsync(boardId, "e-5", "p", 5, metadata: new JsonObject { { "car", "red" } }), "metadata");
+            Equal(11, front.Calls, "501s are not retried");
+            var adminFront = new Front();
+            var countedAdmin = new RankdClient(baseUrl, Admin, new RankdClientOptions { Http = adminFront.Client(), Retry = Fast });
+            var field = await Throws<FieldNotBuilt>(() => countedAdmin.PutBoardAsync(boardId, null, new JsonObject { { "league", new JsonObject { { "window", "weekly" } } } }), "a league");
             Equal(400, field.Status, "400");
             Equal("invalid_request", field.Code, "the code the other clients see");
             Check(field is InvalidRequest && field.IsNotBuilt, "an InvalidRequest that is not built");
-            await Throws<FieldNotBuilt>(() => counted.TopAsync(boardId, where: new Where { Include = "metadata" }), "include=metadata");
-            await Throws<FieldNotBuilt>(() => admin.PutBoardAsync(boardId, null, new JsonObject { { "league", new JsonObject { { "window", "weekly" } } } }), "a league");
-            Equal(13, front.Calls, "501s and not-built 400s are not retried");
+            await Throws<FieldNotBuilt>(() => countedAdmin.PutBoardAsync(boardId, null, new JsonObject { { "schedule", new JsonObject() } }), "a schedule");
+            Equal(2, adminFront.Calls, "not-built 400s are not retried");
+            // built in v1.3: a run's metadata; too much of it is a plain InvalidRequest
+            var metadata = await Throws<InvalidRequest>(() => counted.SubmitAsync(boardId, "e-5", "p", 5, metadata: new JsonObject { { "blob", new string('x', 1100) } }), "1,100 bytes of metadata");
+            Check(!(metadata is FieldNotBuilt) && !metadata.IsNotBuilt, "built: " + metadata.Message);
+            Equal(12, front.Calls, "a refused run is not retried");
 
             // answers in the contract's shape, and not
             Check(Errors.For(501, Json.Parse("{\"error\": {\"code\": \"not_enabled\", \"message\": \"no secret\"}}")) is NotEnabled, "not_enabled");
@@ -782,6 +867,7 @@ namespace Rankd.Tests
             Test("json: reads and writes RFC 8259", JsonReadsAndWrites),
             Test("endpoints: boards, runs, reads and profiles", BoardsRunsReadsProfiles),
             Test("endpoints: SubmitManyAsync sends batches of at most 1000", SubmitManySendsBatches),
+            Test("endpoints: entry metadata, submitted with runs and read back with Include", EntryMetadata),
             Test("endpoints: holds, bans, erasure, deleting a board", Moderation),
             Test("endpoints: a ban's reason, sent only when given, listed by BansAsync", BanReasons),
             Test("endpoints: DeleteEntryAsync removes one entry from one period", RemovingAnEntry),

@@ -116,6 +116,13 @@ export interface ViewerWhere extends Where {
   /** A player's own view (needs a server key; a player token reads its own anyway). */
   viewer?: string;
 }
+/** What top, player, around and friends may add to each entry they answer. */
+export interface Include {
+  /** "metadata": each entry (the player read: the answer itself) also carries `metadata`,
+   * the metadata of the run holding it (null: that run had none). Not asked: no
+   * `metadata` member at all. */
+  include?: "metadata";
+}
 
 type Params = Record<string, string | number | undefined>;
 
@@ -209,17 +216,20 @@ export class RankdClient {
   // --- runs (server key; a player token its own runs, on client_submits boards) ------------
 
   /** Submit one run; retried on 503 (resending a run_id is harmless). With a player token:
-   * that player's own run, on a board with `client_submits` (else `Forbidden`). */
+   * that player's own run, on a board with `client_submits` (else `Forbidden`). `metadata`:
+   * a JSON object (at most 16 keys, 1,024 bytes encoded; else `InvalidRequest`) kept with
+   * the entry the run holds; the reads return it with `{ include: "metadata" }`. */
   submit(
     boardId: string,
     runId: string,
     playerId: string,
     score: number,
-    options: { endedAt?: string | Date; segments?: Record<string, string> } = {},
+    options: { endedAt?: string | Date; segments?: Record<string, string>; metadata?: Record<string, unknown> } = {},
   ): Promise<SubmitResult> {
     const run: Run = { run_id: runId, player_id: playerId, score };
     if (options.endedAt !== undefined) run.ended_at = timeText(options.endedAt);
     if (options.segments !== undefined) run.segments = options.segments;
+    if (options.metadata !== undefined) run.metadata = options.metadata;
     return this.send({
       method: "POST",
       path: `/v1/boards/${part(boardId)}/runs`,
@@ -266,7 +276,7 @@ export class RankdClient {
    * concurrent writes, at any depth); `next_cursor` is null on the last page. */
   top(
     boardId: string,
-    options: ViewerWhere & { n?: number; offset?: number; cursor?: string } = {},
+    options: ViewerWhere & Include & { n?: number; offset?: number; cursor?: string } = {},
   ): Promise<Top> {
     const { n = 10, offset = 0, cursor, ...where } = options;
     const paging = cursor !== undefined ? { cursor } : { offset };
@@ -280,7 +290,7 @@ export class RankdClient {
   player(
     boardId: string,
     playerId: string,
-    options: ViewerWhere & { accuracy?: "exact" | "approx" } = {},
+    options: ViewerWhere & Include & { accuracy?: "exact" | "approx" } = {},
   ): Promise<PlayerStanding> {
     return this.send({
       method: "GET",
@@ -289,7 +299,7 @@ export class RankdClient {
     });
   }
 
-  around(boardId: string, playerId: string, options: ViewerWhere & { range?: number } = {}): Promise<Around> {
+  around(boardId: string, playerId: string, options: ViewerWhere & Include & { range?: number } = {}): Promise<Around> {
     const { range = 5, ...where } = options;
     return this.send({
       method: "GET",
@@ -298,7 +308,12 @@ export class RankdClient {
     });
   }
 
-  friends(boardId: string, playerId: string, ids: readonly string[], options: ViewerWhere = {}): Promise<Friends> {
+  friends(
+    boardId: string,
+    playerId: string,
+    ids: readonly string[],
+    options: ViewerWhere & Include = {},
+  ): Promise<Friends> {
     return this.send({
       method: "GET",
       path: `/v1/boards/${part(boardId)}/players/${part(playerId)}/friends`,

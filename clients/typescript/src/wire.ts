@@ -62,8 +62,8 @@ export interface BoardDeleted {
 export interface BoardSettings {
   windows?: Array<"all-time" | "daily" | "weekly" | "monthly" | "hourly"> | null;
   order?: "desc" | "asc" | null;
-  policy?: "best" | "sum" | null;
-  window_policies?: Record<string, "best" | "sum"> | null;
+  policy?: "best" | "sum" | "latest" | null;
+  window_policies?: Record<string, "best" | "sum" | "latest"> | null;
   max_score?: number | null;
   max_run_score?: number | null;
   shards?: number | null;
@@ -103,6 +103,7 @@ export interface Entry {
   score: number;
   achieved_at: string;
   name: string | null;
+  metadata?: Record<string, unknown> | null;
 }
 
 export interface EntryRemoved {
@@ -128,6 +129,7 @@ export interface FriendEntry {
   score: number;
   achieved_at: string;
   name: string | null;
+  metadata?: Record<string, unknown> | null;
   position: number;
 }
 
@@ -203,6 +205,7 @@ export interface PlayerRank {
   score: number;
   achieved_at: string;
   name: string | null;
+  metadata?: Record<string, unknown> | null;
   board_id: string;
   window: string;
   period: string;
@@ -260,6 +263,7 @@ export interface Run {
   score: number;
   ended_at?: string | null;
   segments?: Record<string, string> | null;
+  metadata?: Record<string, unknown> | null;
 }
 
 export interface SegmentValue {

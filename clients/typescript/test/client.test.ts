@@ -30,6 +30,7 @@ import {
   Unavailable,
   errorFor,
   type BanInfo,
+  type Entry,
   type PlayerEvent,
   type Run,
 } from "../src/index.js";
@@ -489,6 +490,94 @@ describe("player tokens and one player across boards (v1.3)", () => {
     const game = new RankdClient(service.base, { key: (await server.mintToken(player)).token });
     assert.equal((await game.standings(player, [weeklyFirst, plain])).standings.length, 2);
     await assert.rejects(new RankdClient(service.base).standings(player, [plain], { viewer: player }), Unauthorized);
+  });
+});
+
+describe("entry metadata (v1.3)", () => {
+  test("submitted with a run, read back with include: metadata, absent without", async () => {
+    const boardId = newBoardId("ts-meta");
+    await admin.putBoard(boardId);
+    const ann = newBoardId("md-ann");
+    const bob = newBoardId("md-bob");
+    const cat = newBoardId("md-cat");
+    const car = { car: "red-7", laps: [61.2, 60.9], nested: { ok: true, none: null } };
+    const urls: string[] = [];
+    const watching = new RankdClient(service.base, {
+      key: SERVER,
+      fetch: async (input, init) => {
+        urls.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    const sent = await watching.submit(boardId, "m-1", ann, 50, { metadata: car });
+    assert.equal(sent.standings[0]?.rank, 1);
+    await watching.submit(boardId, "m-2", bob, 40); // none
+    const runs: Run[] = [
+      { run_id: "m-3", player_id: cat, score: 30, metadata: { car: "blue" } },
+      { run_id: "m-4", player_id: cat, score: 99, metadata: { k: "x".repeat(1100) } },
+    ];
+    const batch = await watching.submitBatch(boardId, runs);
+    assert.ok(batch[0]?.standings);
+    assert.equal(batch[1]?.error?.code, "invalid_request");
+    const expected = { [ann]: car, [bob]: null, [cat]: { car: "blue" } };
+    const byPlayer = (entries: readonly Entry[]) => Object.fromEntries(entries.map((e) => [e.player_id, e.metadata]));
+
+    const top = await watching.top(boardId, { include: "metadata" });
+    assert.deepEqual(byPlayer(top.entries), expected);
+    assert.ok(urls.at(-1)?.includes("include=metadata"), urls.at(-1));
+    assert.deepEqual(byPlayer((await watching.around(boardId, bob, { range: 1, include: "metadata" })).entries), expected);
+    assert.deepEqual(byPlayer((await watching.friends(boardId, ann, [bob, cat], { include: "metadata" })).entries), expected);
+    const me = await watching.player(boardId, ann, { include: "metadata" });
+    assert.deepEqual([me.rank, me.metadata], [1, car]);
+    assert.equal((await watching.player(boardId, bob, { include: "metadata" })).metadata, null);
+    const first = await watching.top(boardId, { n: 1, include: "metadata" });
+    const rest = await watching.top(boardId, { n: 2, cursor: first.next_cursor ?? undefined, include: "metadata" });
+    assert.deepEqual(byPlayer(rest.entries), { [bob]: null, [cat]: { car: "blue" } });
+
+    // not asked: no "metadata" member, and no include= sent
+    urls.length = 0;
+    const plain = [
+      ...(await watching.top(boardId)).entries,
+      ...(await watching.around(boardId, bob)).entries,
+      ...(await watching.friends(boardId, ann, [bob, cat])).entries,
+      await watching.player(boardId, ann),
+    ];
+    assert.equal(plain.length, 10);
+    assert.ok(plain.every((e) => !("metadata" in e)));
+    assert.ok(urls.every((url) => !url.includes("include")), urls.join(" "));
+  });
+
+  test("bad metadata: InvalidRequest (400), not retried, nothing stored", async () => {
+    const boardId = newBoardId("ts-meta-bad");
+    await admin.putBoard(boardId);
+    const player = newBoardId("md-bad");
+    let calls = 0;
+    const counting = new RankdClient(service.base, {
+      key: SERVER,
+      retry: FAST,
+      fetch: async (input, init) => {
+        calls += 1;
+        return fetch(input, init);
+      },
+    });
+    const tooMany = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, i]));
+    const bad: unknown[] = [tooMany, { blob: "x".repeat(1100) }, ["red"], "red"];
+    for (const [n, metadata] of bad.entries()) {
+      await assert.rejects(
+        counting.submit(boardId, `b-${n}`, player, 5, { metadata: metadata as Record<string, unknown> }),
+        (e: unknown) =>
+          e instanceof InvalidRequest && e.status === 400 && e.code === "invalid_request" && /metadata/.test(e.message),
+      );
+    }
+    assert.equal(calls, bad.length, "a 400 is not retried");
+    await assert.rejects(counting.player(boardId, player), PlayerNotRanked);
+    // the bounds themselves are taken: 16 keys, 1,024 bytes encoded
+    const most = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${String(i).padStart(2, "0")}`, "v"]));
+    const exact = { blob: "x".repeat(1024 - '{"blob":""}'.length) };
+    await counting.submit(boardId, "ok-1", player, 5, { metadata: most });
+    await counting.submit(boardId, "ok-2", newBoardId("md-exact"), 4, { metadata: exact });
+    const top = await counting.top(boardId, { include: "metadata" });
+    assert.deepEqual(top.entries.map((e) => e.metadata), [most, exact]);
   });
 });
 

@@ -117,10 +117,14 @@ class AsyncRankdClient:
         *,
         ended_at: str | datetime | None = None,
         segments: dict[str, str] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> SubmitResult:
         """Submit one run; retried on 503 (resending a run_id is harmless). With a player
-        token: that player's own run, on a board with ``client_submits`` (else Forbidden)."""
-        run = calls.run_body(run_id, player_id, score, ended_at, segments)
+        token: that player's own run, on a board with ``client_submits`` (else Forbidden).
+        ``metadata``: a JSON object (at most 16 keys, 1,024 bytes encoded; else
+        InvalidRequest) kept with the entry the run holds; reads with
+        ``include="metadata"`` return it."""
+        run = calls.run_body(run_id, player_id, score, ended_at, segments, metadata)
         return cast(SubmitResult, await self._send(calls.submit(board_id, run)))
 
     async def submit_batch(self, board_id: str, runs: Sequence[Run]) -> list[BatchItem]:
@@ -151,11 +155,13 @@ class AsyncRankdClient:
         segment: str | None = None,
         viewer: str | None = None,
         cursor: str | None = None,
+        include: Literal["metadata"] | None = None,
     ) -> TopPage:
         """``n`` entries from ``offset``, or after ``cursor`` (a page's ``next_cursor``:
         exact under concurrent writes, at any depth); the answer's ``next_cursor`` is
-        None on the last page."""
-        where = calls.where_params(window, period, segment, viewer)
+        None on the last page. ``include="metadata"``: each entry also carries
+        ``metadata``, the metadata of the run holding it (None: the run had none)."""
+        where = calls.where_params(window, period, segment, viewer, include=include)
         return cast(TopPage, await self._send(calls.top(board_id, n, offset, where, cursor)))
 
     async def player(
@@ -168,8 +174,14 @@ class AsyncRankdClient:
         segment: str | None = None,
         viewer: str | None = None,
         accuracy: Literal["exact", "approx"] | None = None,
+        include: Literal["metadata"] | None = None,
     ) -> PlayerRank:
-        where = calls.where_params(window, period, segment, viewer, accuracy=accuracy)
+        """The player's entry, rank, total and percentile (PlayerNotRanked without one).
+        ``include="metadata"``: the answer also carries ``metadata``, the metadata of the
+        run holding the entry (None: the run had none)."""
+        where = calls.where_params(
+            window, period, segment, viewer, accuracy=accuracy, include=include
+        )
         return cast(PlayerRank, await self._send(calls.player(board_id, player_id, where)))
 
     async def around(
@@ -182,8 +194,11 @@ class AsyncRankdClient:
         period: str | None = None,
         segment: str | None = None,
         viewer: str | None = None,
+        include: Literal["metadata"] | None = None,
     ) -> Around:
-        where = calls.where_params(window, period, segment, viewer)
+        """The player and up to ``range`` entries either side; ``include="metadata"``: each
+        entry also carries ``metadata`` (None: its run had none)."""
+        where = calls.where_params(window, period, segment, viewer, include=include)
         return cast(Around, await self._send(calls.around(board_id, player_id, range, where)))
 
     async def friends(
@@ -196,8 +211,12 @@ class AsyncRankdClient:
         period: str | None = None,
         segment: str | None = None,
         viewer: str | None = None,
+        include: Literal["metadata"] | None = None,
     ) -> Friends:
-        where = calls.where_params(window, period, segment, viewer)
+        """The player and those of ``ids`` with an entry, best first (``not_found``: the
+        others); ``include="metadata"``: each entry also carries ``metadata`` (None: its run
+        had none)."""
+        where = calls.where_params(window, period, segment, viewer, include=include)
         return cast(Friends, await self._send(calls.friends(board_id, player_id, ids, where)))
 
     async def standings(

@@ -113,12 +113,15 @@ def run_body(
     score: int,
     ended_at: str | datetime | None,
     segments: dict[str, str] | None,
+    metadata: dict[str, Any] | None = None,
 ) -> Run:
     run: Run = {"run_id": run_id, "player_id": player_id, "score": score}
     if ended_at is not None:
         run["ended_at"] = time_text(ended_at)
     if segments is not None:
         run["segments"] = segments
+    if metadata is not None:
+        run["metadata"] = metadata
     return run
 
 

@@ -117,10 +117,14 @@ class RankdClient:
         *,
         ended_at: str | datetime | None = None,
         segments: dict[str, str] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> SubmitResult:
         """Submit one run; retried on 503 (resending a run_id is harmless). With a player
-        token: that player's own run, on a board with ``client_submits`` (else Forbidden)."""
-        run = calls.run_body(run_id, player_id, score, ended_at, segments)
+        token: that player's own run, on a board with ``client_submits`` (else Forbidden).
+        ``metadata``: a JSON object (at most 16 keys, 1,024 bytes encoded; else
+        InvalidRequest) kept with the entry the run holds; reads with
+        ``include="metadata"`` return it."""
+        run = calls.run_body(run_id, player_id, score, ended_at, segments, metadata)
         return cast(SubmitResult, self._send(calls.submit(board_id, run)))
 
     def submit_batch(self, board_id: str, runs: Sequence[Run]) -> list[BatchItem]:
@@ -149,11 +153,13 @@ class RankdClient:
         segment: str | None = None,
         viewer: str | None = None,
         cursor: str | None = None,
+        include: Literal["metadata"] | None = None,
     ) -> TopPage:
         """``n`` entries from ``offset``, or after ``cursor`` (a page's ``next_cursor``:
         exact under concurrent writes, at any depth); the answer's ``next_cursor`` is
-        None on the last page."""
-        where = calls.where_params(window, period, segment, viewer)
+        None on the last page. ``include="metadata"``: each entry also carries
+        ``metadata``, the metadata of the run holding it (None: the run had none)."""
+        where = calls.where_params(window, period, segment, viewer, include=include)
         return cast(TopPage, self._send(calls.top(board_id, n, offset, where, cursor)))
 
     def player(
@@ -166,8 +172,14 @@ class RankdClient:
         segment: str | None = None,
         viewer: str | None = None,
         accuracy: Literal["exact", "approx"] | None = None,
+        include: Literal["metadata"] | None = None,
     ) -> PlayerRank:
-        where = calls.where_params(window, period, segment, viewer, accuracy=accuracy)
+        """The player's entry, rank, total and percentile (PlayerNotRanked without one).
+        ``include="metadata"``: the answer also carries ``metadata``, the metadata of the
+        run holding the entry (None: the run had none)."""
+        where = calls.where_params(
+            window, period, segment, viewer, accuracy=accuracy, include=include
+        )
         return cast(PlayerRank, self._send(calls.player(board_id, player_id, where)))
 
     def around(
@@ -180,8 +192,11 @@ class RankdClient:
         period: str | None = None,
         segment: str | None = None,
         viewer: str | None = None,
+        include: Literal["metadata"] | None = None,
     ) -> Around:
-        where = calls.where_params(window, period, segment, viewer)
+        """The player and up to ``range`` entries either side; ``include="metadata"``: each
+        entry also carries ``metadata`` (None: its run had none)."""
+        where = calls.where_params(window, period, segment, viewer, include=include)
         return cast(Around, self._send(calls.around(board_id, player_id, range, where)))
 
     def friends(
@@ -194,8 +209,12 @@ class RankdClient:
         period: str | None = None,
         segment: str | None = None,
         viewer: str | None = None,
+        include: Literal["metadata"] | None = None,
     ) -> Friends:
-        where = calls.where_params(window, period, segment, viewer)
+        """The player and those of ``ids`` with an entry, best first (``not_found``: the
+        others); ``include="metadata"``: each entry also carries ``metadata`` (None: its run
+        had none)."""
+        where = calls.where_params(window, period, segment, viewer, include=include)
         return cast(Friends, self._send(calls.friends(board_id, player_id, ids, where)))
 
     def standings(

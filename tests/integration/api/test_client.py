@@ -4,7 +4,7 @@ in process over httpx's ASGI transport, and over a real socket (uvicorn on a fre
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -36,7 +36,16 @@ from rankd.client import (
     Unauthorized,
     Unavailable,
 )
-from rankd.client.calls import EventReader, chunks, player_event, time_text, top_event
+from rankd.client.calls import (
+    EventReader,
+    chunks,
+    player_event,
+    run_body,
+    time_text,
+    top_event,
+    where_params,
+)
+from rankd.client.calls import top as top_call
 from rankd.client.errors import error_for
 from rankd.client.events import PlayerEvent
 from rankd.client.types import Run
@@ -464,6 +473,116 @@ async def test_standings_one_player_across_boards(
     async with in_process(app, key=None) as public:
         with pytest.raises(Unauthorized):
             await public.standings(player, [plain], viewer=player)
+
+
+# --- entry metadata (v1.3) ----------------------------------------------------------------
+
+
+def metadata_by_player(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {e["player_id"]: e["metadata"] for e in entries}
+
+
+async def test_metadata_is_submitted_with_runs_and_read_back_with_include(
+    admin: AsyncRankdClient, server: AsyncRankdClient
+) -> None:
+    board_id = await new_board(admin)
+    car = {"car": "red-7", "laps": [61.2, 60.9], "nested": {"ok": True, "none": None}}
+    ann, bob, cat = new_player("md-ann"), new_player("md-bob"), new_player("md-cat")
+    result = await server.submit(board_id, "m-1", ann, 50, metadata=car)
+    assert result["standings"][0]["rank"] == 1
+    await server.submit(board_id, "m-2", bob, 40)  # none
+    batch = await server.submit_batch(
+        board_id,
+        [
+            {"run_id": "m-3", "player_id": cat, "score": 30, "metadata": {"car": "blue"}},
+            {"run_id": "m-4", "player_id": cat, "score": 99, "metadata": {"k": "x" * 1100}},
+        ],
+    )
+    assert "standings" in batch[0] and batch[1]["error"]["code"] == "invalid_request"
+    expected = {ann: car, bob: None, cat: {"car": "blue"}}
+
+    top = await server.top(board_id, include="metadata")
+    assert metadata_by_player(top["entries"]) == expected
+    around = await server.around(board_id, bob, range=1, include="metadata")
+    assert metadata_by_player(around["entries"]) == expected
+    friends = await server.friends(board_id, ann, [bob, cat], include="metadata")
+    assert metadata_by_player(friends["entries"]) == expected
+    me = await server.player(board_id, ann, include="metadata")
+    assert (me["rank"], me["metadata"]) == (1, car)
+    assert (await server.player(board_id, bob, include="metadata"))["metadata"] is None
+    page = await server.top(board_id, n=1, include="metadata")
+    rest = await server.top(board_id, n=2, cursor=page["next_cursor"], include="metadata")
+    assert metadata_by_player(rest["entries"]) == {bob: None, cat: {"car": "blue"}}
+
+    # without include: no "metadata" key at all
+    for entries in (
+        (await server.top(board_id))["entries"],
+        (await server.around(board_id, bob))["entries"],
+        (await server.friends(board_id, ann, [bob, cat]))["entries"],
+        [await server.player(board_id, ann)],
+    ):
+        assert entries and all("metadata" not in e for e in entries)
+
+
+async def test_bad_metadata_is_invalid_request_and_stores_nothing(
+    app: FastAPI, admin: AsyncRankdClient
+) -> None:
+    board_id = await new_board(admin)
+    player = new_player("md-bad")
+    front = Front(app, "/runs", failures=0)
+    bad: list[Any] = [{f"k{i}": i for i in range(17)}, {"blob": "x" * 1100}, ["red"], "red"]
+    async with in_process(front, retry=FAST) as client:
+        for n, metadata in enumerate(bad):
+            with pytest.raises(InvalidRequest) as refused:
+                await client.submit(board_id, f"b-{n}", player, 5, metadata=metadata)
+            assert (refused.value.status, refused.value.code) == (400, "invalid_request")
+            assert "metadata" in refused.value.message
+        assert front.seen == len(bad)  # a 400 is not retried
+        with pytest.raises(PlayerNotRanked):
+            await client.player(board_id, player)
+        # the bounds themselves are taken: 16 keys, 1,024 bytes encoded
+        most = {f"k{i:02d}": "v" for i in range(16)}
+        exact = {"blob": "x" * (1024 - len('{"blob":""}'))}
+        await client.submit(board_id, "ok-1", player, 5, metadata=most)
+        await client.submit(board_id, "ok-2", new_player("md-exact"), 4, metadata=exact)
+        top = await client.top(board_id, include="metadata")
+        assert [e["metadata"] for e in top["entries"]] == [most, exact]
+
+
+def test_metadata_and_include_are_sent_only_when_given() -> None:
+    assert "metadata" not in run_body("r", "p", 1, None, None)
+    assert run_body("r", "p", 1, None, None, {"car": "red"})["metadata"] == {"car": "red"}
+    where = where_params(None, None, None)
+    assert "include" not in top_call("b", 10, 0, where).params
+    with_include = where_params(None, None, None, None, include="metadata")
+    assert top_call("b", 10, 0, with_include).params["include"] == "metadata"
+
+
+async def test_the_blocking_client_submits_and_reads_metadata(
+    app: FastAPI, admin: AsyncRankdClient
+) -> None:
+    board_id = await new_board(admin)
+    me, pal = new_player("md-sync-me"), new_player("md-sync-pal")
+
+    def blocking(base: str) -> None:
+        with RankdClient(base, SERVER) as client:
+            client.submit(board_id, "s-1", me, 20, metadata={"car": "red-7", "lap": 61.2})
+            client.submit_many(board_id, [{"run_id": "s-2", "player_id": pal, "score": 10}])
+            with pytest.raises(InvalidRequest):
+                client.submit(board_id, "s-3", pal, 30, metadata={"k": "x" * 1100})
+            expected = {me: {"car": "red-7", "lap": 61.2}, pal: None}
+            top = client.top(board_id, include="metadata")
+            assert metadata_by_player(top["entries"]) == expected
+            around = client.around(board_id, pal, include="metadata")
+            assert metadata_by_player(around["entries"]) == expected
+            friends = client.friends(board_id, me, [pal], include="metadata")
+            assert metadata_by_player(friends["entries"]) == expected
+            assert client.player(board_id, me, include="metadata")["metadata"] == expected[me]
+            assert "metadata" not in client.player(board_id, me)
+            assert all("metadata" not in e for e in client.top(board_id)["entries"])
+
+    async with serving(app) as base:
+        await asyncio.to_thread(blocking, base)
 
 
 @pytest.fixture(scope="module")
