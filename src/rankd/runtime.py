@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankd.aio import keep_task, stop_tasks
+from rankd.aio import stop_tasks
 from rankd.auth import Authenticator
 from rankd.health import Health
 from rankd.retention import parse_retention
@@ -16,6 +16,7 @@ from rankd.services.approx import Histograms
 from rankd.services.consumer import DURABLE, LogConsumer, applied_through
 from rankd.services.deletion import Deletions
 from rankd.services.group_commit import GroupCommitter
+from rankd.services.heals import Heals
 from rankd.services.invalidation import Invalidations
 from rankd.services.live import LiveHub
 from rankd.services.log_retention import LogRetention
@@ -34,6 +35,7 @@ from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
 from rankd.services.segment_values import SegmentValues
 from rankd.services.submit import Submitter
+from rankd.services.webhooks import Webhooks
 from rankd.settings import Settings
 from rankd.stores.archive import ArchiveStore
 from rankd.stores.postgres import PostgresStore
@@ -45,7 +47,6 @@ from rankd.tokens import PlayerTokens
 logger = logging.getLogger("rankd")
 
 CLOSE_TIMEOUT_S = 5.0
-MAX_HEALS = 64  # pending rebuilds after run-id conflicts (each a few periods)
 
 
 @dataclass
@@ -75,14 +76,20 @@ class Runtime:
     recovery: Recovery = field(default_factory=Recovery)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    _heals: set[asyncio.Task[None]] = field(default_factory=set)
     # the probes, /readyz and the Redis watch (health.py)
     health: Health = field(init=False)
     # player event streams (services/player_streams.py)
     players_live: PlayerHub = field(init=False)
+    # rebuilds after run-id conflicts (services/heals.py)
+    heals: Heals = field(init=False)
+    # the boards' webhooks (services/webhooks.py)
+    webhooks: Webhooks = field(init=False)
 
     def __post_init__(self) -> None:
         self.submitter.on_busy = self.repairs.ask
+        self.heals = Heals(self.rebuilder, self.settings.consumer_mark_wait_s)
+        s = self.settings
+        self.webhooks = Webhooks(self.pg, s.webhook_secret, s.webhook_timeout_s)
         self.players_live = PlayerHub(
             self.boards.get,
             self.reader.ranks,
@@ -305,6 +312,9 @@ class Runtime:
         if self.settings.season_job_interval_s > 0:
             job = self.seasons.run_forever(self.settings.season_job_interval_s, self._stopping)
             self._tasks.append(asyncio.create_task(job, name="season-job"))
+        if self.settings.webhook_interval_s > 0:
+            hooks = self.webhooks.run_forever(self.settings.webhook_interval_s, self._stopping)
+            self._tasks.append(asyncio.create_task(hooks, name="webhooks"))
 
     def log_consumer(self) -> LogConsumer:
         s = self.settings
@@ -325,7 +335,7 @@ class Runtime:
                 self.moderation,
                 mark_wait_s=s.consumer_mark_wait_s,
                 run_memory_s=s.run_memory_s,
-                heal=self.heal_periods,
+                heal=self.heals.ask,
                 # a board whose period refuses writes waits alone; the others go on
                 defer_busy=True,
                 on_busy=self.repairs.ask,
@@ -337,37 +347,18 @@ class Runtime:
             lag_refresh_s=s.lag_refresh_s,
         )
 
-    def heal_periods(self, periods: list[tuple[str, str, str]]) -> None:
-        """Rebuild these (board, window, period)s from PostgreSQL once their submitters
-        have surely written to Redis (the consumer's mark wait, plus a margin): the log
-        consumer applied a run of theirs nowhere for a run-id conflict (services/run_ids.py),
-        which only happens after Redis lost claims, and Redis may hold it. Rare; at most
-        MAX_HEALS pending, past that a warning says to run `rankd rebuild`."""
-        if len(self._heals) >= MAX_HEALS:
-            logger.warning("run-id conflicts: too many heals pending; run `rankd rebuild`")
-            return
-
-        async def later() -> None:
-            await asyncio.sleep(self.settings.consumer_mark_wait_s + 1.0)
-            for board, window, period in periods:
-                try:
-                    await self.rebuilder.rebuild(board=board, window=window, period=period)
-                except Exception as exc:
-                    logger.warning("heal of %s %s %s: %r", board, window, period, exc)
-
-        keep_task(self._heals, later(), name="run-id-conflict-heal")
-
     async def close(self) -> None:
         """Stop the background work, then the connections; bounded, so a task stuck in a
         driver call cannot hold up a shutdown."""
         self._stopping.set()
         self.health.wake_redis_watch.set()
         await self.repairs.close()
-        stuck = await stop_tasks([*self._tasks, *self._heals], CLOSE_TIMEOUT_S)
+        stuck = await stop_tasks([*self._tasks, *self.heals.tasks], CLOSE_TIMEOUT_S)
         self._tasks.clear()
         stuck += await self.moderation.close()
         stuck += await self.deletions.close()
         await self.players_live.close_all()
+        await self.webhooks.close()
         await self.live.close()
         if self.consumer is not None:
             stuck += await self.consumer.stop(CLOSE_TIMEOUT_S)
