@@ -11,7 +11,9 @@ RANKD_SERVER_KEYS ?= dev-server-key
 # signs player tokens (docs/quick-start.md, "Game clients"): a dev default, like the keys;
 # anyone who knows it can sign a token for any player, so set your own (openssl rand -hex 32)
 RANKD_PLAYER_TOKEN_SECRET ?= dev-player-token-secret-0123456789abcdef
-export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS RANKD_PLAYER_TOKEN_SECRET
+# signs the webhooks boards send (docs/seasons-and-segments.md, "Told when a period closes")
+RANKD_WEBHOOK_SECRET ?= dev-webhook-secret-0123456789abcdef0123
+export RANKD_ADMIN_KEYS RANKD_SERVER_KEYS RANKD_PLAYER_TOKEN_SECRET RANKD_WEBHOOK_SECRET
 # browser pages that may call `make run`'s API (CORS): a static server on port 5173, e.g.
 # docs/game-client-example.html. Set for `make run` and `run-cluster` only, not exported (the
 # tests' services set their own); RANKD_CORS_ORIGINS in the environment takes its place.

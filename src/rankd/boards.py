@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from rankd import unbuilt
 from rankd.codec import MAX_SCORE_LIMIT, Codec
@@ -43,7 +44,11 @@ SETTING_FIELDS = (
     "segments",
     "score_format",
     "client_submits",
+    "hooks",
 )
+# the events a board's hooks may name (services/webhooks.py), and the longest URL
+HOOK_EVENTS = ("period_closed",)
+MAX_HOOK_URL = 2048
 # The limits the contract states (SCORE_FORMATS, MAX_*) are in rankd.results.
 MAX_RETENTION_DAYS = 3_650
 
@@ -67,6 +72,8 @@ class BoardConfig:
     score_format: ScoreFormat = "integer"  # display only
     # whether a game client may submit its own runs with a player token (v1.3)
     client_submits: bool = False
+    # webhooks: event -> the URL told of it (services/webhooks.py)
+    hooks: dict[str, str] = field(default_factory=dict)
     created_at: datetime | None = None
     # which incarnation of the board id this is (deleting a board and creating it again
     # makes a new one); logged with every run, so replays never mix incarnations
@@ -112,6 +119,7 @@ class BoardConfig:
         values["retention_days"] = dict(self.retention_days)
         values["window_policies"] = dict(self.window_policies)
         values["segments"] = list(self.segments)
+        values["hooks"] = dict(self.hooks)
         return values
 
 
@@ -138,6 +146,47 @@ def _window_policies(value: object) -> dict[str, Policy]:
             '{"all-time": "best", "weekly": "sum"}'
         )
     return dict(value)
+
+
+def _hooks(value: object, current: dict[str, str]) -> dict[str, str]:
+    """``{"period_closed": "https://game.example/rankd"}``: each event's URL (null: none);
+    events left out keep theirs."""
+    if not isinstance(value, dict) or any(e not in HOOK_EVENTS for e in value):
+        raise InvalidRequest(
+            'hooks must be an object of events to URLs, e.g. {"period_closed":'
+            ' "https://game.example/rankd"} (events: ' + ", ".join(HOOK_EVENTS) + ")"
+        )
+    hooks = dict(current)
+    for event, url in value.items():
+        if url is None:
+            hooks.pop(event, None)
+            continue
+        if not isinstance(url, str) or not is_hook_url(url):
+            raise InvalidRequest(
+                f"hooks.{event} must be an absolute http or https URL of at most"
+                f" {MAX_HOOK_URL} characters, without credentials or spaces"
+            )
+        hooks[event] = url
+    return hooks
+
+
+def is_hook_url(url: str) -> bool:
+    """An absolute http(s) URL with a host, printable ASCII with no space (what a request
+    line carries) and no user:password (which would be logged with it)."""
+    if len(url) > MAX_HOOK_URL or not url.isascii() or not url.isprintable() or " " in url:
+        return False
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # a bad port raises
+    except ValueError:
+        return False
+    del port
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and parts.username is None
+        and parts.password is None
+    )
 
 
 def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> BoardConfig:
@@ -210,6 +259,8 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         values["client_submits"] = body["client_submits"]
     if "window_policies" in body:
         values["window_policies"] = _window_policies(body["window_policies"])
+    if "hooks" in body:
+        values["hooks"] = _hooks(body["hooks"], values.get("hooks", {}))
     unknown_windows = sorted(set(values["window_policies"]) - set(values["windows"]))
     if unknown_windows:
         raise InvalidRequest(
@@ -274,6 +325,7 @@ def from_settings(
         segments=tuple(values.get("segments", ())),  # configs stored before segments: none
         score_format=values.get("score_format", "integer"),  # likewise: plain integers
         client_submits=values.get("client_submits", False),  # before v1.3: servers only
+        hooks=dict(values.get("hooks", {})),  # before v1.3: none
         created_at=created_at,
         generation=generation,
         closes=dict(closes or {}),

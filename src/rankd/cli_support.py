@@ -39,7 +39,7 @@ def located_services(settings: Settings, wanted: startup.Wanted) -> Iterator[Set
         fail(str(refused))
 
 
-SECRET_FIELDS = frozenset({"admin_keys", "server_keys", "player_token_secret"})
+SECRET_FIELDS = frozenset({"admin_keys", "server_keys", "player_token_secret", "webhook_secret"})
 
 
 def settings_error(error: ValidationError | SettingsError) -> str:

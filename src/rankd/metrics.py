@@ -160,6 +160,14 @@ RECOVERING = Gauge(
     "tail at start): /readyz is 503 while it is above 0.",
     multiprocess_mode="livemostrecent",
 )
+WEBHOOK_ATTEMPTS = Counter(
+    "rankd_webhook_attempts_total",
+    "Webhook delivery attempts by outcome: delivered (a 2xx), failed (retried later),"
+    " gave_up (no 2xx for three days).",
+    ["outcome"],
+)
+for _outcome in ("delivered", "failed", "gave_up"):  # exported at 0 from the start
+    WEBHOOK_ATTEMPTS.labels(_outcome)
 REBUILDS = Counter(
     "rankd_rebuilds_total",
     "Board periods (one window, period and segment each) this process loaded into Redis from "

@@ -105,6 +105,13 @@ class BoardSettings(TypedDict, total=False):
         bool,
         Doc(description="game clients may submit their own runs with a player token"),
     ]
+    hooks: Annotated[
+        dict[Literal["period_closed"], str | None],
+        Doc(
+            description="webhooks: `period_closed`, an http(s) URL POSTed each period's total"
+            " and top 100 once it is frozen (null: none); needs RANKD_WEBHOOK_SECRET"
+        ),
+    ]
 
 
 class Run(TypedDict):
@@ -183,6 +190,8 @@ class Board(TypedDict):
     segments: list[str]
     score_format: ScoreFormat
     client_submits: bool
+    # shown to admins only: a receiver's URL is the game's business
+    hooks: NotRequired[dict[str, str]]
     created_at: str
     tie_resolution_ms: dict[str, int]
 

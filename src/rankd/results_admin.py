@@ -55,6 +55,25 @@ class Holds(TypedDict):
     holds: list[Hold]
 
 
+class Delivery(TypedDict):
+    delivery_id: str  # <board>:<window>:<period>, sent as Rankd-Delivery
+    event: Literal["period_closed"]
+    url: str
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    created_at: str
+    # pending: when the next attempt is due
+    next_attempt_at: str | None
+    last_status: int | None  # the receiver's last HTTP status (null: no answer)
+    last_error: str | None
+    done_at: str | None  # delivered or given up
+
+
+class Deliveries(TypedDict):
+    board_id: str
+    deliveries: list[Delivery]
+
+
 class HoldDecision(TypedDict):
     board_id: str
     run_id: str

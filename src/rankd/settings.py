@@ -32,6 +32,13 @@ class Settings(BaseSettings):
     # Player tokens (HS256 JWTs, rankd/tokens.py): comma-separated secrets of at least 32
     # bytes; the first signs, any verifies (rotation). Unset: player tokens are off.
     player_token_secret: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Signs the webhooks a board's hooks receive (Rankd-Signature: HMAC-SHA256 of the
+    # body); at least 32 bytes. Unset: boards may not set hooks.
+    webhook_secret: str | None = None
+    # How often each instance looks for webhooks due (0: this process sends none), and how
+    # long a receiver may take to answer one.
+    webhook_interval_s: float = Field(1.0, ge=0)
+    webhook_timeout_s: float = Field(10.0, gt=0, le=120)
     # clock skew allowed on a token's exp, nbf and iat
     player_token_leeway_s: int = Field(30, ge=0, le=300)
     # Origins a browser page may call the API from (CORS): comma-separated
@@ -291,6 +298,13 @@ class Settings(BaseSettings):
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):
             return [k.strip() for k in value.split(",") if k.strip()]
+        return value
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _webhook_secret(cls, value: str | None) -> str | None:
+        if value is not None and len(value.encode()) < 32:
+            raise ValueError("the secret must be at least 32 bytes (openssl rand -hex 32)")
         return value
 
     @field_validator("player_token_secret")

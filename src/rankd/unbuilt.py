@@ -15,7 +15,6 @@ BOARD_FIELDS = frozenset(
         "join_required",
         "max_entrants",
         "max_attempts",
-        "hooks",
         "league",
     }
 )

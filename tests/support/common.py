@@ -26,6 +26,7 @@ ADMIN_H = {"Authorization": f"Bearer {ADMIN}"}
 SERVER_H = {"Authorization": f"Bearer {SERVER}"}
 # player tokens: the session app signs with the first secret and accepts both (rotation)
 TOKEN_SECRET = "test-player-token-secret-0123456789abcdef"
+WEBHOOK_SECRET = "test-webhook-secret-0123456789abcdef"
 TOKEN_SECRET_OLD = "test-player-token-secret-old-0123456789ab"
 
 
@@ -44,6 +45,9 @@ def make_settings(urls: Urls, **overrides: object) -> Settings:
         "admin_keys": [ADMIN],
         "server_keys": [SERVER],
         "player_token_secret": [TOKEN_SECRET, TOKEN_SECRET_OLD],
+        # webhooks are signed with it; sent only where a test sends them (test_webhooks.py)
+        "webhook_secret": WEBHOOK_SECRET,
+        "webhook_interval_s": 0.0,
         "top_cache_s": 0.0,  # tests read their own writes at once; test_reads_cache covers it
         # the season job runs only where a test runs it (with its own clock); test_seasons
         # covers the background job

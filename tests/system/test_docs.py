@@ -109,6 +109,7 @@ DEV_ENV = {
     "RANKD_ADMIN_KEYS": "dev-admin-key",
     "RANKD_SERVER_KEYS": "dev-server-key",
     "RANKD_PLAYER_TOKEN_SECRET": "dev-player-token-secret-0123456789abcdef",
+    "RANKD_WEBHOOK_SECRET": "dev-webhook-secret-0123456789abcdef0123",
     "RANKD_CORS_ORIGINS": "http://127.0.0.1:5173,http://localhost:5173",
     "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
 }

@@ -43,6 +43,7 @@ SPECIFIC: dict[str, list[str]] = {
     "admin_keys": [f"schlüssel-{SECRET}", "a\tb"],  # no header can carry them
     "server_keys": [f"clé-{SECRET}"],
     "player_token_secret": [SECRET, "x" * 31, f"{'y' * 40},{SECRET}"],  # under 32 bytes
+    "webhook_secret": [SECRET, "x" * 31],  # under 32 bytes
     "cors_origins": ["game.example", "*,https://a.example", "https://a.example:99999"],
     "log_retention": ["forever", "7d,7d", "0d", ""],
     "redis_max_memory": ["lots", "0", "2 gb", "-1gb"],

@@ -80,6 +80,7 @@ ROUTES: dict[str, Doc] = {
     "POST /v1/players/{player_id}/ban": Doc("admin", ("invalid_request", "unavailable")),
     "DELETE /v1/players/{player_id}/ban": Doc("admin", ("invalid_request", "unavailable")),
     "GET /v1/boards/{board_id}/holds": Doc("admin", READ),
+    "GET /v1/boards/{board_id}/deliveries": Doc("admin", READ),
     "POST /v1/boards/{board_id}/holds/{run_id}/approve": Doc("admin", (*READ, "hold_not_found")),
     "POST /v1/boards/{board_id}/holds/{run_id}/reject": Doc("admin", (*READ, "hold_not_found")),
     "GET /v1/bans": Doc("admin", ("invalid_request", "unavailable")),

@@ -12,21 +12,30 @@ from rankd import results, results_admin
 from rankd.api import schemas
 from rankd.api.http import read_json, reply, runtime
 from rankd.boards import BoardConfig
-from rankd.errors import BoardNotFound
+from rankd.errors import BoardNotFound, InvalidRequest
 from rankd.formats import clip, format_time, is_board_id
-from rankd.results_admin import BoardDeleted, PeriodClosed
+from rankd.results_admin import BoardDeleted, Deliveries, PeriodClosed
+from rankd.stores import deliveries
 
 router = APIRouter(tags=["boards"])
 
 
-def board_out(config: BoardConfig) -> dict[str, Any]:
+def board_out(config: BoardConfig, *, admin: bool = False) -> dict[str, Any]:
+    """A board's config as the API shows it; its hooks' URLs to an admin only."""
     created = config.created_at
+    settings = config.settings()
+    if not admin:
+        del settings["hooks"]
     return {
         "board_id": config.board_id,
-        **config.settings(),
+        **settings,
         "created_at": format_time(int(created.timestamp() * 1000)) if created else None,
         "tie_resolution_ms": config.tie_resolution_ms(),
     }
+
+
+def _is_admin(request: Request) -> bool:
+    return "authorization" in request.headers and runtime(request).auth.role(request) == "admin"
 
 
 @router.put(
@@ -39,14 +48,20 @@ async def put_board(board_id: str, request: Request) -> Response:
     rt = runtime(request)
     rt.auth.require(request, "admin")
     body = await read_json(request)
+    hooks = body.get("hooks") if isinstance(body, dict) else None
+    if isinstance(hooks, dict) and any(hooks.values()) and not rt.settings.webhook_secret:
+        raise InvalidRequest(
+            "hooks need RANKD_WEBHOOK_SECRET set on the service (it signs every delivery)"
+        )
     config, created = await rt.boards.put(board_id, body)
-    return reply(board_out(config), 201 if created else 200)
+    return reply(board_out(config, admin=True), 201 if created else 200)
 
 
 @router.get("/v1/boards", response_model=results.Boards, summary="List boards")
 async def list_boards(request: Request) -> Response:
     boards = await runtime(request).boards.list()
-    return reply({"boards": [board_out(b) for b in boards]})
+    admin = _is_admin(request)
+    return reply({"boards": [board_out(b, admin=admin) for b in boards]})
 
 
 @router.get(
@@ -57,7 +72,8 @@ async def list_boards(request: Request) -> Response:
 async def get_board(board_id: str, request: Request) -> Response:
     if not is_board_id(board_id):
         raise BoardNotFound(f"board {clip(board_id)!r} does not exist")
-    return reply(board_out(await runtime(request).boards.get(board_id)))
+    board = await runtime(request).boards.get(board_id)
+    return reply(board_out(board, admin=_is_admin(request)))
 
 
 @router.delete(
@@ -102,5 +118,42 @@ async def close_period(
         "period": period,
         "status": "closed",
         "closed_at": format_time(closed_ms),
+    }
+    return reply(body)
+
+
+@router.get(
+    "/v1/boards/{board_id}/deliveries",
+    response_model=results_admin.Deliveries,
+    summary="The board's webhook deliveries, newest first (admin)",
+    description="One per frozen period while the board has `hooks.period_closed`: attempts,"
+    " the receiver's last answer, and whether it is `pending` (retried with backoff),"
+    " `delivered` (a 2xx) or `failed` (no 2xx for three days).",
+)
+async def list_deliveries(
+    board_id: str,
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Response:
+    rt = runtime(request)
+    rt.auth.require(request, "admin")
+    board = await rt.boards.get(board_id)
+    body: Deliveries = {
+        "board_id": board.board_id,
+        "deliveries": [
+            {
+                "delivery_id": d.delivery_id,
+                "event": "period_closed",
+                "url": d.url,
+                "status": d.status,  # type: ignore[typeddict-item]
+                "attempts": d.attempts,
+                "created_at": format_time(d.created_ms),
+                "next_attempt_at": format_time(d.next_ms) if d.status == "pending" else None,
+                "last_status": d.last_status,
+                "last_error": d.last_error,
+                "done_at": None if d.done_ms is None else format_time(d.done_ms),
+            }
+            for d in await deliveries.listed(rt.pg, board.board_id, limit)
+        ],
     }
     return reply(body)

@@ -212,6 +212,25 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
             ],
         }
     ],
+    results_admin.Deliveries: [
+        {
+            "board_id": "arena",
+            "deliveries": [
+                {
+                    "delivery_id": "arena:weekly:2026-W45",
+                    "event": "period_closed",
+                    "url": "https://game.example/rankd/hooks",
+                    "status": "pending",
+                    "attempts": 2,
+                    "created_at": "2026-11-10T01:00:15.000Z",
+                    "next_attempt_at": "2026-11-10T01:00:35.000Z",
+                    "last_status": 503,
+                    "last_error": "answered 503",
+                    "done_at": None,
+                }
+            ],
+        }
+    ],
     results_admin.HoldDecision: [
         {"board_id": "arena", "run_id": "r-7f3a91", "decision": "approved"}
     ],

@@ -45,6 +45,7 @@ from rankd.boards import BoardConfig
 from rankd.codec import Codec
 from rankd.periods import SPAN_MS, Period, PeriodRef, parse_period
 from rankd.plan import expires_at_ms
+from rankd.services import webhooks
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.stores import archive_job, fingerprints
@@ -289,7 +290,13 @@ class SeasonJob:
             # Redis lost the key (and the rebuild left it out): the durable copy has it all
             source = "player_best"
             pages = self._player_best_pages(ref, codec, period.start_ms)
-        return await archive_job.freeze(conn, ref, period.start_ms, source, now, pages, progress)
+
+        async def announce(tx: Conn, archive_id: int, total: int) -> None:
+            await webhooks.record_period_closed(tx, board, ref, archive_id, total, now)
+
+        return await archive_job.freeze(
+            conn, ref, period.start_ms, source, now, pages, progress, announce
+        )
 
     async def _redis_pages(
         self, ref: PeriodRef, codec: Codec, start_ms: int

@@ -8,7 +8,7 @@ rank order, from Redis or, once its key is gone, from the durable copy in Redis'
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from rankd.aio import read_ahead
@@ -100,9 +100,12 @@ async def freeze(
     frozen_ms: int,
     pages: AsyncIterator[list[FrozenEntry]],
     progress: Progress | None = None,
+    then: Callable[[Conn, int, int], Awaitable[None]] | None = None,
 ) -> int | None:
     """Archive a period's complete standings (``pages``, best first) in one transaction;
-    returns the entries archived, or None if the period was frozen already.
+    returns the entries archived, or None if the period was frozen already. ``then``
+    (connection, archive id, entries) runs last in the same transaction: what must happen
+    exactly once with the freeze (a webhook's delivery, services/webhooks.py).
 
     The ``period_archives`` row is inserted first: a second freezer of the same period
     waits on it and then finds it taken, so a period is archived exactly once.
@@ -137,6 +140,8 @@ async def freeze(
         await conn.execute(
             "UPDATE period_archives SET entries = %s WHERE archive_id = %s", (rank, archive_id)
         )
+        if then is not None:
+            await then(conn, archive_id, rank)
     return rank
 
 

@@ -83,6 +83,7 @@ async def delete_board(conn: Conn, board_id: str, generation: int, now_ms: int) 
         "run_fingerprints",
         "entry_removals",
         "period_closes",
+        "deliveries",
     ):
         await conn.execute(f"DELETE FROM {table} WHERE board_id = %s", (board_id,))
     await conn.execute("DELETE FROM boards WHERE board_id = %s", (board_id,))

@@ -333,6 +333,11 @@ async def test_real_answers_of_every_route_match_the_document(
     await call("GET", holds, status=200, headers=ADMIN_H)
     await call("GET", holds, status=403, headers=SERVER_H)
     await call("GET", holds, status=400, params={"limit": 0}, headers=ADMIN_H)
+    sent = "/v1/boards/{board_id}/deliveries"
+    await call("GET", sent, status=200, headers=ADMIN_H)
+    await call("GET", sent, status=403, headers=SERVER_H)
+    await call("GET", sent, status=401)
+    await call("GET", sent, status=400, params={"limit": 0}, headers=ADMIN_H)
     await call("POST", f"{holds}/{{run_id}}/approve", status=200, headers=ADMIN_H)
     await call("POST", f"{holds}/{{run_id}}/approve", status=404, headers=ADMIN_H)
     await call("POST", f"{holds}/{{run_id}}/reject", status=404, headers=ADMIN_H)
