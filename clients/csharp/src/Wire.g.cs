@@ -277,6 +277,9 @@ namespace Rankd
         /// <summary><c>client_submits</c>, required.</summary>
         public bool ClientSubmits { get; set; }
 
+        /// <summary><c>hooks</c>, optional.</summary>
+        public Dictionary<string, string> Hooks { get; set; }
+
         /// <summary><c>created_at</c>, required.</summary>
         public string CreatedAt { get; set; }
 
@@ -306,6 +309,7 @@ namespace Rankd
             it.Segments = global::Rankd.Json.AsList(o["segments"], x => global::Rankd.Json.AsString(x));
             it.ScoreFormat = global::Rankd.Json.AsString(o["score_format"]);
             it.ClientSubmits = global::Rankd.Json.AsBool(o["client_submits"]);
+            it.Hooks = global::Rankd.Json.AsMap(o["hooks"], x => global::Rankd.Json.AsString(x));
             it.CreatedAt = global::Rankd.Json.AsString(o["created_at"]);
             it.TieResolutionMs = global::Rankd.Json.AsMap(o["tie_resolution_ms"], x => global::Rankd.Json.AsLong(x));
             return it;
@@ -329,6 +333,7 @@ namespace Rankd
             if (Segments != null) o["segments"] = Segments;
             if (ScoreFormat != null) o["score_format"] = ScoreFormat;
             o["client_submits"] = ClientSubmits;
+            if (Hooks != null) o["hooks"] = Hooks;
             if (CreatedAt != null) o["created_at"] = CreatedAt;
             if (TieResolutionMs != null) o["tie_resolution_ms"] = TieResolutionMs;
             return o;
@@ -410,6 +415,9 @@ namespace Rankd
         /// <summary><c>client_submits</c>, optional.</summary>
         public bool? ClientSubmits { get; set; }
 
+        /// <summary><c>hooks</c>, optional.</summary>
+        public Dictionary<string, string> Hooks { get; set; }
+
         /// <summary>The object as it came (members this version does not know included);
         /// null when built here.</summary>
         public JsonObject Raw { get; private set; }
@@ -432,6 +440,7 @@ namespace Rankd
             it.Segments = global::Rankd.Json.AsList(o["segments"], x => global::Rankd.Json.AsString(x));
             it.ScoreFormat = global::Rankd.Json.AsString(o["score_format"]);
             it.ClientSubmits = global::Rankd.Json.AsBoolOrNull(o["client_submits"]);
+            it.Hooks = global::Rankd.Json.AsMap(o["hooks"], x => global::Rankd.Json.AsString(x));
             return it;
         }
 
@@ -452,6 +461,7 @@ namespace Rankd
             if (Segments != null) o["segments"] = Segments;
             if (ScoreFormat != null) o["score_format"] = ScoreFormat;
             if (ClientSubmits != null) o["client_submits"] = ClientSubmits;
+            if (Hooks != null) o["hooks"] = Hooks;
             return o;
         }
     }
@@ -586,6 +596,112 @@ namespace Rankd
             o["oldest_unacked_seconds"] = OldestUnackedSeconds;
             o["parked"] = Parked;
             if (ParkedSince != null) o["parked_since"] = ParkedSince;
+            return o;
+        }
+    }
+
+    /// <summary>Deliveries (components.schemas).</summary>
+    public sealed partial class DeliveriesResult : IJsonWritable
+    {
+        /// <summary><c>board_id</c>, required.</summary>
+        public string BoardId { get; set; }
+
+        /// <summary><c>deliveries</c>, required.</summary>
+        public List<Delivery> Deliveries { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static DeliveriesResult FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new DeliveriesResult { Raw = o };
+            it.BoardId = global::Rankd.Json.AsString(o["board_id"]);
+            it.Deliveries = global::Rankd.Json.AsList(o["deliveries"], x => Delivery.FromJson(x));
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (BoardId != null) o["board_id"] = BoardId;
+            if (Deliveries != null) o["deliveries"] = Deliveries;
+            return o;
+        }
+    }
+
+    /// <summary>Delivery (components.schemas).</summary>
+    public sealed partial class Delivery : IJsonWritable
+    {
+        /// <summary><c>delivery_id</c>, required.</summary>
+        public string DeliveryId { get; set; }
+
+        /// <summary><c>event</c>, required: always "period_closed".</summary>
+        public string Event { get; set; }
+
+        /// <summary><c>url</c>, required.</summary>
+        public string Url { get; set; }
+
+        /// <summary><c>status</c>, required: one of "pending", "delivered", "failed".</summary>
+        public string Status { get; set; }
+
+        /// <summary><c>attempts</c>, required.</summary>
+        public long Attempts { get; set; }
+
+        /// <summary><c>created_at</c>, required.</summary>
+        public string CreatedAt { get; set; }
+
+        /// <summary><c>next_attempt_at</c>, required.</summary>
+        public string NextAttemptAt { get; set; }
+
+        /// <summary><c>last_status</c>, required.</summary>
+        public long? LastStatus { get; set; }
+
+        /// <summary><c>last_error</c>, required.</summary>
+        public string LastError { get; set; }
+
+        /// <summary><c>done_at</c>, required.</summary>
+        public string DoneAt { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static Delivery FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new Delivery { Raw = o };
+            it.DeliveryId = global::Rankd.Json.AsString(o["delivery_id"]);
+            it.Event = global::Rankd.Json.AsString(o["event"]);
+            it.Url = global::Rankd.Json.AsString(o["url"]);
+            it.Status = global::Rankd.Json.AsString(o["status"]);
+            it.Attempts = global::Rankd.Json.AsLong(o["attempts"]);
+            it.CreatedAt = global::Rankd.Json.AsString(o["created_at"]);
+            it.NextAttemptAt = global::Rankd.Json.AsString(o["next_attempt_at"]);
+            it.LastStatus = global::Rankd.Json.AsLongOrNull(o["last_status"]);
+            it.LastError = global::Rankd.Json.AsString(o["last_error"]);
+            it.DoneAt = global::Rankd.Json.AsString(o["done_at"]);
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (DeliveryId != null) o["delivery_id"] = DeliveryId;
+            if (Event != null) o["event"] = Event;
+            if (Url != null) o["url"] = Url;
+            if (Status != null) o["status"] = Status;
+            o["attempts"] = Attempts;
+            if (CreatedAt != null) o["created_at"] = CreatedAt;
+            if (NextAttemptAt != null) o["next_attempt_at"] = NextAttemptAt;
+            if (LastStatus != null) o["last_status"] = LastStatus;
+            if (LastError != null) o["last_error"] = LastError;
+            if (DoneAt != null) o["done_at"] = DoneAt;
             return o;
         }
     }
@@ -1964,6 +2080,8 @@ namespace Rankd
         public static readonly Operation Holds = new Operation("holds", "GET", "/v1/boards/{board_id}/holds");
         // no body -> BoardsResult
         public static readonly Operation ListBoards = new Operation("list_boards", "GET", "/v1/boards");
+        // no body -> DeliveriesResult
+        public static readonly Operation ListDeliveries = new Operation("list_deliveries", "GET", "/v1/boards/{board_id}/deliveries");
         // no body -> string
         public static readonly Operation MetricsText = new Operation("metrics_text", "GET", "/metrics");
         // TokenRequest -> PlayerTokenIssued

@@ -50,6 +50,7 @@ export interface Board {
   segments: string[];
   score_format: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3";
   client_submits: boolean;
+  hooks?: Record<string, string> | null;
   created_at: string;
   tie_resolution_ms: Record<string, number>;
 }
@@ -73,6 +74,7 @@ export interface BoardSettings {
   segments?: string[] | null;
   score_format?: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3" | null;
   client_submits?: boolean | null;
+  hooks?: Record<string, string | null> | null;
 }
 
 export interface BoardStanding {
@@ -95,6 +97,24 @@ export interface ConsumerLag {
   oldest_unacked_seconds: number;
   parked: number;
   parked_since: string | null;
+}
+
+export interface Deliveries {
+  board_id: string;
+  deliveries: Delivery[];
+}
+
+export interface Delivery {
+  delivery_id: string;
+  event: "period_closed";
+  url: string;
+  status: "pending" | "delivered" | "failed";
+  attempts: number;
+  created_at: string;
+  next_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  done_at: string | null;
 }
 
 export interface Entry {
@@ -334,6 +354,7 @@ export interface Operations {
   healthz: { method: "GET"; path: "/healthz"; request: never; response: Health };
   holds: { method: "GET"; path: "/v1/boards/{board_id}/holds"; request: never; response: Holds };
   list_boards: { method: "GET"; path: "/v1/boards"; request: never; response: Boards };
+  list_deliveries: { method: "GET"; path: "/v1/boards/{board_id}/deliveries"; request: never; response: Deliveries };
   metrics_text: { method: "GET"; path: "/metrics"; request: never; response: string };
   mint_token: { method: "POST"; path: "/v1/players/{player_id}/tokens"; request: TokenRequest; response: PlayerTokenIssued };
   periods: { method: "GET"; path: "/v1/boards/{board_id}/periods"; request: never; response: Periods };
