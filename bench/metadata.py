@@ -9,7 +9,8 @@ each. For each, on an emptied Redis:
 * Redis bytes per member (used_memory before and after: the sorted set, the exact-times
   hashes and, with metadata, the ``:meta`` hash);
 * the write rate of the store call (runs/s);
-* PostgreSQL bytes per row of ``player_best`` (the table's size over its rows);
+* PostgreSQL bytes per row of ``player_best`` (the table's growth, indexes and TOAST
+  included, over its rows);
 * the rebuild from PostgreSQL (members/s), which restores the metadata first;
 * a top-100 read, p50 and p99 over ``--reads`` reads, plain and with its metadata (the
   HMGET ``include=metadata`` adds).
@@ -72,6 +73,7 @@ async def measure(settings: Settings, board_id: str, n: int, with_meta: bool, re
         board = await runtime.boards.get(board_id)
         client = runtime.redis.client
         before = await emptied(client)
+        pg_before = await _table_bytes(runtime)
         rng = random.Random(7)
         now = int(time.time() * 1000) - 60_000
         chunks = iter(range(0, n, CHUNK))
@@ -109,15 +111,8 @@ async def measure(settings: Settings, board_id: str, n: int, with_meta: bool, re
         await asyncio.gather(*(writer() for _ in range(WRITERS)))
         write_s = time.perf_counter() - started
         per_member = (await primaries_used(client) - before) / n
-        async with runtime.pg.connection() as conn:
-            cur = await conn.execute(
-                "SELECT pg_total_relation_size('player_best'), count(*) FROM player_best"
-                " WHERE board_id = %s",
-                (board_id,),
-            )
-            row = await cur.fetchone()
-            assert row is not None
-        pg_bytes, pg_rows = int(row[0]), int(row[1])
+        pg_bytes = await _table_bytes(runtime) - pg_before  # this board's rows alone
+        pg_rows = n
 
         ref = PeriodRef(board_id, ALL_TIME, ALL_TIME, "")
         plain: list[float] = []
@@ -150,6 +145,17 @@ async def measure(settings: Settings, board_id: str, n: int, with_meta: bool, re
         "top_100": pcts(plain),
         "top_100_with_metadata": pcts(with_metadata),
     }
+
+
+async def _table_bytes(runtime: Runtime) -> int:
+    """player_best's size with its indexes and TOAST, after a VACUUM (so the visibility map
+    and free space are the table's own, not the last writes')."""
+    async with runtime.pg.connection() as conn:
+        await conn.execute("VACUUM player_best")
+        cur = await conn.execute("SELECT pg_total_relation_size('player_best')")
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 async def prepare(settings: Settings, boards: list[str]) -> None:
