@@ -1,6 +1,6 @@
 """The C# client (clients/csharp), compiled with Mono's `mcs` and run with `mono` against a
-real `rankd serve` started here (embedded servers, a temporary data dir, the guides' dev keys
-and a player token secret, on a free port).
+real `rankd serve` started here (embedded servers, a temporary data dir, the guides' dev keys,
+a player token secret and a webhook secret, on a free port).
 
 - The library compiles with no warnings, and uses only types .NET Standard 2.0 has (each
   type it references is one that Mono's netstandard.dll facade forwards), so Unity 2021+
@@ -122,6 +122,8 @@ SERVICE_ENV = {
     "RANKD_ADMIN_KEYS": "dev-admin-key",
     "RANKD_SERVER_KEYS": "dev-server-key",
     "RANKD_PLAYER_TOKEN_SECRET": "csharp-test-player-token-secret-0123456789",
+    # signs webhooks (32 bytes at least): without it a board's hooks are refused
+    "RANKD_WEBHOOK_SECRET": "csharp-test-webhook-secret-0123456789abcd",
     "RANKD_SEASON_JOB_INTERVAL_S": "0",
     "RANKD_TOP_CACHE_S": "0",  # the tests read their own writes at once
 }

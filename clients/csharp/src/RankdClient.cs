@@ -339,7 +339,10 @@ namespace Rankd
         // --- boards (admin key to write) ----------------------------------------------------
 
         /// <summary>Create or update a board (admin key); fields left null keep their value
-        /// (or take their default on a new board). <paramref name="more"/>: members sent as
+        /// (or take their default on a new board). <c>Hooks</c>: <c>period_closed</c> mapped to
+        /// an http(s) URL has each frozen period POSTed there (the service needs
+        /// RANKD_WEBHOOK_SECRET, else <see cref="InvalidRequest"/>), mapped to null removes it;
+        /// only an admin key's reads show a board's <c>Hooks</c>. <paramref name="more"/>: members sent as
         /// they are, on top (the contract's v1.3 fields this version does not build yet, such
         /// as <c>schedule</c> or <c>league</c>, answer <see cref="FieldNotBuilt"/>).</summary>
         public async Task<Board> PutBoardAsync(string boardId, BoardSettings settings = null, JsonObject more = null,
@@ -575,6 +578,17 @@ namespace Rankd
         public async Task<HoldDecision> RejectAsync(string boardId, string runId, CancellationToken cancellationToken = default(CancellationToken))
         {
             return HoldDecision.FromJson(await SendAsync(Operations.Reject, Ids(boardId, runId), null, null, cancellationToken).ConfigureAwait(false));
+        }
+
+        /// <summary>The board's webhook deliveries (admin key), newest first: one per period
+        /// frozen while it had <c>hooks.period_closed</c>, with its <c>Status</c> ("pending",
+        /// retried with backoff; "delivered"; "failed"), <c>Attempts</c> and the receiver's
+        /// <c>LastStatus</c>. <paramref name="limit"/>: 1..1000.</summary>
+        public async Task<List<Delivery>> DeliveriesAsync(string boardId, int limit = 100,
+            CancellationToken cancellationToken = default(CancellationToken))
+        {
+            var query = new Query().Add("limit", limit);
+            return DeliveriesResult.FromJson(await SendAsync(Operations.ListDeliveries, Ids(boardId), query, null, cancellationToken).ConfigureAwait(false)).Deliveries;
         }
 
         /// <summary>Remove one player's entry from one period, a correction (admin key): their runs

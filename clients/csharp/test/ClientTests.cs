@@ -492,6 +492,56 @@ namespace Rankd.Tests
             Check(front.Urls[1].EndsWith("/periods/" + week + "/close?window=weekly"), "the window sent: " + front.Urls[1]);
         }
 
+        private static async Task HooksAndDeliveries()
+        {
+            var boardId = NewId("cs-hooks");
+            var url = "https://game.example/rankd/hooks";
+            var hooked = await admin.PutBoardAsync(boardId, new BoardSettings
+            {
+                Windows = new List<string> { "daily", "all-time" },
+                Hooks = new Dictionary<string, string> { { "period_closed", url } },
+            });
+            Same(new[] { "period_closed=" + url }, hooked.Hooks.Select(h => h.Key + "=" + h.Value), "the answer shows the hook");
+            Equal(url, (await admin.GetBoardAsync(boardId)).Hooks["period_closed"], "an admin reads it back");
+            Equal(url, (await admin.ListBoardsAsync()).Single(b => b.BoardId == boardId).Hooks["period_closed"], "an admin lists it");
+            // a receiver's URL is the game's business: a server key's reads, or none, leave it out
+            foreach (var reader in new[] { server, new RankdClient(baseUrl) })
+            {
+                var one = await reader.GetBoardAsync(boardId);
+                Check(one.Hooks == null && !one.Raw.Has("hooks"), "no hooks without an admin key");
+                var listed = (await reader.ListBoardsAsync()).Single(b => b.BoardId == boardId);
+                Check(listed.Hooks == null && !listed.Raw.Has("hooks"), "none listed without an admin key");
+            }
+            var bad = await Throws<InvalidRequest>(() => admin.PutBoardAsync(boardId, new BoardSettings
+            {
+                Hooks = new Dictionary<string, string> { { "period_closed", "ftp://game.example/x" } },
+            }), "not an http(s) URL");
+            Check(bad.Message.Contains("hooks.period_closed"), bad.Message);
+            await Throws<Forbidden>(() => server.PutBoardAsync(boardId, new BoardSettings { Hooks = hooked.Hooks }), "a server key");
+
+            // no period of it has frozen (the service's season job is off here): none yet
+            var front = new Front();
+            var watching = new RankdClient(baseUrl, Admin, new RankdClientOptions { Http = front.Client() });
+            Equal(0, (await watching.DeliveriesAsync(boardId)).Count, "no deliveries");
+            Equal(0, (await watching.DeliveriesAsync(boardId, 1000)).Count, "no deliveries, 1000 asked");
+            Check(front.Urls[0].EndsWith("/v1/boards/" + boardId + "/deliveries?limit=100"), "the default limit sent: " + front.Urls[0]);
+            Check(front.Urls[1].EndsWith("/v1/boards/" + boardId + "/deliveries?limit=1000"), "the limit sent: " + front.Urls[1]);
+            await Throws<InvalidRequest>(() => admin.DeliveriesAsync(boardId, 0), "limit 0");
+            await Throws<Forbidden>(() => server.DeliveriesAsync(boardId), "a server key");
+            await Throws<BoardNotFound>(() => admin.DeliveriesAsync("cs-no-such-board"), "no such board");
+
+            // null removes it (sent as null); the other settings stay
+            var removed = await watching.PutBoardAsync(boardId, new BoardSettings
+            {
+                Hooks = new Dictionary<string, string> { { "period_closed", null } },
+            });
+            Equal("{\"hooks\":{\"period_closed\":null}}", front.Bodies[front.Bodies.Count - 1], "the body sent");
+            Equal(0, removed.Hooks.Count, "no hooks left");
+            Same(new[] { "daily", "all-time" }, removed.Windows, "the windows kept");
+            Equal(0, (await admin.GetBoardAsync(boardId)).Hooks.Count, "an admin reads none back");
+            Check((await admin.DeleteBoardAsync(boardId)).Deleted, "deleted");
+        }
+
         private static async Task BanReasons()
         {
             var player = NewId("cs-why");
@@ -872,6 +922,7 @@ namespace Rankd.Tests
             Test("endpoints: a ban's reason, sent only when given, listed by BansAsync", BanReasons),
             Test("endpoints: DeleteEntryAsync removes one entry from one period", RemovingAnEntry),
             Test("endpoints: ClosePeriodAsync closes an open period now", ClosingAPeriod),
+            Test("endpoints: hooks, an admin's to set, read and remove; DeliveriesAsync", HooksAndDeliveries),
             Test("tokens: a token client reads its own view and submits its own runs", TokenClient),
             Test("tokens: top pages follow cursors", CursorPaging),
             Test("errors: classes with status, code and message; not built; never retried", ErrorsAreClasses),

@@ -44,6 +44,8 @@ export type BoardDeleted = Answer<"delete_board">;
 export type PlayerErased = Answer<"erase_player">;
 export type EntryRemoved = Answer<"delete_entry">;
 export type PeriodClosed = Answer<"close_period">;
+export type Deliveries = Answer<"list_deliveries">;
+export type Delivery = Deliveries["deliveries"][number];
 export type Segments = Answer<"segments">;
 export type Health = Answer<"healthz">;
 export type Ready = Answer<"readyz">;
@@ -190,7 +192,10 @@ export class RankdClient {
 
   // --- boards (admin key to write) ---------------------------------------------------------
 
-  /** Create or update a board (admin key); omitted fields keep their value. */
+  /** Create or update a board (admin key); omitted fields keep their value.
+   * `hooks: { period_closed: url }` has each frozen period POSTed to `url` (the service
+   * needs RANKD_WEBHOOK_SECRET, else `InvalidRequest`); `null` as the URL removes it. Only
+   * an admin key's reads show a board's `hooks`. */
   putBoard(boardId: string, config: BoardConfig = {}): Promise<Board> {
     return this.send({ method: "PUT", path: `/v1/boards/${part(boardId)}`, body: config });
   }
@@ -460,6 +465,20 @@ export class RankdClient {
 
   reject(boardId: string, runId: string): Promise<HoldDecision> {
     return this.send({ method: "POST", path: `/v1/boards/${part(boardId)}/holds/${part(runId)}/reject` });
+  }
+
+  /** The board's webhook deliveries (admin key), newest first: one per period frozen while
+   * it had `hooks.period_closed`, with its `status` ("pending", retried with backoff;
+   * "delivered"; "failed"), `attempts` and the receiver's `last_status`. `limit`: 1..1000
+   * (default 100). */
+  async deliveries(boardId: string, options: { limit?: number } = {}): Promise<Delivery[]> {
+    const { limit = 100 } = options;
+    const answer = await this.send<Deliveries>({
+      method: "GET",
+      path: `/v1/boards/${part(boardId)}/deliveries`,
+      params: { limit },
+    });
+    return answer.deliveries;
   }
 
   /** Remove one player's entry from one period, a correction (admin key): their runs that

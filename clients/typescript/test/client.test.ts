@@ -30,6 +30,7 @@ import {
   Unavailable,
   errorFor,
   type BanInfo,
+  type Delivery,
   type Entry,
   type PlayerEvent,
   type Run,
@@ -340,6 +341,49 @@ describe("every endpoint", () => {
     await waitFor(async () => (await server.top(boardId)).entries[0]?.player_id === "p-keep");
     assert.deepEqual(await admin.deleteBoard(boardId), { board_id: boardId, deleted: true });
     await assert.rejects(server.top(boardId), BoardNotFound);
+  });
+
+  test("hooks: an admin's to set, read and remove; deliveries listed (v1.3)", async () => {
+    const boardId = newBoardId("ts-hooks");
+    const url = "https://game.example/rankd/hooks";
+    const hooked = await admin.putBoard(boardId, { windows: ["daily", "all-time"], hooks: { period_closed: url } });
+    assert.deepEqual(hooked.hooks, { period_closed: url });
+    assert.deepEqual((await admin.getBoard(boardId)).hooks, { period_closed: url });
+    assert.deepEqual((await admin.listBoards()).find((b) => b.board_id === boardId)?.hooks, { period_closed: url });
+    // a receiver's URL is the game's business: a server key's reads, or none, leave it out
+    for (const reader of [server, new RankdClient(service.base)]) {
+      assert.ok(!("hooks" in (await reader.getBoard(boardId))));
+      const seen = (await reader.listBoards()).find((b) => b.board_id === boardId);
+      assert.ok(seen && !("hooks" in seen));
+    }
+    await assert.rejects(admin.putBoard(boardId, { hooks: { period_closed: "ftp://game.example/x" } }), (e: unknown) =>
+      e instanceof InvalidRequest && /hooks\.period_closed/.test(e.message));
+    await assert.rejects(server.putBoard(boardId, { hooks: { period_closed: url } }), Forbidden);
+
+    // no period of it has frozen (the service's season job is off here): none yet
+    const urls: string[] = [];
+    const watching = new RankdClient(service.base, {
+      key: ADMIN,
+      fetch: async (input, init) => {
+        urls.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    const none: Delivery[] = await watching.deliveries(boardId);
+    assert.deepEqual(none, []);
+    assert.deepEqual(await watching.deliveries(boardId, { limit: 1000 }), []);
+    assert.ok(urls[0]?.endsWith(`/v1/boards/${boardId}/deliveries?limit=100`), urls[0]);
+    assert.ok(urls[1]?.endsWith(`/v1/boards/${boardId}/deliveries?limit=1000`), urls[1]);
+    await assert.rejects(admin.deliveries(boardId, { limit: 0 }), InvalidRequest);
+    await assert.rejects(server.deliveries(boardId), Forbidden);
+    await assert.rejects(admin.deliveries(`${boardId}-none`), BoardNotFound);
+
+    // null removes it; the other settings stay
+    const removed = await admin.putBoard(boardId, { hooks: { period_closed: null } });
+    assert.deepEqual(removed.hooks, {});
+    assert.deepEqual(removed.windows, ["daily", "all-time"]);
+    assert.deepEqual((await admin.getBoard(boardId)).hooks, {});
+    await admin.deleteBoard(boardId);
   });
 });
 

@@ -12,6 +12,8 @@ export const ADMIN = "dev-admin-key"; // the README's keys, so its example runs 
 export const SERVER = "dev-server-key";
 // player tokens are signed with it (HS256: 32 bytes at least)
 export const TOKEN_SECRET = "ts-test-player-token-secret-0123456789";
+// webhooks are signed with it (32 bytes at least); without it a board's hooks are refused
+export const WEBHOOK_SECRET = "ts-test-webhook-secret-0123456789abcdef";
 
 export interface Service {
   base: string;
@@ -39,6 +41,7 @@ export async function startService(): Promise<Service> {
     RANKD_ADMIN_KEYS: ADMIN,
     RANKD_SERVER_KEYS: SERVER,
     RANKD_PLAYER_TOKEN_SECRET: TOKEN_SECRET,
+    RANKD_WEBHOOK_SECRET: WEBHOOK_SECRET,
     RANKD_LOG_LEVEL: "warning",
     RANKD_SEASON_JOB_INTERVAL_S: "0",
   };

@@ -282,6 +282,11 @@ def holds(board_id: str) -> Call:
     return Call("GET", f"/v1/boards/{_part(board_id)}/holds")
 
 
+def deliveries(board_id: str, limit: int) -> Call:
+    path = f"/v1/boards/{_part(board_id)}/deliveries"
+    return Call("GET", path, params={"limit": str(limit)})
+
+
 def decide_hold(board_id: str, run_id: str, decision: str) -> Call:
     return Call("POST", f"/v1/boards/{_part(board_id)}/holds/{_part(run_id)}/{decision}")
 

@@ -21,6 +21,7 @@ from rankd.client.types import (
     BatchItem,
     Board,
     BoardDeleted,
+    Delivery,
     EntryRemoved,
     Friends,
     Health,
@@ -97,7 +98,10 @@ class RankdClient:
     # --- boards -----------------------------------------------------------------------------
 
     def put_board(self, board_id: str, **config: Any) -> Board:
-        """Create or update a board (admin key); omitted fields keep their value."""
+        """Create or update a board (admin key); omitted fields keep their value.
+        ``hooks={"period_closed": url}`` has each frozen period POSTed to ``url`` (the
+        service needs RANKD_WEBHOOK_SECRET, else InvalidRequest); ``None`` as the URL
+        removes it. Only an admin key's reads show a board's ``hooks``."""
         return cast(Board, self._send(calls.put_board(board_id, config)))
 
     def list_boards(self) -> list[Board]:
@@ -383,6 +387,12 @@ class RankdClient:
 
     def reject(self, board_id: str, run_id: str) -> HoldDecision:
         return cast(HoldDecision, self._send(calls.decide_hold(board_id, run_id, "reject")))
+
+    def deliveries(self, board_id: str, *, limit: int = 100) -> list[Delivery]:
+        """The board's webhook deliveries (admin key), newest first: one per period frozen
+        while it had ``hooks.period_closed``; ``limit`` 1..1000."""
+        call = calls.deliveries(board_id, limit)
+        return cast(list[Delivery], self._send(call)["deliveries"])
 
     # --- operations ---------------------------------------------------------------------------
 

@@ -45,11 +45,14 @@ from rankd.client.calls import (
     top_event,
     where_params,
 )
+from rankd.client.calls import deliveries as deliveries_call
 from rankd.client.calls import top as top_call
 from rankd.client.errors import error_for
 from rankd.client.events import PlayerEvent
 from rankd.client.types import Run
 from rankd.embedded import free_port
+from rankd.runtime import Runtime
+from tests.integration.services.test_webhooks import closed_day
 from tests.support.common import ADMIN, SERVER, TOKEN_SECRET, Urls, make_settings, new_board_id
 from tests.support.durable import wait_until
 from tests.support.live import serving
@@ -255,6 +258,81 @@ async def test_admin_routes_of_v1_2(admin: AsyncRankdClient, server: AsyncRankdC
         await server.top(board_id)
     with pytest.raises(Forbidden):
         await server.erase_player("p1")
+
+
+# a receiver nobody runs: the session service sends no webhooks (make_settings), and the
+# test deletes its board, and so its deliveries, before another test's sender could claim one
+HOOK = "http://127.0.0.1:9/rankd/hooks"
+
+
+async def test_hooks_are_an_admins_and_deliveries_are_listed_v1_3(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    admin: AsyncRankdClient,
+    server: AsyncRankdClient,
+) -> None:
+    board_id = await new_board(admin, windows=["daily", "all-time"], grace_seconds=86_400)
+    try:
+        hooked = await admin.put_board(board_id, hooks={"period_closed": HOOK})
+        assert hooked["hooks"] == {"period_closed": HOOK}
+        assert hooked["windows"] == ["daily", "all-time"]  # the other settings kept
+        assert (await admin.get_board(board_id))["hooks"] == {"period_closed": HOOK}
+        [listed] = [b for b in await admin.list_boards() if b["board_id"] == board_id]
+        assert listed["hooks"] == {"period_closed": HOOK}
+        # a receiver's URL is the game's business: a server key's reads, or none, leave it out
+        async with in_process(app, key=None) as public:
+            for reader in (server, public):
+                assert "hooks" not in await reader.get_board(board_id)
+                [seen] = [b for b in await reader.list_boards() if b["board_id"] == board_id]
+                assert "hooks" not in seen
+        with pytest.raises(InvalidRequest) as bad:
+            await admin.put_board(board_id, hooks={"period_closed": "ftp://game.example/x"})
+        assert "hooks.period_closed" in bad.value.message
+        with pytest.raises(Forbidden):
+            await server.put_board(board_id, hooks={"period_closed": HOOK})
+
+        assert await admin.deliveries(board_id) == []
+        with pytest.raises(Forbidden):
+            await server.deliveries(board_id)
+        with pytest.raises(InvalidRequest):
+            await admin.deliveries(board_id, limit=0)
+        with pytest.raises(BoardNotFound):
+            await admin.deliveries(new_board_id("missing"))
+
+        # yesterday frozen: one delivery, pending (the session service sends none)
+        players = [new_player("hook-a"), new_player("hook-b")]
+        day = await closed_day(client, runtime, board_id, players)
+        [pending] = await admin.deliveries(board_id)
+        assert pending["delivery_id"] == f"{board_id}:daily:{day}"
+        assert (pending["event"], pending["url"], pending["status"], pending["attempts"]) == (
+            "period_closed",
+            HOOK,
+            "pending",
+            0,
+        )
+        assert pending["next_attempt_at"] is not None and pending["done_at"] is None
+        assert (pending["last_status"], pending["last_error"]) == (None, None)
+        datetime.fromisoformat(pending["created_at"])
+        assert await admin.deliveries(board_id, limit=1) == [pending]
+
+        # null removes it: no hooks, and the delivery log stays
+        unhooked = await admin.put_board(board_id, hooks={"period_closed": None})
+        assert unhooked["hooks"] == {}
+        assert (await admin.get_board(board_id))["hooks"] == {}
+        assert await admin.deliveries(board_id, limit=1000) == [pending]
+    finally:
+        await admin.delete_board(board_id)
+
+
+def test_deliveries_send_their_limit() -> None:
+    call = deliveries_call("a b", 7)
+    assert (call.method, call.path, call.params) == (
+        "GET",
+        "/v1/boards/a%20b/deliveries",
+        {"limit": "7"},
+    )
+    assert not call.idempotent_submit
 
 
 async def test_submit_many_sends_batches_of_at_most_1000(
@@ -658,6 +736,12 @@ async def test_both_clients_over_a_real_socket(app: FastAPI, admin: AsyncRankdCl
         def blocking_admin() -> None:
             with RankdClient(base, ADMIN) as client:
                 assert client.segments(board_id)["segments"] == []
+                hooked = client.put_board(board_id, hooks={"period_closed": HOOK})
+                assert hooked["hooks"] == {"period_closed": HOOK}
+                assert client.get_board(board_id)["hooks"] == {"period_closed": HOOK}
+                assert client.deliveries(board_id, limit=5) == []
+                with RankdClient(base, SERVER) as other, pytest.raises(Forbidden):
+                    other.deliveries(board_id)
                 assert client.bans(limit=1)["bans"] is not None
                 erased = new_board_id("socket-erased")  # erasures are global: nobody else's
                 assert client.erase_player(erased) == {"player_id": erased, "erased": True}
