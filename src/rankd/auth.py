@@ -52,6 +52,12 @@ class Authenticator:
     def role(self, request: Request) -> Role:
         return self.identify(request)[0]
 
+    def admin_header(self, header: str | None) -> bool:
+        """Whether an Authorization header carries an admin key (no error for anything
+        else: for answers that only show admins more)."""
+        candidate = self.valid_key(header)
+        return candidate is not None and _matches(candidate, self.admin)
+
     def valid_key(self, header: str | None) -> bytes | None:
         """The admin or server key an Authorization header carries, or None when it carries
         none or a wrong one: no error here (the rate limiter asks before the route does)."""

@@ -12,7 +12,7 @@ from rankd import unbuilt
 from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
 from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, clip, is_segment_dimension
-from rankd.periods import ALL_TIME, SPAN_MS, WINDOWS, Period
+from rankd.periods import ALL_TIME, SPAN_MS, WINDOWS, Period, PeriodError, parse_period, period_at
 from rankd.results import (
     MAX_GRACE_S,
     MAX_HOLD_TOP,
@@ -21,12 +21,13 @@ from rankd.results import (
     SCORE_FORMATS,
     ScoreFormat,
 )
+from rankd.schedules import SCHEDULED, Schedule, parse_schedule, unchanged_until
 
 Policy = Literal["best", "sum", "latest"]
 DEFAULT_RETENTION = {"daily": 8, "weekly": 35, "monthly": 100}
 # the windows a retention may be set for; an hourly period with none set leaves Redis once
 # it is archived (plan.expires_at_ms), its hours then read from the archive
-RETAINED = frozenset({*DEFAULT_RETENTION, "hourly"})
+RETAINED = frozenset({*DEFAULT_RETENTION, "hourly", "scheduled"})
 IMMUTABLE_FIELDS = ("order", "policy", "window_policies", "max_score", "shards")
 POLICIES: tuple[Policy, ...] = ("best", "sum", "latest")
 # The user-settable fields: what a PUT body may hold and what is stored.
@@ -45,6 +46,7 @@ SETTING_FIELDS = (
     "score_format",
     "client_submits",
     "hooks",
+    "schedule",
 )
 # the events a board's hooks may name (services/webhooks.py), and the longest URL
 HOOK_EVENTS = ("period_closed",)
@@ -74,6 +76,8 @@ class BoardConfig:
     client_submits: bool = False
     # webhooks: event -> the URL told of it (services/webhooks.py)
     hooks: dict[str, str] = field(default_factory=dict)
+    # the occurrences of the scheduled window (rankd/schedules.py); None: no such window
+    schedule: Schedule | None = None
     created_at: datetime | None = None
     # which incarnation of the board id this is (deleting a board and creating it again
     # makes a new one); logged with every run, so replays never mix incarnations
@@ -83,7 +87,44 @@ class BoardConfig:
 
     @cached_property
     def codecs(self) -> dict[str, Codec]:
-        return {w: Codec.create(self.max_score, self.order, SPAN_MS[w]) for w in self.windows}
+        return {w: Codec.create(self.max_score, self.order, self._span_ms(w)) for w in self.windows}
+
+    def _span_ms(self, window: str) -> int:
+        if window == SCHEDULED:
+            assert self.schedule is not None
+            return self.schedule.duration.longest_ms
+        return SPAN_MS[window]
+
+    def period_at(self, window: str, at_ms: int) -> Period | None:
+        """The period of ``window`` holding the instant ``at_ms``; None only for the
+        scheduled window, between its occurrences."""
+        if window == SCHEDULED:
+            return None if self.schedule is None else self.schedule.occurrence_at(at_ms)
+        return period_at(window, at_ms)
+
+    def period_of(self, window: str, period_id: str) -> Period:
+        """The period named ``period_id`` in ``window``; PeriodError if it is not one."""
+        if window == SCHEDULED:
+            if self.schedule is None:
+                raise PeriodError("this board has no schedule")
+            return self.schedule.occurrence(period_id)
+        return parse_period(window, period_id)
+
+    def current_period(self, window: str, at_ms: int) -> Period:
+        """What a read of ``window`` without ``period`` shows: the period at ``at_ms``; for
+        the scheduled window the open occurrence, else the last one that started, else the
+        next (PeriodError for a schedule with none left)."""
+        if window != SCHEDULED:
+            return period_at(window, at_ms)
+        assert self.schedule is not None
+        found = (
+            self.schedule.occurrence_at(at_ms)
+            or self.schedule.latest_started(at_ms)
+            or self.schedule.next_after(at_ms)
+        )
+        if found is None:
+            raise PeriodError("the schedule has no occurrence")
+        return found
 
     def closes_at_ms(self, period: Period) -> int | None:
         """When ``period`` stops taking runs: its end plus the grace, or earlier when an
@@ -120,6 +161,7 @@ class BoardConfig:
         values["window_policies"] = dict(self.window_policies)
         values["segments"] = list(self.segments)
         values["hooks"] = dict(self.hooks)
+        values["schedule"] = None if self.schedule is None else self.schedule.as_json()
         return values
 
 
@@ -261,6 +303,13 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         values["window_policies"] = _window_policies(body["window_policies"])
     if "hooks" in body:
         values["hooks"] = _hooks(body["hooks"], values.get("hooks", {}))
+    if "schedule" in body:
+        given = body["schedule"]
+        values["schedule"] = None if given is None else parse_schedule(given).as_json()
+    if values.get("schedule") is not None and SCHEDULED not in values["windows"]:
+        values["windows"] = [*values["windows"], SCHEDULED]  # a schedule adds its window
+    if values.get("schedule") is None and SCHEDULED in values["windows"]:
+        raise InvalidRequest("the scheduled window needs a schedule (starts_at, every, ...)")
     unknown_windows = sorted(set(values["window_policies"]) - set(values["windows"]))
     if unknown_windows:
         raise InvalidRequest(
@@ -326,6 +375,7 @@ def from_settings(
         score_format=values.get("score_format", "integer"),  # likewise: plain integers
         client_submits=values.get("client_submits", False),  # before v1.3: servers only
         hooks=dict(values.get("hooks", {})),  # before v1.3: none
+        schedule=None if values.get("schedule") is None else parse_schedule(values["schedule"]),
         created_at=created_at,
         generation=generation,
         closes=dict(closes or {}),
@@ -334,3 +384,11 @@ def from_settings(
 
 def changed_immutable(old: BoardConfig, new: BoardConfig) -> list[str]:
     return [f for f in IMMUTABLE_FIELDS if getattr(old, f) != getattr(new, f)]
+
+
+def schedule_change_allowed(old: BoardConfig, new: BoardConfig, now_ms: int) -> bool:
+    """Whether a board with runs may change its schedule so: every occurrence that has
+    started by ``now_ms`` stays as it was (a schedule may not be added or removed)."""
+    if old.schedule is None or new.schedule is None:
+        return old.schedule is new.schedule
+    return unchanged_until(old.schedule, new.schedule, now_ms)

@@ -15,8 +15,10 @@ from typing import Literal, NamedTuple
 
 from rankd.formats import clip
 
-Window = Literal["all-time", "daily", "weekly", "monthly", "hourly"]
-WINDOWS: tuple[Window, ...] = ("all-time", "daily", "weekly", "monthly", "hourly")
+Window = Literal["all-time", "daily", "weekly", "monthly", "hourly", "scheduled"]
+# "scheduled": a board's schedule's occurrences (rankd/schedules.py); its periods are the
+# board's own, so boards.BoardConfig resolves them (period_at, period_of), never this module
+WINDOWS: tuple[Window, ...] = ("all-time", "daily", "weekly", "monthly", "hourly", "scheduled")
 ALL_TIME = "all-time"
 
 DAY_MS = 86_400_000
@@ -160,6 +162,33 @@ def parse_period(window: str, period_id: str) -> Period:
     except ValueError as exc:  # e.g. 2026-02-30 or week 54
         raise PeriodError(f"period {clip(period_id)!r} is not a valid {window} period") from exc
     raise PeriodError(f"period {clip(period_id)!r} is not a valid {window} period id")
+
+
+_OCCURRENCE = re.compile(r"([0-9]{4})([0-9]{2})([0-9]{2})T([0-9]{2})([0-9]{2})Z")
+
+
+def parse_occurrence_id(pid: str) -> int:
+    """A scheduled occurrence's start from its id, its start in basic form (20261205T1800Z);
+    PeriodError if malformed. Which occurrences exist is the board's schedule's business
+    (rankd/schedules.py)."""
+    match = _OCCURRENCE.fullmatch(pid)
+    if match is None:
+        raise PeriodError(
+            f"period {clip(pid)!r} is not an occurrence id (its start, such as 20261205T1800Z)"
+        )
+    try:
+        year, month, day, hour, minute = (int(g) for g in match.groups())
+        moment = datetime(year, month, day, hour, minute, tzinfo=UTC)
+    except ValueError as exc:
+        raise PeriodError(f"period {clip(pid)!r} is not a valid time") from exc
+    return int(moment.timestamp() * 1000)
+
+
+def start_ms_of(window: str, period_id: str) -> int:
+    """When a period of any window starts (a scheduled one: from its id alone)."""
+    if window == "scheduled":
+        return parse_occurrence_id(period_id)
+    return parse_period(window, period_id).start_ms
 
 
 def previous(period: Period) -> Period:

@@ -24,11 +24,11 @@ from typing import Literal
 
 from rankd.boards import BoardConfig
 from rankd.formats import format_time
-from rankd.periods import ALL_TIME, DAY_MS, Period, period_at
+from rankd.periods import ALL_TIME, DAY_MS, Period
 from rankd.results import Standing
 from rankd.runs import Run
 
-Disposition = Literal["apply", "late", "closed", "expired"]
+Disposition = Literal["apply", "late", "closed", "expired", "not_open"]
 Operation = Literal["best", "sum", "latest"]
 # Where a target's entry is written: the public board, the banned players' :shadow key, or
 # the :pending key of runs held for review (see services/moderation.py).
@@ -60,11 +60,13 @@ NOBODY_HIDDEN = Visibility()
 class Target:
     """One window of one run: what happens to it.
 
-    ``closed``: the run came after its period's grace (decided by when it was received, so
-    a replay decides the same). ``expired``: the period has left Redis (retention passed at
-    apply time); only the durable copy takes the run. ``late``: a run on a sum board's
-    all-time window older than Redis remembers counted run ids; PostgreSQL decides whether it
-    was counted before (see services/late_sums.py), then it is applied like ``apply``.
+    ``not_open``: on the scheduled window, the run ended between occurrences (``period``
+    is then the one before, or the first). ``closed``: the run came after its period's grace
+    (decided by when it was received, so a replay decides the same). ``expired``: the period
+    has left Redis (retention passed at apply time); only the durable copy takes the run.
+    ``late``: a run on a sum board's all-time window older than Redis remembers counted run
+    ids; PostgreSQL decides whether it was counted before (see services/late_sums.py), then it
+    is applied like ``apply``.
 
     For ``apply``: ``operation`` says which script (``best``: a max of ``composite``;
     ``latest``: the run with the latest end, ranked by its ``composite``;
@@ -224,7 +226,7 @@ def _unless_removed(board: BoardConfig, run: Run, target: Target, seen: Visibili
         removal is None
         or run.ended_at_ms > removal[0]
         or removal[1] != board.generation
-        or target.disposition == "closed"
+        or target.disposition in ("closed", "not_open")
     ):
         return target
     return _target_of(
@@ -236,9 +238,13 @@ def _target(
     board: BoardConfig, run: Run, window: str, now_ms: int, hidden: bool, mark: bool
 ) -> Target:
     operation: Operation = board.policy_of(window)
-    period = period_at(window, run.ended_at_ms)
     # a banned player's entries go to :shadow, unless held for review (below)
     side: Side = "shadow" if hidden else "public"
+    found = board.period_at(window, run.ended_at_ms)
+    if found is None:  # the scheduled window, between occurrences: nothing is written
+        period = board.current_period(window, run.ended_at_ms)
+        return _target_of(window, period, run, "not_open", operation, side=side, mark=mark)
+    period = found
     if board.period_status(period, run.received_at_ms) == "closed":
         return _target_of(window, period, run, "closed", operation, side=side, mark=mark)
     codec = board.codecs[window]
@@ -298,7 +304,7 @@ def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standin
             "window": target.window,
             "period": target.period.id,
             "segment": segment,
-            "status": "closed",
+            "status": "not_open" if target.disposition == "not_open" else "closed",
             "improved": False,
             "is_best": False,
         }

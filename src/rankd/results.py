@@ -105,6 +105,14 @@ class BoardSettings(TypedDict, total=False):
         bool,
         Doc(description="game clients may submit their own runs with a player token"),
     ]
+    schedule: Annotated[
+        dict[str, str | None] | None,
+        Doc(
+            description="the scheduled window's occurrences: starts_at (RFC 3339, a whole"
+            " minute), every (ISO 8601 duration, PT1H..P1Y; absent: one occurrence), duration"
+            " (default: every), ends_at; null removes it while the board has no runs"
+        ),
+    ]
     hooks: Annotated[
         dict[Literal["period_closed"], str | None],
         Doc(
@@ -175,6 +183,12 @@ class ErrorResponse(TypedDict):
     error: ErrorBody
 
 
+class Occurrence(TypedDict):
+    period: str
+    starts_at: str
+    ends_at: str
+
+
 class Board(TypedDict):
     board_id: str
     windows: list[str]
@@ -192,6 +206,10 @@ class Board(TypedDict):
     client_submits: bool
     # shown to admins only: a receiver's URL is the game's business
     hooks: NotRequired[dict[str, str]]
+    # a board with a schedule: its occurrence open now, and the next one (null: none)
+    schedule: NotRequired[dict[str, str | None] | None]
+    current_period: NotRequired[Occurrence | None]
+    next_period: NotRequired[Occurrence | None]
     created_at: str
     tie_resolution_ms: dict[str, int]
 
@@ -206,7 +224,8 @@ class Standing(TypedDict):
     segment: Annotated[
         str | None, Doc(description='null for the global standings, else "<dimension>:<value>"')
     ]
-    status: Literal["ranked", "held", "closed"]
+    # not_open: the scheduled window's run ended outside every occurrence
+    status: Literal["ranked", "held", "closed", "not_open"]
     rank: NotRequired[int]
     previous_rank: NotRequired[
         Annotated[
@@ -339,7 +358,8 @@ class RankOf(Head):
 
 class PeriodInfo(TypedDict):
     period: str
-    status: Literal["open", "closed", "archived"]
+    # upcoming: a scheduled board's next occurrence
+    status: Literal["open", "closed", "archived", "upcoming"]
     starts_at: str
     ends_at: str
 

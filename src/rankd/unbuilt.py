@@ -11,14 +11,13 @@ from rankd.errors import InvalidRequest
 # board fields (PUT /v1/boards/{board_id})
 BOARD_FIELDS = frozenset(
     {
-        "schedule",
         "join_required",
         "max_entrants",
         "max_attempts",
         "league",
     }
 )
-WINDOWS = frozenset({"rolling-7d", "scheduled"})
+WINDOWS = frozenset({"rolling-7d"})
 POLICIES: frozenset[str] = frozenset()
 # (method, path) of the routes
 ROUTES: tuple[tuple[str, str], ...] = (

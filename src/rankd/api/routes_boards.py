@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -14,6 +15,8 @@ from rankd.api.http import read_json, reply, runtime
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound, InvalidRequest
 from rankd.formats import clip, format_time, is_board_id
+from rankd.periods import Period
+from rankd.results import Occurrence
 from rankd.results_admin import BoardDeleted, Deliveries, PeriodClosed
 from rankd.stores import deliveries
 
@@ -26,6 +29,12 @@ def board_out(config: BoardConfig, *, admin: bool = False) -> dict[str, Any]:
     settings = config.settings()
     if not admin:
         del settings["hooks"]
+    if config.schedule is None:
+        del settings["schedule"]
+    else:
+        now_ms = int(time.time() * 1000)
+        settings["current_period"] = _occurrence(config.schedule.occurrence_at(now_ms))
+        settings["next_period"] = _occurrence(config.schedule.next_after(now_ms))
     return {
         "board_id": config.board_id,
         **settings,
@@ -34,8 +43,19 @@ def board_out(config: BoardConfig, *, admin: bool = False) -> dict[str, Any]:
     }
 
 
+def _occurrence(period: Period | None) -> Occurrence | None:
+    if period is None:
+        return None
+    return {
+        "period": period.id,
+        "starts_at": format_time(period.start_ms),
+        "ends_at": format_time(period.end_ms),
+    }
+
+
 def _is_admin(request: Request) -> bool:
-    return "authorization" in request.headers and runtime(request).auth.role(request) == "admin"
+    """An admin asking (the board list asks no credentials: a wrong key is just no admin)."""
+    return runtime(request).auth.admin_header(request.headers.get("authorization"))
 
 
 @router.put(
@@ -58,8 +78,16 @@ async def put_board(board_id: str, request: Request) -> Response:
 
 
 @router.get("/v1/boards", response_model=results.Boards, summary="List boards")
-async def list_boards(request: Request) -> Response:
+async def list_boards(
+    request: Request,
+    active: Annotated[
+        bool, Query(description="true: only boards with a scheduled occurrence open now")
+    ] = False,
+) -> Response:
     boards = await runtime(request).boards.list()
+    if active:
+        now_ms = int(time.time() * 1000)
+        boards = [b for b in boards if b.schedule and b.schedule.occurrence_at(now_ms)]
     admin = _is_admin(request)
     return reply({"boards": [board_out(b, admin=admin) for b in boards]})
 

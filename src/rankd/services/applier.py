@@ -90,7 +90,7 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
     """Add what the durable copy must hold for ``targets`` (closed ones hold nothing; late
     ones were counted by late_sums.settle)."""
     for t in targets:
-        if t.disposition in ("closed", "late") or t.side == "pending":
+        if t.disposition in ("closed", "late", "not_open") or t.side == "pending":
             continue  # a held run enters the durable copy when approved
         key = PeriodRef(board_id, t.window, t.period.id, t.segment)
         r = t.run

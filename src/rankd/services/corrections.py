@@ -33,7 +33,7 @@ import time
 from rankd.aio import keep_task, stop_tasks
 from rankd.errors import InvalidRequest, PlayerNotRanked, Unavailable
 from rankd.formats import clip
-from rankd.periods import ALL_TIME, PeriodError, PeriodRef, parse_period, period_at
+from rankd.periods import ALL_TIME, PeriodError, PeriodRef
 from rankd.services.moderation import CATCH_UP_S, Moderation
 from rankd.services.registry import BoardRegistry
 from rankd.services.seasons import SEASON_LOCK
@@ -83,7 +83,7 @@ class Corrections:
         if window == ALL_TIME:
             raise InvalidRequest("the all-time window never closes; close a period of another")
         try:
-            chosen = parse_period(window, period)
+            chosen = config.period_of(window, period)
         except PeriodError as exc:
             raise InvalidRequest(str(exc)) from exc
         already = config.closes.get((window, chosen.id))
@@ -122,7 +122,10 @@ class Corrections:
             )
         now_ms = int(time.time() * 1000)
         try:
-            chosen = period_at(window, now_ms) if period is None else parse_period(window, period)
+            if period is None:
+                chosen = config.current_period(window, now_ms)
+            else:
+                chosen = config.period_of(window, period)
         except PeriodError as exc:
             raise InvalidRequest(str(exc)) from exc
         key = (board_id, window, chosen.id, player_id)

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
 from rankd.formats import format_time
-from rankd.periods import ALL_TIME, PeriodRef, parse_period, period_at
+from rankd.periods import ALL_TIME, PeriodRef, period_at
 from rankd.results import Head, PeriodInfo, Periods, Segments, SegmentValue
+from rankd.schedules import SCHEDULED
 from rankd.services.standings.archived import ArchiveStates
 from rankd.stores import standings
 from rankd.stores.archive import ArchiveState, ArchiveStore
@@ -43,18 +44,27 @@ class Listings:
     async def periods(self, board: BoardConfig, window: str) -> Periods:
         now_ms = self.clock()
         ids = set(await self.store.public_periods(board.board_id, window))
-        ids.add(period_at(window, now_ms).id)
+        upcoming = None
+        if window == SCHEDULED and board.schedule is not None:
+            # past occurrences with data, the open one, and the next (upcoming)
+            for found in (board.schedule.occurrence_at(now_ms), board.schedule.next_after(now_ms)):
+                if found is not None and found.start_ms > now_ms:
+                    upcoming = found.id
+                if found is not None:
+                    ids.add(found.id)
+        else:
+            ids.add(period_at(window, now_ms).id)
         states: dict[str, ArchiveState] = {}
         if self.states is not None and window != ALL_TIME:
             # PostgreSQL down: list what Redis knows, open or closed
             with contextlib.suppress(Unavailable):
                 states = await self.states.of_window(board.board_id, window)
         ids.update(states)
-        periods = sorted((parse_period(window, pid) for pid in ids), key=lambda p: -p.start_ms)
+        periods = sorted((board.period_of(window, pid) for pid in ids), key=lambda p: -p.start_ms)
         infos: list[PeriodInfo] = [
             {
                 "period": p.id,
-                "status": board.period_status(p, now_ms),
+                "status": "upcoming" if p.id == upcoming else board.period_status(p, now_ms),
                 "starts_at": format_time(p.start_ms),
                 "ends_at": format_time(p.end_ms),
             }

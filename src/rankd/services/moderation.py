@@ -44,7 +44,7 @@ from rankd.aio import keep_task, stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.errors import HoldNotFound
 from rankd.formats import clip
-from rankd.periods import ALL_TIME, PeriodRef, period_at
+from rankd.periods import PeriodRef
 from rankd.plan import Target, Visibility, plan
 from rankd.runs import Run
 from rankd.services.invalidation import Invalidations
@@ -307,10 +307,8 @@ class Moderation:
         for board in boards:
             segments = [""] + [f"{d}:{v}" for d, v in profile.items() if d in board.segments]
             for window in board.windows:
-                live = {period_at(window, now)}
-                if window != ALL_TIME:
-                    live.add(period_at(window, now - board.grace_seconds * 1000))
-                for period in live:
+                at = (board.period_at(window, now), board.period_at(window, now - grace_ms(board)))
+                for period in {p for p in at if p is not None}:
                     for segment in segments:
                         refs.add(PeriodRef(board.board_id, window, period.id, segment))
         return refs
@@ -366,6 +364,10 @@ class Moderation:
             ],
         )
         self.invalidations.publish()
+
+
+def grace_ms(board: BoardConfig) -> int:
+    return board.grace_seconds * 1000
 
 
 def _holds(board: BoardConfig, plans: Sequence[Sequence[Target]]) -> list[db.Hold]:

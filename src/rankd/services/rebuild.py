@@ -27,7 +27,7 @@ from typing import Literal
 from rankd import metrics
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
-from rankd.periods import ALL_TIME, PeriodRef, parse_period
+from rankd.periods import ALL_TIME, PeriodError, PeriodRef, start_ms_of
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
 from rankd.services import parallel_rebuild
 from rankd.services.registry import BoardRegistry
@@ -155,7 +155,7 @@ class Rebuilder:
                     ) -> Callable[[], AsyncIterator[tuple[int, bytes]]] | None:
                         if since is None:
                             return None
-                        return _counted_run_pages(conn, ref, since, horizon, shard)
+                        return rebuild_pages.counted_run_pages_of(conn, ref, since, horizon, shard)
 
                     report.members += await parallel_rebuild.load_period(
                         self.redis.loads,
@@ -228,11 +228,13 @@ class Rebuilder:
 
             members += await self.redis.loads.load_period(
                 ref,
-                _entry_pages(conn, ref, shard),
+                rebuild_pages.entry_pages_of(conn, ref, shard),
                 None
                 if since is None
-                else _counted_run_pages(conn, ref, since, sum_horizon_ms(config), shard),
-                _time_groups(conn, ref, shard),
+                else rebuild_pages.counted_run_pages_of(
+                    conn, ref, since, sum_horizon_ms(config), shard
+                ),
+                rebuild_pages.time_groups_of(conn, ref, shard),
                 start_ms,
                 progress,
                 shadowed=[p for p in banned.get(ref, ()) if mine(p)],
@@ -310,7 +312,11 @@ class Rebuilder:
                 except BoardNotFound:
                     report.skipped.append(f"{board_id}: no such board")
                     continue
-                expires = expires_at_ms(config, parse_period(win, pid))
+                try:
+                    expires = expires_at_ms(config, config.period_of(win, pid))
+                except PeriodError:  # no longer an occurrence of the board's schedule
+                    report.skipped.append(f"{board_id} {win} {pid}: not a period of the board")
+                    continue
                 if ref in archived or (expires is not None and now_ms >= expires):
                     # archived, or about to be (past its retention): served from the archive;
                     # the season job freezes a period not frozen yet from player_best
@@ -350,9 +356,7 @@ def _held_only(
     """The periods with held runs and no entries, narrowed as ``selected`` was."""
     seen = {ref for ref, _ in selected}
     wanted = [r for r in sorted(held) if r not in seen and window in (None, r.window)]
-    return [
-        (r, parse_period(r.window, r.period).start_ms) for r in wanted if period in (None, r.period)
-    ]
+    return [(r, start_ms_of(r.window, r.period)) for r in wanted if period in (None, r.period)]
 
 
 def _small(
@@ -371,30 +375,3 @@ def _small(
         and not banned.get(ref)
         and not held.get(ref)
     )
-
-
-def _entry_pages(
-    conn: Conn, ref: PeriodRef, shard: tuple[int, int]
-) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
-    return lambda: rebuild_pages.pages(
-        conn, rebuild_pages.ENTRY_PAGE_SQL, ref, (-1, ""), shard=shard
-    )
-
-
-def _counted_run_pages(
-    conn: Conn, ref: PeriodRef, since: int, horizon: int, shard: tuple[int, int]
-) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
-    return lambda: rebuild_pages.pages(
-        conn,
-        rebuild_pages.SUM_RUN_PAGE_SQL,
-        ref,
-        ("", ""),
-        {"since": since, "horizon": horizon},
-        shard=shard,
-    )
-
-
-def _time_groups(
-    conn: Conn, ref: PeriodRef, shard: tuple[int, int]
-) -> Callable[[int], AsyncIterator[tuple[int, int, bytes]]]:
-    return lambda members: rebuild_pages.time_groups(conn, ref, members, shard=shard)

@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import Any
 
-from rankd.boards import BoardConfig, apply_changes, changed_immutable
+from rankd.boards import BoardConfig, apply_changes, changed_immutable, schedule_change_allowed
 from rankd.errors import BoardImmutableField, BoardNotFound, Unavailable
 from rankd.formats import check_board_id, clip, is_board_id
 from rankd.periods import WINDOWS
@@ -163,6 +163,15 @@ class BoardRegistry:
                 raise BoardImmutableField(
                     f"{', '.join(changed)} cannot change on a board that has runs; "
                     "create a new board instead"
+                )
+            if (
+                current.schedule != new.schedule
+                and not schedule_change_allowed(current, new, int(time.time() * 1000))
+                and await self.has_runs(current)
+            ):
+                raise BoardImmutableField(
+                    "a schedule change on a board with runs may only change occurrences that"
+                    " have not started (move ends_at, or start a new board)"
                 )
         stored, created = await self.pg.put_board(new)
         self._keep(stored)

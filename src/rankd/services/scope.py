@@ -10,7 +10,7 @@ from rankd import cursors
 from rankd.boards import BoardConfig
 from rankd.errors import InvalidRequest, PlayerNotRanked
 from rankd.formats import SEGMENT_VALUE_PATTERN, is_segment_value
-from rankd.periods import Period, PeriodError, PeriodRef, parse_period, period_at
+from rankd.periods import Period, PeriodError, PeriodRef
 from rankd.results import Head
 
 
@@ -66,11 +66,11 @@ def resolve_scope(
         raise InvalidRequest(
             f"window must be one of this board's windows: {', '.join(board.windows)}"
         )
-    if period is None:
-        resolved = period_at(window, int(time.time() * 1000))
-    else:
-        try:
-            resolved = parse_period(window, period)
-        except PeriodError as exc:
-            raise InvalidRequest(str(exc)) from exc
+    try:
+        if period is None:
+            resolved = board.current_period(window, int(time.time() * 1000))
+        else:
+            resolved = board.period_of(window, period)
+    except PeriodError as exc:
+        raise InvalidRequest(str(exc)) from exc
     return Scope(board, window, resolved, resolve_segment(board, segment))

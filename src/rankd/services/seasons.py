@@ -43,7 +43,7 @@ from rankd import metrics
 from rankd.aio import wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.codec import Codec
-from rankd.periods import SPAN_MS, Period, PeriodRef, parse_period
+from rankd.periods import SPAN_MS, Period, PeriodRef
 from rankd.plan import expires_at_ms
 from rankd.services import webhooks
 from rankd.services.rebuild import Rebuilder
@@ -241,7 +241,7 @@ class SeasonJob:
         progress: Progress | None,
     ) -> None:
         ref, state = item.ref, item.state
-        period = parse_period(ref.window, ref.period)
+        period = board.period_of(ref.window, ref.period)
         action = decide(board, period, state, now, self.settle_ms, through)
         if action == "wait":
             report.waiting += 1

@@ -9,7 +9,7 @@ the boards: names, profile segments, players changed since a time.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -324,3 +324,32 @@ def profile_segment_chunks(
     return _player_chunks(
         conn, "SELECT player_id, segments::text FROM players WHERE segments <> '{}'", size
     )
+
+
+# Deferred readers of one period (a shard of it: ``shard`` = (k, shards)) for the loads
+# (stores/redis/loads.py load_period), made at the moment they are needed.
+
+
+def entry_pages_of(
+    conn: AsyncConnection[Any], ref: PeriodRef, shard: tuple[int, int]
+) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
+    return lambda: pages(conn, ENTRY_PAGE_SQL, ref, (-1, ""), shard=shard)
+
+
+def counted_run_pages_of(
+    conn: AsyncConnection[Any], ref: PeriodRef, since: int, horizon: int, shard: tuple[int, int]
+) -> Callable[[], AsyncIterator[tuple[int, bytes]]]:
+    return lambda: pages(
+        conn,
+        SUM_RUN_PAGE_SQL,
+        ref,
+        ("", ""),
+        {"since": since, "horizon": horizon},
+        shard=shard,
+    )
+
+
+def time_groups_of(
+    conn: AsyncConnection[Any], ref: PeriodRef, shard: tuple[int, int]
+) -> Callable[[int], AsyncIterator[tuple[int, int, bytes]]]:
+    return lambda members: time_groups(conn, ref, members, shard=shard)

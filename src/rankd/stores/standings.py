@@ -19,7 +19,7 @@ from psycopg import AsyncConnection
 
 from rankd.boards import BoardConfig
 from rankd.codec import stamp_offset
-from rankd.periods import PeriodRef, parse_period
+from rankd.periods import PeriodRef, start_ms_of
 
 # member_sql, shard_sql, ENTRY_PAGE_SQL and pages are named here too for the tests
 # (test_standings.py, test_sharded.py, test_ties.py); they live in order_sql.py and
@@ -258,7 +258,7 @@ async def count_once(
         await conn.execute(
             "INSERT INTO periods_seen (board_id, win, period, segment, start_ms)"
             " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            (*key, parse_period(key[1], key[2]).start_ms),
+            (*key, start_ms_of(key[1], key[2])),
         )
         return True, run.counted_ms, changed
     cur = await conn.execute(
@@ -287,7 +287,7 @@ async def _add_totals(
         return
     players = sorted(totals)
     codec = board.codecs[key[1]]
-    start = parse_period(key[1], key[2]).start_ms
+    start = start_ms_of(key[1], key[2])
 
     def composite(total: str, at: str) -> str:
         """The codec's packing in SQL (see codec.py): score part over reversed time units."""

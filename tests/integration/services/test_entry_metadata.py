@@ -252,8 +252,8 @@ async def test_the_archive_keeps_metadata_and_erasure_and_removal_take_it(
     await send(client, board, "y2", kept, 8, {"old": kept}, yesterday)
     await send(client, board, "t1", kept, 7, {"new": kept})
     day = yesterday.strftime("%Y-%m-%d")
+    await wait_consumer_idle(client, runtime)  # before the grace shrinks: see test_scheduled
     await client.put(f"/v1/boards/{board}", json={"grace_seconds": 0}, headers=ADMIN_H)
-    await wait_consumer_idle(client, runtime)
     await freeze(runtime, board)
     archived = await metas(client, board, window="daily", period=day)
     assert archived == {gone: {"old": gone}, kept: {"old": kept}}

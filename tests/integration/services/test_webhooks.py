@@ -58,8 +58,8 @@ async def closed_day(
         }
         response = await client.post(f"/v1/boards/{board}/runs", json=run, headers=SERVER_H)
         assert response.status_code == 200, response.text
+    await wait_consumer_idle(client, runtime)  # before the grace shrinks: see test_scheduled
     await client.put(f"/v1/boards/{board}", json={"grace_seconds": 0}, headers=ADMIN_H)
-    await wait_consumer_idle(client, runtime)
     await freeze(runtime, board)
     return yesterday.strftime("%Y-%m-%d")
 
