@@ -280,6 +280,15 @@ namespace Rankd
         /// <summary><c>hooks</c>, optional.</summary>
         public Dictionary<string, string> Hooks { get; set; }
 
+        /// <summary><c>schedule</c>, optional.</summary>
+        public Dictionary<string, string> Schedule { get; set; }
+
+        /// <summary><c>current_period</c>, optional.</summary>
+        public Occurrence CurrentPeriod { get; set; }
+
+        /// <summary><c>next_period</c>, optional.</summary>
+        public Occurrence NextPeriod { get; set; }
+
         /// <summary><c>created_at</c>, required.</summary>
         public string CreatedAt { get; set; }
 
@@ -310,6 +319,9 @@ namespace Rankd
             it.ScoreFormat = global::Rankd.Json.AsString(o["score_format"]);
             it.ClientSubmits = global::Rankd.Json.AsBool(o["client_submits"]);
             it.Hooks = global::Rankd.Json.AsMap(o["hooks"], x => global::Rankd.Json.AsString(x));
+            it.Schedule = global::Rankd.Json.AsMap(o["schedule"], x => global::Rankd.Json.AsString(x));
+            it.CurrentPeriod = Occurrence.FromJson(o["current_period"]);
+            it.NextPeriod = Occurrence.FromJson(o["next_period"]);
             it.CreatedAt = global::Rankd.Json.AsString(o["created_at"]);
             it.TieResolutionMs = global::Rankd.Json.AsMap(o["tie_resolution_ms"], x => global::Rankd.Json.AsLong(x));
             return it;
@@ -334,6 +346,9 @@ namespace Rankd
             if (ScoreFormat != null) o["score_format"] = ScoreFormat;
             o["client_submits"] = ClientSubmits;
             if (Hooks != null) o["hooks"] = Hooks;
+            if (Schedule != null) o["schedule"] = Schedule;
+            if (CurrentPeriod != null) o["current_period"] = CurrentPeriod;
+            if (NextPeriod != null) o["next_period"] = NextPeriod;
             if (CreatedAt != null) o["created_at"] = CreatedAt;
             if (TieResolutionMs != null) o["tie_resolution_ms"] = TieResolutionMs;
             return o;
@@ -376,7 +391,7 @@ namespace Rankd
     /// <summary>BoardSettings (a request body).</summary>
     public sealed partial class BoardSettings : IJsonWritable
     {
-        /// <summary><c>windows</c>, optional: each one of "all-time", "daily", "weekly", "monthly", "hourly".</summary>
+        /// <summary><c>windows</c>, optional: each one of "all-time", "daily", "weekly", "monthly", "hourly", "scheduled".</summary>
         public List<string> Windows { get; set; }
 
         /// <summary><c>order</c>, optional: one of "desc", "asc".</summary>
@@ -415,6 +430,9 @@ namespace Rankd
         /// <summary><c>client_submits</c>, optional.</summary>
         public bool? ClientSubmits { get; set; }
 
+        /// <summary><c>schedule</c>, optional.</summary>
+        public Dictionary<string, string> Schedule { get; set; }
+
         /// <summary><c>hooks</c>, optional.</summary>
         public Dictionary<string, string> Hooks { get; set; }
 
@@ -440,6 +458,7 @@ namespace Rankd
             it.Segments = global::Rankd.Json.AsList(o["segments"], x => global::Rankd.Json.AsString(x));
             it.ScoreFormat = global::Rankd.Json.AsString(o["score_format"]);
             it.ClientSubmits = global::Rankd.Json.AsBoolOrNull(o["client_submits"]);
+            it.Schedule = global::Rankd.Json.AsMap(o["schedule"], x => global::Rankd.Json.AsString(x));
             it.Hooks = global::Rankd.Json.AsMap(o["hooks"], x => global::Rankd.Json.AsString(x));
             return it;
         }
@@ -461,6 +480,7 @@ namespace Rankd
             if (Segments != null) o["segments"] = Segments;
             if (ScoreFormat != null) o["score_format"] = ScoreFormat;
             if (ClientSubmits != null) o["client_submits"] = ClientSubmits;
+            if (Schedule != null) o["schedule"] = Schedule;
             if (Hooks != null) o["hooks"] = Hooks;
             return o;
         }
@@ -1126,6 +1146,44 @@ namespace Rankd
         }
     }
 
+    /// <summary>Occurrence (components.schemas).</summary>
+    public sealed partial class Occurrence : IJsonWritable
+    {
+        /// <summary><c>period</c>, required.</summary>
+        public string Period { get; set; }
+
+        /// <summary><c>starts_at</c>, required.</summary>
+        public string StartsAt { get; set; }
+
+        /// <summary><c>ends_at</c>, required.</summary>
+        public string EndsAt { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static Occurrence FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new Occurrence { Raw = o };
+            it.Period = global::Rankd.Json.AsString(o["period"]);
+            it.StartsAt = global::Rankd.Json.AsString(o["starts_at"]);
+            it.EndsAt = global::Rankd.Json.AsString(o["ends_at"]);
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (Period != null) o["period"] = Period;
+            if (StartsAt != null) o["starts_at"] = StartsAt;
+            if (EndsAt != null) o["ends_at"] = EndsAt;
+            return o;
+        }
+    }
+
     /// <summary>Page (components.schemas).</summary>
     public sealed partial class Page : IJsonWritable
     {
@@ -1228,7 +1286,7 @@ namespace Rankd
         /// <summary><c>period</c>, required.</summary>
         public string Period { get; set; }
 
-        /// <summary><c>status</c>, required: one of "open", "closed", "archived".</summary>
+        /// <summary><c>status</c>, required: one of "open", "closed", "archived", "upcoming".</summary>
         public string Status { get; set; }
 
         /// <summary><c>starts_at</c>, required.</summary>
@@ -1856,7 +1914,7 @@ namespace Rankd
         /// <summary><c>segment</c>, required.</summary>
         public string Segment { get; set; }
 
-        /// <summary><c>status</c>, required: one of "ranked", "held", "closed".</summary>
+        /// <summary><c>status</c>, required: one of "ranked", "held", "closed", "not_open".</summary>
         public string Status { get; set; }
 
         /// <summary><c>rank</c>, optional.</summary>

@@ -51,6 +51,9 @@ export interface Board {
   score_format: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3";
   client_submits: boolean;
   hooks?: Record<string, string> | null;
+  schedule?: Record<string, string | null> | null;
+  current_period?: Occurrence | null;
+  next_period?: Occurrence | null;
   created_at: string;
   tie_resolution_ms: Record<string, number>;
 }
@@ -61,7 +64,7 @@ export interface BoardDeleted {
 }
 
 export interface BoardSettings {
-  windows?: Array<"all-time" | "daily" | "weekly" | "monthly" | "hourly"> | null;
+  windows?: Array<"all-time" | "daily" | "weekly" | "monthly" | "hourly" | "scheduled"> | null;
   order?: "desc" | "asc" | null;
   policy?: "best" | "sum" | "latest" | null;
   window_policies?: Record<string, "best" | "sum" | "latest"> | null;
@@ -74,6 +77,7 @@ export interface BoardSettings {
   segments?: string[] | null;
   score_format?: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3" | null;
   client_submits?: boolean | null;
+  schedule?: Record<string, string | null> | null;
   hooks?: Record<string, string | null> | null;
 }
 
@@ -185,6 +189,12 @@ export interface Holds {
   holds: Hold[];
 }
 
+export interface Occurrence {
+  period: string;
+  starts_at: string;
+  ends_at: string;
+}
+
 export interface Page {
   board_id: string;
   window: string;
@@ -203,7 +213,7 @@ export interface PeriodClosed {
 
 export interface PeriodInfo {
   period: string;
-  status: "open" | "closed" | "archived";
+  status: "open" | "closed" | "archived" | "upcoming";
   starts_at: string;
   ends_at: string;
 }
@@ -307,7 +317,7 @@ export interface Standing {
   window: string;
   period: string;
   segment: string | null;
-  status: "ranked" | "held" | "closed";
+  status: "ranked" | "held" | "closed" | "not_open";
   rank?: number | null;
   previous_rank?: number | null;
   score?: number | null;
