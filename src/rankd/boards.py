@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from rankd import unbuilt
 from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
 from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, clip, is_segment_dimension
+from rankd.hooks import parse_hooks
 from rankd.periods import ALL_TIME, SPAN_MS, WINDOWS, Period, PeriodError, parse_period, period_at
 from rankd.results import (
     MAX_GRACE_S,
@@ -47,10 +47,12 @@ SETTING_FIELDS = (
     "client_submits",
     "hooks",
     "schedule",
+    "join_required",
+    "max_entrants",
+    "max_attempts",
 )
-# the events a board's hooks may name (services/webhooks.py), and the longest URL
-HOOK_EVENTS = ("period_closed",)
-MAX_HOOK_URL = 2048
+MAX_ENTRANTS = 10_000_000
+MAX_ATTEMPTS = 10_000
 # The limits the contract states (SCORE_FORMATS, MAX_*) are in rankd.results.
 MAX_RETENTION_DAYS = 3_650
 
@@ -78,6 +80,17 @@ class BoardConfig:
     hooks: dict[str, str] = field(default_factory=dict)
     # the occurrences of the scheduled window (rankd/schedules.py); None: no such window
     schedule: Schedule | None = None
+    # who an occurrence counts (services/tournaments.py): only players who joined it; at
+    # most this many players (0: any); at most this many distinct runs a player (0: any)
+    join_required: bool = False
+    max_entrants: int = 0
+    max_attempts: int = 0
+
+    @property
+    def admits(self) -> bool:
+        """Whether the scheduled window's runs are admitted one by one (joins, caps)."""
+        return self.join_required or self.max_entrants > 0 or self.max_attempts > 0
+
     created_at: datetime | None = None
     # which incarnation of the board id this is (deleting a board and creating it again
     # makes a new one); logged with every run, so replays never mix incarnations
@@ -190,47 +203,6 @@ def _window_policies(value: object) -> dict[str, Policy]:
     return dict(value)
 
 
-def _hooks(value: object, current: dict[str, str]) -> dict[str, str]:
-    """``{"period_closed": "https://game.example/rankd"}``: each event's URL (null: none);
-    events left out keep theirs."""
-    if not isinstance(value, dict) or any(e not in HOOK_EVENTS for e in value):
-        raise InvalidRequest(
-            'hooks must be an object of events to URLs, e.g. {"period_closed":'
-            ' "https://game.example/rankd"} (events: ' + ", ".join(HOOK_EVENTS) + ")"
-        )
-    hooks = dict(current)
-    for event, url in value.items():
-        if url is None:
-            hooks.pop(event, None)
-            continue
-        if not isinstance(url, str) or not is_hook_url(url):
-            raise InvalidRequest(
-                f"hooks.{event} must be an absolute http or https URL of at most"
-                f" {MAX_HOOK_URL} characters, without credentials or spaces"
-            )
-        hooks[event] = url
-    return hooks
-
-
-def is_hook_url(url: str) -> bool:
-    """An absolute http(s) URL with a host, printable ASCII with no space (what a request
-    line carries) and no user:password (which would be logged with it)."""
-    if len(url) > MAX_HOOK_URL or not url.isascii() or not url.isprintable() or " " in url:
-        return False
-    try:
-        parts = urlsplit(url)
-        port = parts.port  # a bad port raises
-    except ValueError:
-        return False
-    del port
-    return (
-        parts.scheme in ("http", "https")
-        and bool(parts.hostname)
-        and parts.username is None
-        and parts.password is None
-    )
-
-
 def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> BoardConfig:
     """The config that results from a PUT body; omitted fields keep their current value.
 
@@ -288,6 +260,8 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
             raise InvalidRequest("max_run_score must not exceed max_score")
         values["max_run_score"] = max_run
     for name, low, high in (
+        ("max_entrants", 0, MAX_ENTRANTS),
+        ("max_attempts", 0, MAX_ATTEMPTS),
         ("shards", 1, MAX_SHARDS),
         ("hold_top", 0, MAX_HOLD_TOP),
         ("grace_seconds", 0, MAX_GRACE_S),
@@ -295,14 +269,15 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         parsed = _int_field(body, name, low, high)
         if parsed is not None:
             values[name] = parsed
-    if "client_submits" in body:
-        if not isinstance(body["client_submits"], bool):
-            raise InvalidRequest("client_submits must be true or false")
-        values["client_submits"] = body["client_submits"]
+    for flag in ("client_submits", "join_required"):
+        if flag in body:
+            if not isinstance(body[flag], bool):
+                raise InvalidRequest(f"{flag} must be true or false")
+            values[flag] = body[flag]
     if "window_policies" in body:
         values["window_policies"] = _window_policies(body["window_policies"])
     if "hooks" in body:
-        values["hooks"] = _hooks(body["hooks"], values.get("hooks", {}))
+        values["hooks"] = parse_hooks(body["hooks"], values.get("hooks", {}))
     if "schedule" in body:
         given = body["schedule"]
         values["schedule"] = None if given is None else parse_schedule(given).as_json()
@@ -310,6 +285,13 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         values["windows"] = [*values["windows"], SCHEDULED]  # a schedule adds its window
     if values.get("schedule") is None and SCHEDULED in values["windows"]:
         raise InvalidRequest("the scheduled window needs a schedule (starts_at, every, ...)")
+    if values.get("schedule") is None and (
+        values.get("join_required") or values.get("max_entrants") or values.get("max_attempts")
+    ):
+        raise InvalidRequest(
+            "join_required, max_entrants and max_attempts apply to a schedule's occurrences;"
+            " set a schedule too"
+        )
     unknown_windows = sorted(set(values["window_policies"]) - set(values["windows"]))
     if unknown_windows:
         raise InvalidRequest(
@@ -376,6 +358,9 @@ def from_settings(
         client_submits=values.get("client_submits", False),  # before v1.3: servers only
         hooks=dict(values.get("hooks", {})),  # before v1.3: none
         schedule=None if values.get("schedule") is None else parse_schedule(values["schedule"]),
+        join_required=values.get("join_required", False),
+        max_entrants=values.get("max_entrants", 0),
+        max_attempts=values.get("max_attempts", 0),
         created_at=created_at,
         generation=generation,
         closes=dict(closes or {}),

@@ -54,6 +54,14 @@ class BoardImmutableField(RankdError):
     code = "board_immutable_field"
 
 
+class BoardFull(RankdError):
+    code = "board_full"
+
+
+class NotOpen(RankdError):
+    code = "not_open"
+
+
 class BodyTooLarge(RankdError):
     code = "body_too_large"
 
@@ -114,3 +122,23 @@ class ClientGone(RankdError):
     """The client hung up mid-request: nobody reads the answer; logged at debug only."""
 
     code = "client_closed_request"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure of the stores rather than of the messages applied.
+
+    Transient: a store unreachable or busy (connection errors, pool and socket timeouts,
+    any Redis error, PostgreSQL OperationalError: shutdown, deadlock, serialization, disk
+    full, ...) or not in a state to work (ProgrammingError, InternalError: a missing
+    table, a privilege, a corrupt index); applying later, or after a fix, can succeed, and
+    parking would only park every message. Anything else that fails on its own is the
+    message's: DataError (NUL in text, a value out of range, BadCopyFileFormat),
+    IntegrityError, a value too large for an index (ProgramLimitExceeded),
+    ValueError/ArithmeticError from a run that cannot be packed, and unexpected errors,
+    which are kept parked rather than redelivered until the log gives up on them.
+
+    The stores sort their drivers' errors into these (stores/postgres.py,
+    stores/redis/connection.py): ``Unavailable`` for the transient kinds,
+    ``InvalidRequest`` for what PostgreSQL refuses to store, so the applier needs no driver.
+    """
+    return isinstance(exc, Unavailable | OSError)  # TimeoutError and ConnectionError included

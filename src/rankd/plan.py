@@ -20,15 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 from rankd.boards import BoardConfig
 from rankd.formats import format_time
 from rankd.periods import ALL_TIME, DAY_MS, Period
 from rankd.results import Standing
 from rankd.runs import Run
+from rankd.schedules import SCHEDULED
 
-Disposition = Literal["apply", "late", "closed", "expired", "not_open"]
+Disposition = Literal["apply", "late", "closed", "expired", "not_open", "refused"]
 Operation = Literal["best", "sum", "latest"]
 # Where a target's entry is written: the public board, the banned players' :shadow key, or
 # the :pending key of runs held for review (see services/moderation.py).
@@ -61,8 +62,10 @@ class Target:
     """One window of one run: what happens to it.
 
     ``not_open``: on the scheduled window, the run ended between occurrences (``period``
-    is then the one before, or the first). ``closed``: the run came after its period's grace
-    (decided by when it was received, so a replay decides the same). ``expired``: the period
+    is then the one before, or the first). ``refused``: its occurrence does not count it
+    (``run.refused`` says why, decided before logging: services/tournaments.py).
+    ``closed``: the run came after its period's grace (decided by when it was received, so a
+    replay decides the same). ``expired``: the period
     has left Redis (retention passed at apply time); only the durable copy takes the run.
     ``late``: a run on a sum board's all-time window older than Redis remembers counted run
     ids; PostgreSQL decides whether it was counted before (see services/late_sums.py), then it
@@ -226,7 +229,7 @@ def _unless_removed(board: BoardConfig, run: Run, target: Target, seen: Visibili
         removal is None
         or run.ended_at_ms > removal[0]
         or removal[1] != board.generation
-        or target.disposition in ("closed", "not_open")
+        or target.disposition in ("closed", "not_open", "refused")
     ):
         return target
     return _target_of(
@@ -247,6 +250,8 @@ def _target(
     period = found
     if board.period_status(period, run.received_at_ms) == "closed":
         return _target_of(window, period, run, "closed", operation, side=side, mark=mark)
+    if run.refused and window == SCHEDULED:
+        return _target_of(window, period, run, "refused", operation, side=side, mark=mark)
     codec = board.codecs[window]
     offset = run.ended_at_ms - period.start_ms
     if (
@@ -295,6 +300,13 @@ def _target(
     )
 
 
+def _status_of(target: Target) -> Any:
+    """The status of a standing that counted nothing."""
+    if target.disposition == "refused":
+        return target.run.refused
+    return "not_open" if target.disposition == "not_open" else "closed"
+
+
 def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standing:
     """The client-facing standing for one window from the script's reply."""
     segment = target.segment or None
@@ -304,7 +316,7 @@ def standing(board: BoardConfig, target: Target, reply: Reply | None) -> Standin
             "window": target.window,
             "period": target.period.id,
             "segment": segment,
-            "status": "not_open" if target.disposition == "not_open" else "closed",
+            "status": _status_of(target),
             "improved": False,
             "is_best": False,
         }

@@ -183,6 +183,12 @@ class ErrorResponse(TypedDict):
     error: ErrorBody
 
 
+class Joined(TypedDict):
+    player_id: str
+    period: str
+    joined: bool
+
+
 class Occurrence(TypedDict):
     period: str
     starts_at: str
@@ -224,8 +230,11 @@ class Standing(TypedDict):
     segment: Annotated[
         str | None, Doc(description='null for the global standings, else "<dimension>:<value>"')
     ]
-    # not_open: the scheduled window's run ended outside every occurrence
-    status: Literal["ranked", "held", "closed", "not_open"]
+    # the scheduled window: not_open (the run ended outside every occurrence), not_joined,
+    # full, attempts_exhausted (its occurrence does not count it)
+    status: Literal[
+        "ranked", "held", "closed", "not_open", "not_joined", "full", "attempts_exhausted"
+    ]
     rank: NotRequired[int]
     previous_rank: NotRequired[
         Annotated[

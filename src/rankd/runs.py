@@ -22,6 +22,8 @@ LOG_FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 
 Segments = tuple[tuple[str, str], ...]  # (dimension, value) pairs, in the board's order
+# why a scheduled board's occurrence does not count a run (a standing's status there)
+REFUSALS = ("not_joined", "full", "attempts_exhausted")
 
 
 @dataclass(slots=True)  # one per submitted run: frozen dataclasses construct slower
@@ -40,6 +42,9 @@ class Run:
     # the client's metadata object as compact JSON text ("" for none), kept byte for byte
     # from the request to Redis, PostgreSQL and every read (validation.py bounds it)
     metadata: str = ""
+    # why the scheduled window does not count the run ("" : it does): not_joined, full or
+    # attempts_exhausted, decided before logging (services/tournaments.py)
+    refused: str = ""
 
 
 def encode_message(board_id: str, runs: list[Run], generation: int = 0) -> bytes:
@@ -67,8 +72,12 @@ def encode_message(board_id: str, runs: list[Run], generation: int = 0) -> bytes
 
 
 def _tail(run: Run) -> list[Any]:
-    """A run's optional fields: the windows it is held in, then its metadata (embedded as
-    the JSON it already is, not parsed and encoded again)."""
+    """A run's optional fields: the windows it is held in, its metadata (embedded as the
+    JSON it already is, not parsed and encoded again; null for none), then why the
+    scheduled window refuses it; trailing empty ones left out."""
+    if run.refused:
+        meta = orjson.Fragment(run.metadata) if run.metadata else None
+        return [list(run.held), meta, run.refused]
     if run.metadata:
         return [list(run.held), orjson.Fragment(run.metadata)]
     return [list(run.held)] if run.held else []
@@ -85,12 +94,16 @@ def _run(fields: list[Any]) -> Run:
         if not isinstance(fields[6], list):
             raise TypeError("held windows must be a list")
         run.held = tuple(str(w) for w in fields[6])
-    if len(fields) > 7:
+    if len(fields) > 7 and fields[7] is not None:
         if not isinstance(fields[7], dict):
             raise TypeError("metadata must be an object")
         run.metadata = orjson.dumps(fields[7]).decode()
-    if len(fields) not in (5, 6, 7, 8):
-        raise TypeError(f"a run has 5 to 8 fields, not {len(fields)}")
+    if len(fields) > 8:
+        if fields[8] not in REFUSALS:
+            raise TypeError(f"unknown refusal {fields[8]!r}")
+        run.refused = fields[8]
+    if len(fields) not in (5, 6, 7, 8, 9):
+        raise TypeError(f"a run has 5 to 9 fields, not {len(fields)}")
     return run
 
 

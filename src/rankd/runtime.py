@@ -35,6 +35,7 @@ from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
 from rankd.services.segment_values import SegmentValues
 from rankd.services.submit import Submitter
+from rankd.services.tournaments import Tournaments
 from rankd.services.webhooks import Webhooks
 from rankd.settings import Settings
 from rankd.stores.archive import ArchiveStore
@@ -216,6 +217,7 @@ class Runtime:
                 run_ids,
                 SegmentValues(redis.admission, pg, s.segment_values_max),
                 answer_timeout_s=s.redis_answer_timeout_s,
+                tournaments=Tournaments(redis.tournaments, pg),
             ),
             reader=Reader(
                 redis.reads,

@@ -11,9 +11,6 @@ from rankd.errors import InvalidRequest
 # board fields (PUT /v1/boards/{board_id})
 BOARD_FIELDS = frozenset(
     {
-        "join_required",
-        "max_entrants",
-        "max_attempts",
         "league",
     }
 )
@@ -21,7 +18,6 @@ WINDOWS = frozenset({"rolling-7d"})
 POLICIES: frozenset[str] = frozenset()
 # (method, path) of the routes
 ROUTES: tuple[tuple[str, str], ...] = (
-    ("POST", "/v1/boards/{board_id}/players/{player_id}/join"),
     ("GET", "/v1/boards/{board_id}/players/{player_id}/league"),
     ("GET", "/v1/boards/{board_id}/cohorts/{cohort}"),
     ("GET", "/v1/players/{player_id}/leagues"),

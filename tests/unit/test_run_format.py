@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankd.errors import InvalidRequest
-from rankd.runs import Run, decode_batch, encode_message
+from rankd.runs import REFUSALS, Run, decode_batch, encode_message
 from rankd.validation import METADATA_MAX_BYTES, METADATA_MAX_KEYS, check_metadata
 
 json_leaf = (
@@ -44,6 +44,7 @@ runs = st.builds(
     ).map(tuple),
     held=st.lists(st.sampled_from(["daily", "weekly", "all-time"]), unique=True).map(tuple),
     metadata=st.one_of(st.just(""), metadata.map(lambda m: orjson.dumps(m).decode())),
+    refused=st.sampled_from(["", *REFUSALS]),
 )
 
 

@@ -30,6 +30,7 @@ from rankd.api import (
     routes_reads,
     routes_runs,
     routes_tokens,
+    routes_tournaments,
     routes_unbuilt,
 )
 from rankd.api.fastpath import HotRoutes
@@ -136,6 +137,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         routes_reads,
         routes_players,
         routes_tokens,
+        routes_tournaments,
         routes_moderation,
         routes_live,
         routes_player_events,

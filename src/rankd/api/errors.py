@@ -30,6 +30,8 @@ STATUS: dict[type[errors.RankdError], int] = {
     errors.PlayerNotRanked: 404,
     errors.HoldNotFound: 404,
     errors.BoardImmutableField: 409,
+    errors.BoardFull: 409,
+    errors.NotOpen: 409,
     errors.RunConflict: 409,
     errors.BodyTooLarge: 413,
     errors.UnsupportedMediaType: 415,

@@ -56,6 +56,11 @@ ROUTES: dict[str, Doc] = {
         (*BODY, "score_out_of_range", "board_not_found", "run_conflict", "unavailable"),
         player=True,
     ),
+    "POST /v1/boards/{board_id}/players/{player_id}/join": Doc(
+        "server",
+        ("invalid_request", "board_not_found", "board_full", "not_open", "unavailable"),
+        player=True,
+    ),
     "POST /v1/boards/{board_id}/runs:batch": Doc(
         "server", (*BODY, "board_not_found", "unavailable")
     ),
@@ -130,6 +135,8 @@ MESSAGES: dict[str, str] = {
     "player_not_ranked": "player '48213377' has no entry in weekly period 2026-W45",
     "hold_not_found": "no run 'r-7f3a91' is held on board 'arena'",
     "board_immutable_field": "order cannot change on a board that has runs; create a new board",
+    "board_full": "occurrence 20261205T1800Z has its 100 entrants",
+    "not_open": "no occurrence is open now; name an upcoming one with period=",
     "run_conflict": "run_id 'r-7f3a91' was already sent on this board with another player_id,"
     " score or ended_at; send a new run_id for a new run",
     "body_too_large": "the request body is larger than 1 MiB; send fewer runs per request",

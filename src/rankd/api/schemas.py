@@ -83,6 +83,7 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
     results.Board: [BOARD_EXAMPLE],
     results.Boards: [{"boards": [BOARD_EXAMPLE]}],
     results.SubmitResult: [SUBMIT_EXAMPLE],
+    results.Joined: [{"player_id": "48213377", "period": "20261205T1800Z", "joined": True}],
     results.BatchResults: [
         {
             "results": [

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from rankd import metrics
 from rankd.boards import BoardConfig
-from rankd.errors import BoardNotFound, Unavailable
+from rankd.errors import BoardNotFound, is_transient
 from rankd.formats import clip, is_board_id
 from rankd.periods import PeriodRef
 from rankd.plan import Target, Visibility, plan
@@ -31,11 +31,14 @@ from rankd.runs import decode_batch
 from rankd.services.moderation import Moderation
 from rankd.services.registry import BoardRegistry
 from rankd.services.repairs import busy_in
+from rankd.services.tournaments import counted_runs, readmit
 from rankd.services.write_pipeline import WritePipeline
 from rankd.stores import corrections, deletions, fingerprints, standings
+from rankd.stores import tournaments as tournaments_db
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis.marks import Marks
 from rankd.stores.redis.reads import Reads
+from rankd.stores.redis.tournaments import TournamentKeys
 from rankd.stores.redis.writes import Writes
 from rankd.stores.runlog import LogMessage
 from rankd.stores.standings import BestRow, StandingsBatch, SumRun
@@ -58,26 +61,6 @@ class Outcome:
         return self
 
 
-def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` is a failure of the stores rather than of the messages applied.
-
-    Transient: a store unreachable or busy (connection errors, pool and socket timeouts,
-    any Redis error, PostgreSQL OperationalError: shutdown, deadlock, serialization, disk
-    full, ...) or not in a state to work (ProgrammingError, InternalError: a missing
-    table, a privilege, a corrupt index); applying later, or after a fix, can succeed, and
-    parking would only park every message. Anything else that fails on its own is the
-    message's: DataError (NUL in text, a value out of range, BadCopyFileFormat),
-    IntegrityError, a value too large for an index (ProgramLimitExceeded),
-    ValueError/ArithmeticError from a run that cannot be packed, and unexpected errors,
-    which are kept parked rather than redelivered until the log gives up on them.
-
-    The stores sort their drivers' errors into these (stores/postgres.py,
-    stores/redis/connection.py): ``Unavailable`` for the transient kinds,
-    ``InvalidRequest`` for what PostgreSQL refuses to store, so the applier needs no driver.
-    """
-    return isinstance(exc, Unavailable | OSError)  # TimeoutError and ConnectionError included
-
-
 def _board_of(message: LogMessage) -> str | None:
     """The board a log message's runs are for; None for one that cannot be decoded."""
     try:
@@ -90,7 +73,7 @@ def _collect(batch: StandingsBatch, board_id: str, targets: list[Target]) -> Non
     """Add what the durable copy must hold for ``targets`` (closed ones hold nothing; late
     ones were counted by late_sums.settle)."""
     for t in targets:
-        if t.disposition in ("closed", "late", "not_open") or t.side == "pending":
+        if t.disposition in ("closed", "late", "not_open", "refused") or t.side == "pending":
             continue  # a held run enters the durable copy when approved
         key = PeriodRef(board_id, t.window, t.period.id, t.segment)
         r = t.run
@@ -143,6 +126,7 @@ class Applier:
         self.pg = pg
         self.moderation = moderation
         self.pipeline = WritePipeline(writes, marks, reads, pg, moderation)
+        self.tournament_keys = TournamentKeys(writes.conn)
         self.mark_wait_ms = None if mark_wait_s is None else int(mark_wait_s * 1000)
         # how long a run id's first content is binding (services/run_ids.py)
         self.run_memory_ms = int(run_memory_s * 1000)
@@ -369,6 +353,7 @@ class Applier:
         seen = self.moderation.visibility()
         configs, planned, unusable = await self._plan(messages, now_ms, seen, outcome)
         batch = StandingsBatch.empty()
+        tries: list[tournaments_db.Try] = []  # runs scheduled occurrences counted
         conflicted: set[tuple[str, str, str]] = set()
         async with self.pg.apply_lock(exclusive=False) as conn:
             plans = await self._still_wanted(conn, configs, planned, now_ms, seen)
@@ -382,10 +367,14 @@ class Applier:
                     config, board_plans, now_ms, conn=conn, mark_wait_ms=self.mark_wait_ms
                 )
                 _collect(batch, board_id, [t for p in written.plans for t in p])
+                if config.admits:
+                    tries += counted_runs(board_id, written.plans)
             await standings.write(conn, batch)
+            await tournaments_db.add_tries(conn, tries)
             for message, reason in unusable:
                 await standings.park(conn, message.seq, message.subject, reason, message.data)
                 outcome.parked.append(message.seq)
+        await readmit(self.tournament_keys, tries)
         for message, reason in unusable:
             metrics.MESSAGES_PARKED.inc()
             logger.error("parked log message %s (%s): %s", message.seq, message.subject, reason)

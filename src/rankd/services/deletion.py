@@ -180,6 +180,9 @@ class Deletions:
             refs = await db.erase_player(conn, player_id, log_seq, _now_ms())
         refs |= live
         await self.redis.moves.drop_entries(sorted(refs), [player_id])
+        for ref in refs:  # the scheduled occurrences' admission keys too
+            if ref.window == "scheduled" and not ref.segment:
+                await self.redis.tournaments.forget_player(ref.board, ref.period, player_id)
         await self.redis.profiles.forget_player(player_id)
         self.names.forget(player_id)
         await self.moderation.bans.refresh()

@@ -31,6 +31,7 @@ from rankd.periods import ALL_TIME, PeriodError, PeriodRef, start_ms_of
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
 from rankd.services import parallel_rebuild
 from rankd.services.registry import BoardRegistry
+from rankd.services.tournaments import restore_admission
 from rankd.stores import archive_job, entry_metadata, rebuild_pages
 from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import Conn, PostgresStore
@@ -330,6 +331,7 @@ class Rebuilder:
             self.restoring = {ref for ref, _, _ in todo}
             try:
                 await entry_metadata.restore(conn, self.redis.loads, todo, board, window, period)
+                await restore_admission(conn, self.redis.tournaments, todo)
                 await self._load(conn, todo, banned, held, now_ms, report, progress, whole)
             finally:
                 self.restoring = set()

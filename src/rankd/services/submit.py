@@ -35,6 +35,7 @@ from rankd.services.moderation import Moderation
 from rankd.services.players import Players
 from rankd.services.run_ids import RunIds
 from rankd.services.segment_values import SegmentValues
+from rankd.services.tournaments import Tournaments
 from rankd.services.write_pipeline import WritePipeline
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.reads import Reads
@@ -56,8 +57,11 @@ class Submitter:
         segment_values: SegmentValues,
         *,
         answer_timeout_s: float = 5.0,
+        tournaments: Tournaments | None = None,
     ) -> None:
         self.answer_timeout_s = answer_timeout_s
+        # scheduled boards' joins and caps, decided before logging (services/tournaments.py)
+        self.tournaments = tournaments
         self.writes = writes
         self.reads = reads
         self.pg = pg
@@ -127,6 +131,8 @@ class Submitter:
         if accepted:
             # the log carries the decision
             accepted = await self.moderation.decide_holds(board, accepted)
+            if self.tournaments is not None:
+                accepted = await self.tournaments.admit(board, accepted)
         return refused, accepted
 
     async def apply(

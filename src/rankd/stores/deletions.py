@@ -84,6 +84,8 @@ async def delete_board(conn: Conn, board_id: str, generation: int, now_ms: int) 
         "entry_removals",
         "period_closes",
         "deliveries",
+        "tournament_entrants",
+        "tournament_tries",
     ):
         await conn.execute(f"DELETE FROM {table} WHERE board_id = %s", (board_id,))
     await conn.execute("DELETE FROM boards WHERE board_id = %s", (board_id,))
@@ -123,6 +125,11 @@ async def erase_player(conn: Conn, player_id: str, log_seq: int, now_ms: int) ->
         for segment in ("", *segments):
             refs.add(PeriodRef(board_id, win, period, segment))
     await conn.execute("DELETE FROM sum_runs WHERE player_id = %s", (player_id,))
+    for table in ("tournament_entrants", "tournament_tries"):  # their occurrences' admission
+        cur = await conn.execute(
+            f"DELETE FROM {table} WHERE player_id = %s RETURNING board_id, period", (player_id,)
+        )
+        refs.update(PeriodRef(b, "scheduled", p) for b, p in await cur.fetchall())
     await conn.execute("DELETE FROM players WHERE player_id = %s", (player_id,))
     # unbanned rather than deleted: every instance's ban list follows rows by their seq
     await conn.execute(

@@ -333,6 +333,9 @@ async def test_real_answers_of_every_route_match_the_document(
     await call("GET", holds, status=200, headers=ADMIN_H)
     await call("GET", holds, status=403, headers=SERVER_H)
     await call("GET", holds, status=400, params={"limit": 0}, headers=ADMIN_H)
+    joining = "/v1/boards/{board_id}/players/{player_id}/join"
+    await call("POST", joining, status=409, headers=SERVER_H)  # no schedule: not_open
+    await call("POST", joining, status=401)
     sent = "/v1/boards/{board_id}/deliveries"
     await call("GET", sent, status=200, headers=ADMIN_H)
     await call("GET", sent, status=403, headers=SERVER_H)

@@ -25,11 +25,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from rankd.codec import CodecError
 from rankd.embedded import free_port
-from rankd.errors import Unavailable
+from rankd.errors import Unavailable, is_transient
 from rankd.periods import ALL_TIME
 from rankd.runs import Run, encode_message
 from rankd.runtime import Runtime
-from rankd.services.applier import Applier, is_transient
+from rankd.services.applier import Applier
 from rankd.services.consumer import Lag
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.postgres import _reachable as pg_reachable

@@ -6,6 +6,7 @@ rebuild and a replay all agree. On 1 and 4 shards."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -229,11 +230,9 @@ async def test_schedules_are_checked_and_change_only_ahead(
     response = await client.put(path, json={"schedule": ending}, headers=ADMIN_H)
     assert response.status_code == 200, response.text
     assert response.json()["schedule"]["ends_at"] is not None
-    # join, caps and attempts are not built yet: refused, never ignored
-    for field, value in (("join_required", True), ("max_entrants", 100), ("max_attempts", 3)):
+    for field, value in (("join_required", 1), ("max_entrants", -1), ("max_attempts", 10**6)):
         refused = await client.put(path, json={field: value}, headers=ADMIN_H)
         assert_error(refused, 400, "invalid_request")
-        assert "not built" in refused.json()["error"]["message"]
 
 
 async def test_a_schedule_in_the_future_is_not_active_and_runs_before_it_are_not_open(
@@ -255,3 +254,107 @@ async def test_a_schedule_in_the_future_is_not_active_and_runs_before_it_are_not
     assert [(p["period"], p["status"]) for p in listed.json()["periods"]] == [
         (basic(start), "upcoming")
     ]
+
+
+def open_schedule(**rules: object) -> dict[str, Any]:
+    """A board config whose daily occurrence began a minute ago and lasts two hours."""
+    start = minute(datetime.now(UTC)) - timedelta(minutes=1)
+    schedule = {"starts_at": rfc(start), "every": "P1D", "duration": "PT2H"}
+    return {"windows": ["all-time"], "schedule": schedule, **rules}
+
+
+async def join(client: httpx.AsyncClient, board: str, player: str, **params: str) -> httpx.Response:
+    return await client.post(
+        f"/v1/boards/{board}/players/{player}/join", params=params, headers=SERVER_H
+    )
+
+
+async def test_a_capped_occurrence_takes_exactly_its_entrants_under_a_race(
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime
+) -> None:
+    board = await make_board(**open_schedule(join_required=True, max_entrants=100))
+    players = [f"racer-{i:04d}" for i in range(1000)]
+    answers = []
+    for i in range(0, len(players), 250):  # 250 joins in flight at a time
+        answers += await asyncio.gather(*(join(client, board, p) for p in players[i : i + 250]))
+    codes = sorted(a.status_code for a in answers)
+    assert codes.count(200) == 100 and codes.count(409) == 900, codes[:3]
+    assert {a.json()["error"]["code"] for a in answers if a.status_code == 409} == {"board_full"}
+    joined = [p for p, a in zip(players, answers, strict=True) if a.status_code == 200]
+    again = await join(client, board, joined[0])
+    assert again.status_code == 200 and again.json()["joined"] is True  # harmless
+    async with runtime.pg.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM tournament_entrants WHERE board_id = %s", (board,)
+        )
+        assert await cur.fetchone() == (100,)
+    # only the entrants' runs count there
+    outsider = next(p for p in players if p not in joined)
+    inside = await send(client, board, "in-1", joined[1], 40, datetime.now(UTC))
+    outside = await send(client, board, "out-1", outsider, 90, datetime.now(UTC))
+    assert inside["scheduled"]["status"] == "ranked"
+    assert (outside["scheduled"]["status"], outside["all-time"]["status"]) == (
+        "not_joined",
+        "ranked",
+    )
+    assert await top(client, board, window="scheduled") == [(joined[1], 40)]
+
+
+async def test_attempts_and_entrants_are_capped_and_survive_a_rebuild(
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime, redis: Redis
+) -> None:
+    first = await runtime.runlog.last_sequence() + 1
+    board = await make_board(**open_schedule(max_entrants=2, max_attempts=3))
+    now = datetime.now(UTC) - timedelta(seconds=5)
+    statuses = [
+        (await send(client, board, f"a{n}", "ann", 10 + n, now))["scheduled"]["status"]
+        for n in range(5)
+    ]
+    assert statuses == ["ranked"] * 3 + ["attempts_exhausted"] * 2
+    resend = await send(client, board, "a1", "ann", 11, now)  # a counted run, sent again
+    assert resend["scheduled"]["status"] == "ranked"
+    assert (await send(client, board, "b0", "bob", 5, now))["scheduled"]["status"] == "ranked"
+    late = await send(client, board, "c0", "cat", 99, now)  # a third player: the cap is 2
+    assert (late["scheduled"]["status"], late["all-time"]["status"]) == ("full", "ranked")
+    assert_error(await join(client, board, "cat"), 409, "board_full")
+    assert (await join(client, board, "bob")).status_code == 200  # already in
+    expected = [("ann", 12), ("bob", 5)]
+    assert await top(client, board, window="scheduled") == expected
+
+    await wait_consumer_idle(client, runtime)
+    for pattern in keys.board_patterns(board):
+        async for key in redis.scan_iter(match=pattern):
+            await redis.unlink(key)
+    await runtime.rebuilder.rebuild(board=board)
+    assert await top(client, board, window="scheduled") == expected
+    after = await send(client, board, "a9", "ann", 50, now)  # still three attempts used
+    assert after["scheduled"]["status"] == "attempts_exhausted"
+    assert (await send(client, board, "d0", "dan", 7, now))["scheduled"]["status"] == "full"
+    for pattern in keys.board_patterns(board):
+        async for key in redis.scan_iter(match=pattern):
+            await redis.unlink(key)
+    await replay(runtime.runlog, runtime.applier, first)
+    assert await top(client, board, window="scheduled") == expected
+
+
+async def test_joining_needs_an_open_or_upcoming_occurrence_and_the_right_credentials(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
+    start = minute(datetime.now(UTC)) + timedelta(hours=1)
+    schedule = {"starts_at": rfc(start), "every": "P1D", "duration": "PT1H"}
+    board = await make_board(windows=["all-time"], schedule=schedule, join_required=True)
+    assert_error(await join(client, board, "ann"), 409, "not_open")  # none open yet
+    early = await join(client, board, "ann", period=basic(start))
+    assert early.status_code == 200, early.text
+    assert early.json() == {"player_id": "ann", "period": basic(start), "joined": True}
+    assert_error(await join(client, board, "ann", period="20200101T0000Z"), 409, "not_open")
+    assert_error(await client.post(f"/v1/boards/{board}/players/ann/join"), 401, "unauthorized")
+    assert_error(
+        await client.post(f"/v1/boards/{board}/players/bad%20id/join", headers=SERVER_H),
+        400,
+        "invalid_request",
+    )
+    plain = await make_board(windows=["daily"])
+    assert_error(await join(client, plain, "ann"), 409, "not_open")
+    refused = await client.put(f"/v1/boards/{plain}", json={"max_attempts": 3}, headers=ADMIN_H)
+    assert_error(refused, 400, "invalid_request")  # rules need a schedule

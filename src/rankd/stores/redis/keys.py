@@ -179,6 +179,14 @@ def times(key: str, member: str) -> str:
     return f"{key}:at:{time_bucket(member) % time_buckets_of(key)}"
 
 
+def tournament(board: str, period: str) -> tuple[str, str, str]:
+    """A scheduled occurrence's admission keys (services/tournaments.py), one hash tag: its
+    entrants (set), counted runs ("<player>|<run_id>", set) and counted runs per player
+    (hash). Apart from the standings' keys: admission comes before the log, on any shard."""
+    tag = f"tn:{{{board}:{period}}}"
+    return f"{tag}:entrants", f"{tag}:tries", f"{tag}:counts"
+
+
 def run_ids_armed(board: str) -> str:
     """Present once the board's run-id registry is complete for this Redis (see
     services/run_ids.py); a Redis that lost it restores the registry before any claim."""
@@ -208,7 +216,13 @@ def board_patterns(board: str) -> tuple[str, ...]:
     """SCAN patterns matching every key of a board: its periods and segments with their
     side keys and exact-times hashes, its periods index and its ``rk:`` keys (the run-id
     registry, segment values; board ids hold no glob characters)."""
-    return (f"lb:{{{board}:*", f"lb:{{{board}/*", f"lb:periods:{{{board}}}:*", f"rk:{{{board}}}:*")
+    return (
+        f"lb:{{{board}:*",
+        f"lb:{{{board}/*",
+        f"lb:periods:{{{board}}}:*",
+        f"rk:{{{board}}}:*",
+        f"tn:{{{board}:*",
+    )
 
 
 def deleting(board: str) -> str:

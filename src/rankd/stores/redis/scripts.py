@@ -43,6 +43,9 @@ SUBMIT_BEST = Script.load("submit_best")
 SUBMIT_BEST_MANY = Script.load("submit_best_many")
 SUBMIT_SUM = Script.load("submit_sum")
 SUBMIT_LATEST = Script.load("submit_latest")
+ADMIT = Script.load("admit")
+JOIN = Script.load("join")
+ADMITTED = Script.load("admitted")
 # values a submit script answers per run (submit_best.lua): changed, rank, stored, mine or
 # counted, achieved, and the previous entry's rank, composite and time
 SUBMIT_REPLY_WIDTH = 8
@@ -65,6 +68,9 @@ ALL_SCRIPTS = (
     SUBMIT_BEST_MANY,
     SUBMIT_SUM,
     SUBMIT_LATEST,
+    ADMIT,
+    JOIN,
+    ADMITTED,
     AROUND,
     TOP,
     FRIENDS,

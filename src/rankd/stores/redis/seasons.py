@@ -79,6 +79,9 @@ class SeasonKeys:
         """Remove a period's keys; UNLINK frees their memory off Redis's main thread, so a
         large board leaving never blocks other commands."""
         removed = 0
+        if ref.window == "scheduled" and not ref.segment:  # its admission keys go too
+            with reachable():
+                await self.conn.client.unlink(*keys.tournament(ref.board, ref.period))
         for pk in self.shards.every(ref):  # every shard's keys, a shard at a time
             # the exact-times hashes too: every bucket, in a few commands (absent ones cost
             # Redis a lookup each), as the members are not known here

@@ -17,6 +17,7 @@ from rankd.stores.redis.positions import Positions
 from rankd.stores.redis.profiles import Profiles
 from rankd.stores.redis.reads import Reads
 from rankd.stores.redis.seasons import SeasonKeys
+from rankd.stores.redis.tournaments import TournamentKeys
 from rankd.stores.redis.writes import Writes
 from rankd.stores.sharded import ShardedReads
 
@@ -60,6 +61,7 @@ class RedisStores:
         self.limits = RateLimits(conn)
         self.positions = Positions(conn)
         self.loads = Loads(conn, shards)
+        self.tournaments = TournamentKeys(conn)
 
     @property
     def client(self) -> Redis:
