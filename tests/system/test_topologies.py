@@ -46,6 +46,7 @@ SELECTION = [
     # v1.3: scheduled boards, the caps race (admission keys on their own slots), webhooks
     "tests/integration/services/test_scheduled.py",
     "tests/integration/services/test_webhooks.py",
+    "tests/integration/services/test_latest_policy.py",
 ]
 
 pytestmark = [

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -282,3 +283,35 @@ async def test_tokens_cursors_and_player_streams_across_two_workers(
             )
             assert mine.status_code == 200 and mine.json()["rank"] == 1
             assert mine.json()["metadata"] == {"try": 2}
+
+
+async def test_a_capped_tournament_across_two_workers(urls: Urls, tmp_path: Path) -> None:
+    """Joins racing over both processes (each request on a new connection) leave exactly
+    the cap's entrants; a run's attempts are counted across them too."""
+    fresh = {"Connection": "close", **SERVER_H}
+    async with two_workers(urls, tmp_path) as http:
+        board = new_board_id("w13t")
+        start = (datetime.now(UTC) - timedelta(minutes=1)).replace(second=0, microsecond=0)
+        config = {
+            "windows": ["all-time"],
+            "schedule": {"starts_at": start.isoformat(), "every": "P1D", "duration": "PT2H"},
+            "join_required": True,
+            "max_entrants": 7,
+            "max_attempts": 2,
+        }
+        assert (await http.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)).is_success
+        joins = await asyncio.gather(
+            *(
+                http.post(f"/v1/boards/{board}/players/t{i:02d}/join", headers=fresh)
+                for i in range(60)
+            )
+        )
+        joined = [i for i, r in enumerate(joins) if r.status_code == 200]
+        assert len(joined) == 7, [r.status_code for r in joins]
+        player = f"t{joined[0]:02d}"
+        statuses = []
+        for n in range(4):
+            body = {"run_id": f"tr{n}", "player_id": player, "score": n}
+            sent = await http.post(f"/v1/boards/{board}/runs", json=body, headers=fresh)
+            statuses.append(sent.json()["standings"][-1]["status"])
+        assert statuses == ["ranked", "ranked", "attempts_exhausted", "attempts_exhausted"]
