@@ -314,7 +314,7 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
             for k, v in retention.items()
         ):
             raise InvalidRequest(
-                "retention_days must map hourly/daily/weekly/monthly to whole days "
+                "retention_days must map hourly/daily/weekly/monthly/scheduled to whole days "
                 f"in 0..{MAX_RETENTION_DAYS} (0: a period leaves Redis once archived)"
             )
         values["retention_days"] = {**values["retention_days"], **retention}

@@ -9,8 +9,12 @@ refused removal shows the API's error; a bad board definition shows the API's ow
 beside the field it names; a window's own policy (window_policies) is set and cleared from
 the board form; closing the current weekly period (after a confirmation, "closing…" while
 the call runs) lists it closed and a run sent afterwards answers closed there, and a
-refused close shows the API's error; a hostile player name or ban reason is shown as text,
-never as markup.
+refused close shows the API's error; a scheduled board with a webhook is made from the form
+(a refused schedule shows the API's words on the schedule field it names), its panel shows
+its open and next occurrence, and, once an occurrence closed from the console is frozen
+(`rankd freeze`), the delivery log shows the receiver's 503 and then the delivery done; the
+hook is removed and the schedule's end moved from the form; a hostile player name or ban
+reason is shown as text, never as markup.
 
 Skips only when no Chromium is installed (as tests/system/test_live_page.py). With
 RANKD_UPDATE_SCREENSHOT=1 it also writes docs/console-*.png for docs/console.md.
@@ -18,6 +22,7 @@ RANKD_UPDATE_SCREENSHOT=1 it also writes docs/console-*.png for docs/console.md.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -26,6 +31,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +40,18 @@ import pytest
 from playwright.async_api import Locator, Page, async_playwright, expect
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
-from tests.support.common import ADMIN, ADMIN_H, SERVER, SERVER_H, Urls, new_board_id
+from tests.support.common import (
+    ADMIN,
+    ADMIN_H,
+    SERVER,
+    SERVER_H,
+    WEBHOOK_SECRET,
+    Urls,
+    new_board_id,
+)
 from tests.support.live import free_port
+from tests.support.receiver import receiver
+from tests.support.wire import iso
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -56,6 +72,7 @@ def service(urls: Urls) -> Iterator[str]:
         "RANKD_NATS_URL": urls.nats,
         "RANKD_ADMIN_KEYS": ADMIN,
         "RANKD_SERVER_KEYS": SERVER,
+        "RANKD_WEBHOOK_SECRET": WEBHOOK_SECRET,  # boards with hooks; this service sends them
         "RANKD_SEASON_JOB_INTERVAL_S": "0",
         "RANKD_LOG_LEVEL": "warning",
     }
@@ -603,6 +620,172 @@ async def test_a_period_closed_from_the_console_takes_no_more_runs(
     await expect(page.locator("#toast")).to_contain_text("board_not_found")
     await expect(page.locator("#toast")).to_have_class(re.compile(r"\bbad\b"))
     await expect(page.locator("#periods tbody")).to_contain_text("does not exist")
+    deleted = await http.delete(f"/v1/boards/{board_id}", headers=ADMIN_H)
+    assert deleted.status_code == 200, deleted.text
+
+
+async def deliveries(http: httpx.AsyncClient, board_id: str) -> list[dict[str, Any]]:
+    response = await http.get(f"/v1/boards/{board_id}/deliveries", headers=ADMIN_H)
+    assert response.status_code == 200, response.text
+    found: list[dict[str, Any]] = response.json()["deliveries"]
+    return found
+
+
+async def until(check: Any, what: str, seconds: float = 30) -> Any:
+    """Polls ``check()`` (a coroutine function) until it answers something truthy."""
+    deadline = time.monotonic() + seconds
+    while not (found := await check()):
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.2)
+    return found
+
+
+def freeze(urls: Urls, board_id: str) -> str:
+    """One pass of the season job on ``board_id`` (`rankd freeze`, as an operator runs it),
+    with no settle time: what it printed."""
+    env = os.environ | {
+        "RANKD_REDIS_URL": urls.redis,
+        "RANKD_POSTGRES_URL": urls.postgres,
+        "RANKD_NATS_URL": urls.nats,
+        "RANKD_SEASON_SETTLE_S": "0",
+        "RANKD_LOG_LEVEL": "warning",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "rankd.cli", "freeze", "--board", board_id, "--wait", "30"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+async def test_a_scheduled_board_with_a_hook_is_made_from_the_form(
+    service: str, page: Page, http: httpx.AsyncClient, urls: Urls
+) -> None:
+    board_id = new_board_id("console-sched")
+    # hourly occurrences, each open for the hour, from two hours ago: one is open now
+    starts = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=2)
+    # the receiver answers 503 until told otherwise: the delivery stays pending
+    with receiver(*[503] * 1000) as hook:
+        await sign_in(page, service, "#boards")
+        await page.click("#board-new")
+        await page.fill("#f-board_id", board_id)
+        scheduled = page.locator('[data-field="windows"] input[value="scheduled"]')
+        await expect(scheduled).not_to_be_checked()
+        await page.fill("#f-schedule-starts_at", starts.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        await expect(scheduled).to_be_checked()  # a schedule adds the scheduled window
+        await page.fill("#f-hooks", hook.url)
+        # a schedule the API refuses: its words, on the schedule, the field it names focused
+        await page.fill("#f-schedule-every", "P2Y")
+        await page.click("#editor-save")
+        error = page.locator('[data-error-for="schedule"]')
+        await expect(error).to_have_text(
+            "schedule.every must be from PT1H to P1Y (invalid_request)"
+        )
+        await expect(page.locator("#f-schedule-every")).to_be_focused()
+        assert (await http.get(f"/v1/boards/{board_id}")).status_code == 404
+        await page.fill("#f-schedule-every", "PT1H")
+        await page.click("#editor-save")
+        await expect(page.locator("#toast")).to_contain_text(f"Created {board_id}")
+        await expect(error).to_be_hidden()
+        created = (await http.get(f"/v1/boards/{board_id}", headers=ADMIN_H)).json()
+        assert created["windows"] == ["all-time", "scheduled"], created
+        assert created["schedule"] == {
+            "starts_at": iso(starts),
+            "every": "PT1H",
+            "duration": "PT1H",  # every, when none is given
+            "ends_at": None,
+        }
+        assert created["hooks"] == {"period_closed": hook.url}
+        current, following = created["current_period"], created["next_period"]
+        assert current and following, created
+
+        # the form shows it back; the panel, the open occurrence and the next
+        await expect(page.locator("#f-schedule-starts_at")).to_have_value(iso(starts))
+        await expect(page.locator("#f-schedule-duration")).to_have_value("PT1H")
+        await expect(page.locator("#f-schedule-ends_at")).to_have_value("")
+        await expect(page.locator("#f-hooks")).to_have_value(hook.url)
+        await expect(page.locator("#occ-current")).to_contain_text(current["period"])
+        await expect(page.locator("#occ-next")).to_contain_text(following["period"])
+        row = page.locator(f'#boards tr[data-board="{board_id}"]')
+        await expect(row).to_contain_text(f"open: {current['period']}")
+        # the occurrences among the periods: the open one (it closes), the next upcoming
+        occurrence = '#periods tbody tr[data-window="scheduled"][data-period="{}"]'.format
+        now_row = page.locator(occurrence(current["period"]))
+        next_row = page.locator(occurrence(following["period"]))
+        await expect(now_row.locator(".pill")).to_have_text("open")
+        await expect(next_row.locator(".pill")).to_have_text("upcoming")
+        await expect(next_row.locator("button")).to_have_count(0)
+        await expect(page.locator("#deliveries-empty")).to_be_visible()
+
+        # a run in the open occurrence, which is closed from the console and frozen
+        assert await run_statuses(http, board_id, "s-ana", 700) == {
+            "all-time": "ranked",
+            "scheduled": "ranked",
+        }
+        await now_row.locator("button").click()
+        await page.click("#confirm-ok")
+        await expect(page.locator("#toast")).to_contain_text(
+            f"Closed scheduled period {current['period']} of {board_id}", timeout=15_000
+        )
+
+        async def frozen() -> list[dict[str, Any]]:
+            await asyncio.to_thread(freeze, urls, board_id)  # again while the log catches up
+            return await deliveries(http, board_id)
+
+        [delivery] = await until(frozen, "the closed occurrence was not frozen")
+        assert delivery["delivery_id"] == f"{board_id}:scheduled:{current['period']}"
+
+        async def tried() -> bool:
+            return bool((await deliveries(http, board_id))[0]["attempts"] > 0)
+
+        await until(tried, "the service did not try the receiver")
+        await page.click("#deliveries-refresh")
+        listed = page.locator(f'#deliveries tbody tr[data-delivery="{delivery["delivery_id"]}"]')
+        await expect(listed).to_contain_text(f"scheduled {current['period']}")
+        await expect(listed.locator(".pill")).to_have_text("pending")
+        await expect(listed.locator(".last-answer")).to_have_text("HTTP 503")
+        await expect(listed.locator(".next-attempt")).not_to_have_text("\N{EN DASH}")
+        await expect(page.locator("#deliveries-empty")).to_be_hidden()
+        # the receiver answers 200 from now on: the next attempt delivers it
+        hook.answers.clear()
+
+        async def delivered() -> bool:
+            return bool((await deliveries(http, board_id))[0]["status"] == "delivered")
+
+        await until(delivered, "the retry did not deliver", seconds=60)
+        await page.click("#deliveries-refresh")
+        await expect(listed.locator(".pill")).to_have_text("delivered")
+        await expect(listed.locator(".last-answer")).to_have_text("HTTP 200")
+        await expect(listed.locator(".next-attempt")).to_contain_text("done")
+        attempts = (await deliveries(http, board_id))[0]["attempts"]
+        await expect(listed.locator(".num")).to_have_text(str(attempts))
+
+    # the hook removed from the form (the log stays), and the schedule's end set: a board
+    # with runs may change occurrences still to come
+    await page.fill("#f-hooks", "")
+    await page.fill("#f-schedule-ends_at", following["ends_at"])
+    await page.click("#editor-save")
+    await expect(page.locator("#toast")).to_contain_text(f"Saved {board_id}")
+    edited = (await http.get(f"/v1/boards/{board_id}", headers=ADMIN_H)).json()
+    assert edited["hooks"] == {}, edited
+    assert edited["schedule"]["ends_at"] == following["ends_at"], edited
+    assert edited["next_period"] == following
+    await expect(page.locator("#f-hooks")).to_have_value("")
+    await expect(page.locator("#deliveries tbody tr")).to_have_count(1)
+    # but not those that have started: the 409, on the schedule
+    await page.fill("#f-schedule-starts_at", iso(starts + timedelta(minutes=5)))
+    await page.click("#editor-save")
+    await expect(error).to_contain_text("board_immutable_field")
+    await expect(page.locator("#f-schedule-starts_at")).to_be_focused()
+    assert (await http.get(f"/v1/boards/{board_id}")).json()["schedule"] == edited["schedule"]
+    # the player's entries include the occurrence
+    await page.goto(f"{service}/console#players/s-ana")
+    entry = page.locator(f'#p-entries tbody tr[data-board="{board_id}"][data-window="scheduled"]')
+    await expect(entry).to_contain_text(current["period"])
+    await expect(page.locator(f'#p-entries tbody tr[data-board="{board_id}"]')).to_have_count(2)
     deleted = await http.delete(f"/v1/boards/{board_id}", headers=ADMIN_H)
     assert deleted.status_code == 200, deleted.text
 

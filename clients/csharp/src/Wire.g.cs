@@ -1146,6 +1146,44 @@ namespace Rankd
         }
     }
 
+    /// <summary>Joined (components.schemas).</summary>
+    public sealed partial class JoinedResult : IJsonWritable
+    {
+        /// <summary><c>player_id</c>, required.</summary>
+        public string PlayerId { get; set; }
+
+        /// <summary><c>period</c>, required.</summary>
+        public string Period { get; set; }
+
+        /// <summary><c>joined</c>, required.</summary>
+        public bool Joined { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static JoinedResult FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new JoinedResult { Raw = o };
+            it.PlayerId = global::Rankd.Json.AsString(o["player_id"]);
+            it.Period = global::Rankd.Json.AsString(o["period"]);
+            it.Joined = global::Rankd.Json.AsBool(o["joined"]);
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (PlayerId != null) o["player_id"] = PlayerId;
+            if (Period != null) o["period"] = Period;
+            o["joined"] = Joined;
+            return o;
+        }
+    }
+
     /// <summary>Occurrence (components.schemas).</summary>
     public sealed partial class Occurrence : IJsonWritable
     {
@@ -1914,7 +1952,7 @@ namespace Rankd
         /// <summary><c>segment</c>, required.</summary>
         public string Segment { get; set; }
 
-        /// <summary><c>status</c>, required: one of "ranked", "held", "closed", "not_open".</summary>
+        /// <summary><c>status</c>, required: one of "ranked", "held", "closed", "not_open", "not_joined", "full", "attempts_exhausted".</summary>
         public string Status { get; set; }
 
         /// <summary><c>rank</c>, optional.</summary>
@@ -2136,6 +2174,8 @@ namespace Rankd
         public static readonly Operation Healthz = new Operation("healthz", "GET", "/healthz");
         // no body -> HoldsResult
         public static readonly Operation Holds = new Operation("holds", "GET", "/v1/boards/{board_id}/holds");
+        // no body -> JoinedResult
+        public static readonly Operation Join = new Operation("join", "POST", "/v1/boards/{board_id}/players/{player_id}/join");
         // no body -> BoardsResult
         public static readonly Operation ListBoards = new Operation("list_boards", "GET", "/v1/boards");
         // no body -> DeliveriesResult

@@ -669,21 +669,26 @@ namespace Rankd.Tests
             Equal(7, front.Calls, "no error answer was retried, not even a submit's");
 
             // what the contract names and this version does not build yet
-            var late = await Throws<NotBuilt>(() => counted.JoinAsync(boardId, "p"), "join");
+            var late = await Throws<NotBuilt>(() => counted.LeagueAsync(boardId, "p"), "league");
             Equal(501, late.Status, "501");
             Equal("not_implemented", late.Code, "not_implemented");
             Check(late.IsNotBuilt, "IsNotBuilt");
-            await Throws<NotBuilt>(() => counted.LeagueAsync(boardId, "p"), "league");
             await Throws<NotBuilt>(() => counted.CohortAsync(boardId, "c-1"), "cohort");
             await Throws<NotBuilt>(() => counted.LeaguesAsync("p", boardId), "leagues");
-            Equal(11, front.Calls, "501s are not retried");
+            Equal(10, front.Calls, "501s are not retried");
+            // joining is built: a board with no schedule has nothing to join (409 not_open)
+            var closed = await Throws<RankdApiException>(() => counted.JoinAsync(boardId, "p"), "join a board with no schedule");
+            Equal(409, closed.Status, "409");
+            Equal("not_open", closed.Code, "not_open");
+            Check(!closed.IsNotBuilt, "built: " + closed.Message);
+            Equal(11, front.Calls, "a 409 is not retried");
             var adminFront = new Front();
             var countedAdmin = new RankdClient(baseUrl, Admin, new RankdClientOptions { Http = adminFront.Client(), Retry = Fast });
             var field = await Throws<FieldNotBuilt>(() => countedAdmin.PutBoardAsync(boardId, null, new JsonObject { { "league", new JsonObject { { "window", "weekly" } } } }), "a league");
             Equal(400, field.Status, "400");
             Equal("invalid_request", field.Code, "the code the other clients see");
             Check(field is InvalidRequest && field.IsNotBuilt, "an InvalidRequest that is not built");
-            await Throws<FieldNotBuilt>(() => countedAdmin.PutBoardAsync(boardId, null, new JsonObject { { "schedule", new JsonObject() } }), "a schedule");
+            await Throws<FieldNotBuilt>(() => countedAdmin.PutBoardAsync(boardId, null, new JsonObject { { "windows", new JsonArray { "all-time", "rolling-7d" } } }), "a rolling-7d window");
             Equal(2, adminFront.Calls, "not-built 400s are not retried");
             // built in v1.3: a run's metadata; too much of it is a plain InvalidRequest
             var metadata = await Throws<InvalidRequest>(() => counted.SubmitAsync(boardId, "e-5", "p", 5, metadata: new JsonObject { { "blob", new string('x', 1100) } }), "1,100 bytes of metadata");

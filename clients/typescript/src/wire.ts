@@ -189,6 +189,12 @@ export interface Holds {
   holds: Hold[];
 }
 
+export interface Joined {
+  player_id: string;
+  period: string;
+  joined: boolean;
+}
+
 export interface Occurrence {
   period: string;
   starts_at: string;
@@ -317,7 +323,7 @@ export interface Standing {
   window: string;
   period: string;
   segment: string | null;
-  status: "ranked" | "held" | "closed" | "not_open";
+  status: "ranked" | "held" | "closed" | "not_open" | "not_joined" | "full" | "attempts_exhausted";
   rank?: number | null;
   previous_rank?: number | null;
   score?: number | null;
@@ -363,6 +369,7 @@ export interface Operations {
   get_profile: { method: "GET"; path: "/v1/players/{player_id}"; request: never; response: Profile };
   healthz: { method: "GET"; path: "/healthz"; request: never; response: Health };
   holds: { method: "GET"; path: "/v1/boards/{board_id}/holds"; request: never; response: Holds };
+  join: { method: "POST"; path: "/v1/boards/{board_id}/players/{player_id}/join"; request: never; response: Joined };
   list_boards: { method: "GET"; path: "/v1/boards"; request: never; response: Boards };
   list_deliveries: { method: "GET"; path: "/v1/boards/{board_id}/deliveries"; request: never; response: Deliveries };
   metrics_text: { method: "GET"; path: "/metrics"; request: never; response: string };

@@ -3,8 +3,9 @@ inline), each under a Content-Security-Policy that allows this origin's files an
 the script keeps to the rules the page's safety rests on (text only, the key in
 sessionStorage only) and calls only routes the public API has; the ban reason field is
 built, bounded as the API bounds a reason; removing one entry is built; closing a period
-early is built; the board form has every window the API has, with a policy of its own. The
-browser itself is in tests/system/test_console.py."""
+early is built; the board form has every window the API has, with a policy of its own, a
+schedule and a webhook, and a board's panel lists its webhook deliveries and shows its
+occurrences. The browser itself is in tests/system/test_console.py."""
 
 from __future__ import annotations
 
@@ -172,6 +173,36 @@ def test_the_board_form_has_every_window_and_its_own_policy() -> None:
         assert options.startswith('<option value="">board\'s</option>'), window  # none: {}
         assert re.findall(r"<option>([^<]*)</option>", options) == list(POLICIES), window
     assert set(re.findall(r'data-retention="([^"]+)"', page)) == set(RETAINED)
+
+
+def test_the_board_form_has_a_schedule_a_hook_and_the_delivery_log() -> None:
+    """The schedule's four fields (each an input of the schedule fieldset, sent as the
+    board's `schedule`), the hook's URL input, the delivery log of a board's panel
+    (GET .../deliveries) with its status, attempts, last answer and next attempt, and the
+    board's open and next occurrence. One hook input: period_closed is the one event."""
+    page = html()
+    assert re.findall(r'data-schedule="([^"]+)"', page) == [
+        "starts_at",
+        "every",
+        "duration",
+        "ends_at",
+    ]
+    assert re.search(r'<fieldset class="field" data-field="schedule">', page)
+    parsed = Inputs()
+    parsed.feed(page)
+    hook = parsed.by_id["f-hooks"]
+    assert hook.get("data-field") == "hooks" and hook.get("maxlength") == "2048", hook
+    assert parsed.headers["deliveries"] == [
+        "Period",
+        "Status",
+        "Attempts",
+        "Last answer",
+        "Next attempt",
+    ]
+    assert {"occ-current", "occ-next", "deliveries-refresh"} <= set(parsed.by_id)
+    assert re.search(r"`/v1/boards/\$\{[^}]+\}/deliveries\?", script())
+    for field in ("hooks", "schedule"):
+        assert f'"{field}"' in script()  # among the fields an API error may name
 
 
 @pytest.mark.parametrize(

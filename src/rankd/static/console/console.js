@@ -1,17 +1,19 @@
 // The Rankd console: review holds, look players up, ban and erase them, remove one of their
-// entries, edit boards and close their periods early, watch the service's health. Everything goes through the public admin
-// API with the admin key the moderator signs in with, kept in this tab's sessionStorage only
-// (nothing that outlives the tab, no cookie, never the URL). Every value from the service is
-// rendered as text (textContent, text nodes): player names and ban reasons are free text. No
-// framework, no build step.
+// entries, edit boards (their schedule and webhook too) and close their periods early, read
+// a board's webhook deliveries, watch the service's health. Everything goes through the
+// public admin API with the admin key the moderator signs in with, kept in this tab's
+// sessionStorage only (nothing that outlives the tab, no cookie, never the URL). Every value
+// from the service is rendered as text (textContent, text nodes): player names, ban reasons
+// and a webhook's errors are free text. No framework, no build step.
 "use strict";
 (() => {
   const KEY_STORE = "rankd.console.key";
   const VIEWS = ["queue", "players", "boards"];
-  const WINDOWS = ["all-time", "hourly", "daily", "weekly", "monthly"];
+  const WINDOWS = ["all-time", "hourly", "daily", "weekly", "monthly", "scheduled"];
   const BOARD_FIELDS = ["board_id", "windows", "order", "policy", "window_policies", "max_score",
     "max_run_score", "shards", "hold_top", "grace_seconds", "retention_days", "segments",
-    "score_format", "client_submits"];
+    "score_format", "client_submits", "hooks", "schedule"];
+  const SCHEDULE_FIELDS = ["starts_at", "every", "duration", "ends_at"];
   const $ = (id) => document.getElementById(id);
   const enc = encodeURIComponent;
   let adminKey = sessionStorage.getItem(KEY_STORE);
@@ -674,7 +676,7 @@
       $("boards").tBodies[0].replaceChildren(...boards.map((b) => el("tr", {
         "data-board": b.board_id, class: editor.board && editor.board.board_id === b.board_id ? "cursor" : "", onclick: () => openEditor(b),
       },
-      el("td", { class: "board" }, b.board_id), el("td", {}, b.windows.join(", ")),
+      el("td", { class: "board" }, b.board_id), el("td", {}, b.windows.join(", "), occurrencesOf(b)),
       el("td", {}, `${b.policy} · ${b.order}`, policiesOf(b)), el("td", { class: "num" }, String(b.hold_top)),
       el("td", { class: "num" }, String(b.shards)),
       el("td", {}, b.resharding ? `resharding ${b.resharding.done}/${b.resharding.total}` : "serving"))));
@@ -684,6 +686,13 @@
       $("boards-empty").hidden = false;
     }
   }
+  // a scheduled board's open occurrence, or its next, as a line under its windows
+  function occurrencesOf(board) {
+    if (!board.schedule) return null;
+    const text = board.current_period ? `open: ${board.current_period.period}`
+      : board.next_period ? `next: ${board.next_period.period}` : "schedule ended";
+    return el("span", { class: "pid" }, text);
+  }
   // the windows with a policy of their own (window_policies), as a line under the board's
   function policiesOf(board) {
     const own = Object.entries(board.window_policies || {}).map(([w, p]) => `${w}: ${p}`);
@@ -691,6 +700,11 @@
   }
   const form = $("editor");
   const input = (field) => form.querySelector(`[data-field="${field}"]`);
+  const scheduleInput = (name) => form.querySelector(`[data-schedule="${name}"]`);
+  // a schedule adds the scheduled window: its box follows whether the schedule has a start
+  scheduleInput("starts_at").addEventListener("input", (e) => {
+    input("windows").querySelector('input[value="scheduled"]').checked = Boolean(e.target.value.trim());
+  });
   function clearErrors() { for (const node of form.querySelectorAll("[data-error-for]")) showError(node, null); }
   function openEditor(board) {
     editor.board = board;
@@ -708,8 +722,13 @@
     for (const box of form.querySelectorAll("[data-window-policy]")) box.value = board ? (board.window_policies || {})[box.dataset.windowPolicy] || "" : "";
     input("segments").value = board ? board.segments.join(", ") : "";
     input("client_submits").checked = Boolean(board && board.client_submits);
+    const schedule = (board && board.schedule) || {};
+    for (const name of SCHEDULE_FIELDS) scheduleInput(name).value = schedule[name] ?? "";
+    input("hooks").value = (board && board.hooks && board.hooks.period_closed) || "";
     for (const row of $("boards").tBodies[0].rows) row.classList.toggle("cursor", Boolean(board) && row.dataset.board === board.board_id);
+    showOccurrences(board);
     loadPeriods(board);
+    loadDeliveries(board);
     (board ? input("windows").querySelector("input") : input("board_id")).focus();
   }
   // a whole number as a number; anything else as typed, for the API to refuse in its words
@@ -738,12 +757,27 @@
     const policies = {};
     for (const box of form.querySelectorAll("[data-window-policy]")) if (box.value) policies[box.dataset.windowPolicy] = box.value;
     if (editor.board || Object.keys(policies).length) values.window_policies = policies;
+    // the schedule as typed (an empty field: null, the API's default); every field empty:
+    // none (null on an edit removes the board's)
+    const typed = Object.fromEntries(SCHEDULE_FIELDS.map((name) => [name, scheduleInput(name).value.trim()]));
+    const schedule = Object.values(typed).some(Boolean)
+      ? Object.fromEntries(SCHEDULE_FIELDS.filter((name) => name !== "starts_at" || typed[name]).map((name) => [name, typed[name] || null]))
+      : null;
+    if (editor.board || schedule) values.schedule = schedule;
+    // the webhook told of each closed period; empty: none (null on an edit removes it)
+    const hook = input("hooks").value.trim();
+    if (editor.board || hook) values.hooks = { period_closed: hook || null };
     if (!editor.board) return values;
     // an edit sends what changed only: omitted fields keep their value
+    const was = {
+      schedule: editor.board.schedule ?? null,
+      hooks: { period_closed: (editor.board.hooks || {}).period_closed ?? null },
+    };
     const changed = {};
     for (const [name, value] of Object.entries(values)) {
-      const was = name === "retention_days" ? { ...editor.board.retention_days, ...value } : value;
-      if (canonical(editor.board[name] ?? {}) !== canonical(was)) changed[name] = value;
+      const now = name === "retention_days" ? { ...editor.board.retention_days, ...value } : value;
+      const before = name in was ? was[name] : editor.board[name] ?? {};
+      if (canonical(before) !== canonical(now)) changed[name] = value;
     }
     return changed;
   }
@@ -778,7 +812,10 @@
       const field = fieldOf(err);
       const slot = form.querySelector(`[data-error-for="${field}"]`);
       showError(slot, err);
-      const target = input(field);
+      // a schedule's error names its field (schedule.every ...): that input, else its start
+      const part = /\bschedule\.(\w+)/.exec(err.message || "");
+      const target = field !== "schedule" ? input(field)
+        : scheduleInput(part && SCHEDULE_FIELDS.includes(part[1]) ? part[1] : "starts_at");
       if (target && target.focus) target.focus();
     }
   });
@@ -796,6 +833,46 @@
       loadBoardList();
     } catch (err) { toast(`Could not delete ${id}: ${err.message}`, "bad"); }
   });
+  // a scheduled board's open occurrence and its next, as the board's answer has them
+  function showOccurrences(board) {
+    const schedule = board && board.schedule;
+    $("editor-occurrences").hidden = !schedule;
+    if (!schedule) return;
+    const occurrence = (o) => (o ? [el("code", {}, o.period), ` ${local(o.starts_at)} – ${local(o.ends_at)}`] : null);
+    $("occ-current").replaceChildren(...(occurrence(board.current_period)
+      || [el("span", { class: "muted" }, "none: between occurrences")]));
+    $("occ-next").replaceChildren(...(occurrence(board.next_period)
+      || [el("span", { class: "muted" }, "none: the schedule has ended")]));
+  }
+  // the board's webhook deliveries, newest first: one per period frozen while it had a hook
+  async function loadDeliveries(board) {
+    const body = $("deliveries").tBodies[0];
+    $("editor-deliveries").hidden = !board;
+    $("deliveries-empty").hidden = true;
+    body.replaceChildren();
+    if (!board) return;
+    try {
+      const answer = await call("GET", `/v1/boards/${enc(board.board_id)}/deliveries?limit=50`);
+      if (editor.board !== board) return;
+      body.replaceChildren(...answer.deliveries.map((d) => {
+        const period = d.delivery_id.slice(board.board_id.length + 1).replace(":", " ");
+        const level = { delivered: "ok", pending: "warn", failed: "bad" }[d.status] || "";
+        return el("tr", { "data-delivery": d.delivery_id, title: `${d.event} to ${d.url}, recorded ${local(d.created_at)}` },
+          el("td", {}, period),
+          el("td", {}, el("span", { class: `pill ${level}` }, d.status)),
+          el("td", { class: "num" }, String(d.attempts)),
+          // the receiver's status, or why there was none (a timeout, a refused connection)
+          el("td", { class: "last-answer", title: d.last_error }, d.last_status !== null ? `HTTP ${d.last_status}`
+            : d.attempts ? d.last_error || "no answer" : "–"),
+          el("td", { class: "next-attempt" }, d.next_attempt_at ? `${local(d.next_attempt_at)} (${ago(d.next_attempt_at)})`
+            : d.done_at ? `done ${local(d.done_at)}` : "–"));
+      }));
+      $("deliveries-empty").hidden = answer.deliveries.length > 0;
+    } catch (err) {
+      if (editor.board === board) body.replaceChildren(el("tr", {}, el("td", { colspan: 5, class: "error" }, err.message)));
+    }
+  }
+  $("deliveries-refresh").addEventListener("click", () => { if (editor.board) loadDeliveries(editor.board); });
   async function loadPeriods(board) {
     const body = $("periods").tBodies[0];
     $("editor-periods").hidden = !board;
