@@ -113,6 +113,16 @@ class BoardSettings(TypedDict, total=False):
             " (default: every), ends_at; null removes it while the board has no runs"
         ),
     ]
+    join_required: Annotated[
+        bool, Doc(description="the scheduled window counts only players who joined")
+    ]
+    max_entrants: Annotated[
+        int,
+        Doc(minimum=0, description="most players per occurrence (joins or first runs); 0: any"),
+    ]
+    max_attempts: Annotated[
+        int, Doc(minimum=0, description="most distinct runs a player's occurrence counts; 0: any")
+    ]
     hooks: Annotated[
         dict[Literal["period_closed"], str | None],
         Doc(
@@ -210,6 +220,9 @@ class Board(TypedDict):
     segments: list[str]
     score_format: ScoreFormat
     client_submits: bool
+    join_required: bool
+    max_entrants: int
+    max_attempts: int
     # shown to admins only: a receiver's URL is the game's business
     hooks: NotRequired[dict[str, str]]
     # a board with a schedule: its occurrence open now, and the next one (null: none)

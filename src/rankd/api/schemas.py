@@ -31,6 +31,9 @@ BOARD_EXAMPLE: dict[str, Any] = {
     "segments": ["country"],
     "score_format": "integer",
     "client_submits": False,
+    "join_required": False,
+    "max_entrants": 0,
+    "max_attempts": 0,
     "created_at": "2026-11-03T18:00:00.000Z",
     "tie_resolution_ms": {"all-time": 1, "weekly": 1},
 }
