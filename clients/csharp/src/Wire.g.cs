@@ -277,6 +277,15 @@ namespace Rankd
         /// <summary><c>client_submits</c>, required.</summary>
         public bool ClientSubmits { get; set; }
 
+        /// <summary><c>join_required</c>, required.</summary>
+        public bool JoinRequired { get; set; }
+
+        /// <summary><c>max_entrants</c>, required.</summary>
+        public long MaxEntrants { get; set; }
+
+        /// <summary><c>max_attempts</c>, required.</summary>
+        public long MaxAttempts { get; set; }
+
         /// <summary><c>hooks</c>, optional.</summary>
         public Dictionary<string, string> Hooks { get; set; }
 
@@ -318,6 +327,9 @@ namespace Rankd
             it.Segments = global::Rankd.Json.AsList(o["segments"], x => global::Rankd.Json.AsString(x));
             it.ScoreFormat = global::Rankd.Json.AsString(o["score_format"]);
             it.ClientSubmits = global::Rankd.Json.AsBool(o["client_submits"]);
+            it.JoinRequired = global::Rankd.Json.AsBool(o["join_required"]);
+            it.MaxEntrants = global::Rankd.Json.AsLong(o["max_entrants"]);
+            it.MaxAttempts = global::Rankd.Json.AsLong(o["max_attempts"]);
             it.Hooks = global::Rankd.Json.AsMap(o["hooks"], x => global::Rankd.Json.AsString(x));
             it.Schedule = global::Rankd.Json.AsMap(o["schedule"], x => global::Rankd.Json.AsString(x));
             it.CurrentPeriod = Occurrence.FromJson(o["current_period"]);
@@ -345,6 +357,9 @@ namespace Rankd
             if (Segments != null) o["segments"] = Segments;
             if (ScoreFormat != null) o["score_format"] = ScoreFormat;
             o["client_submits"] = ClientSubmits;
+            o["join_required"] = JoinRequired;
+            o["max_entrants"] = MaxEntrants;
+            o["max_attempts"] = MaxAttempts;
             if (Hooks != null) o["hooks"] = Hooks;
             if (Schedule != null) o["schedule"] = Schedule;
             if (CurrentPeriod != null) o["current_period"] = CurrentPeriod;
@@ -433,6 +448,15 @@ namespace Rankd
         /// <summary><c>schedule</c>, optional.</summary>
         public Dictionary<string, string> Schedule { get; set; }
 
+        /// <summary><c>join_required</c>, optional.</summary>
+        public bool? JoinRequired { get; set; }
+
+        /// <summary><c>max_entrants</c>, optional.</summary>
+        public long? MaxEntrants { get; set; }
+
+        /// <summary><c>max_attempts</c>, optional.</summary>
+        public long? MaxAttempts { get; set; }
+
         /// <summary><c>hooks</c>, optional.</summary>
         public Dictionary<string, string> Hooks { get; set; }
 
@@ -459,6 +483,9 @@ namespace Rankd
             it.ScoreFormat = global::Rankd.Json.AsString(o["score_format"]);
             it.ClientSubmits = global::Rankd.Json.AsBoolOrNull(o["client_submits"]);
             it.Schedule = global::Rankd.Json.AsMap(o["schedule"], x => global::Rankd.Json.AsString(x));
+            it.JoinRequired = global::Rankd.Json.AsBoolOrNull(o["join_required"]);
+            it.MaxEntrants = global::Rankd.Json.AsLongOrNull(o["max_entrants"]);
+            it.MaxAttempts = global::Rankd.Json.AsLongOrNull(o["max_attempts"]);
             it.Hooks = global::Rankd.Json.AsMap(o["hooks"], x => global::Rankd.Json.AsString(x));
             return it;
         }
@@ -481,6 +508,9 @@ namespace Rankd
             if (ScoreFormat != null) o["score_format"] = ScoreFormat;
             if (ClientSubmits != null) o["client_submits"] = ClientSubmits;
             if (Schedule != null) o["schedule"] = Schedule;
+            if (JoinRequired != null) o["join_required"] = JoinRequired;
+            if (MaxEntrants != null) o["max_entrants"] = MaxEntrants;
+            if (MaxAttempts != null) o["max_attempts"] = MaxAttempts;
             if (Hooks != null) o["hooks"] = Hooks;
             return o;
         }

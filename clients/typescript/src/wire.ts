@@ -50,6 +50,9 @@ export interface Board {
   segments: string[];
   score_format: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3";
   client_submits: boolean;
+  join_required: boolean;
+  max_entrants: number;
+  max_attempts: number;
   hooks?: Record<string, string> | null;
   schedule?: Record<string, string | null> | null;
   current_period?: Occurrence | null;
@@ -78,6 +81,9 @@ export interface BoardSettings {
   score_format?: "integer" | "duration_ms" | "decimal_1" | "decimal_2" | "decimal_3" | null;
   client_submits?: boolean | null;
   schedule?: Record<string, string | null> | null;
+  join_required?: boolean | null;
+  max_entrants?: number | null;
+  max_attempts?: number | null;
   hooks?: Record<string, string | null> | null;
 }
 
