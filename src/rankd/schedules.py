@@ -97,8 +97,21 @@ class Schedule:
             return self.starts_ms
         return self.every.after(self.starts_ms, n)
 
-    def _period(self, start_ms: int) -> Period:
-        return Period(SCHEDULED, period_id(start_ms), start_ms, self.duration.after(start_ms))
+    def _period(self, n: int) -> Period:
+        """The n-th occurrence. One as long as ``every`` ends where the next starts (on the
+        calendar: a monthly one from the 31st ends on the last day of a short month and the
+        next starts then, with no gap between them)."""
+        start = self.start_of(n)
+        every = self.every
+        if every is not None and (every.months, every.ms) == (
+            self.duration.months,
+            self.duration.ms,
+        ):
+            try:
+                return Period(SCHEDULED, period_id(start), start, self.start_of(n + 1))
+            except OverflowError:
+                pass
+        return Period(SCHEDULED, period_id(start), start, self.duration.after(start))
 
     def _index_at(self, at_ms: int) -> int | None:
         """The index of the last occurrence starting at or before ``at_ms`` (None: none has,
@@ -134,29 +147,30 @@ class Schedule:
         n = self._index_at(at_ms)
         if n is None:
             return None
-        period = self._period(self.start_of(n))
+        period = self._period(n)
         return period if period.start_ms <= at_ms < period.end_ms else None
 
     def latest_started(self, at_ms: int) -> Period | None:
         """The last occurrence that has started by ``at_ms``, open or not."""
         n = self._index_at(at_ms)
-        return None if n is None else self._period(self.start_of(n))
+        return None if n is None else self._period(n)
 
     def next_after(self, at_ms: int) -> Period | None:
         """The first occurrence starting after ``at_ms`` (None: the schedule has ended)."""
         n = self._index_at(at_ms)
         if n is None:
-            start = self.starts_ms
+            following = 0
         elif self.every is None:
             return None
         else:
-            try:
-                start = self.start_of(n + 1)
-            except OverflowError:
-                return None
+            following = n + 1
+        try:
+            start = self.start_of(following)
+        except OverflowError:
+            return None
         if self.ends_ms is not None and start >= self.ends_ms:
             return None
-        return self._period(start)
+        return self._period(following)
 
     def occurrence(self, pid: str) -> Period:
         """The occurrence named ``pid``; PeriodError if the schedule has none such."""
@@ -229,4 +243,5 @@ def unchanged_until(old: Schedule, new: Schedule, now_ms: int) -> bool:
     """Whether ``new`` keeps every occurrence of ``old`` that has started by ``now_ms`` as it
     was (same start and end): a change may only affect occurrences still to come."""
     before = old.starts_until(now_ms)
-    return new.starts_until(now_ms) == before and (not before or old.duration == new.duration)
+    same_length = (old.duration.months, old.duration.ms) == (new.duration.months, new.duration.ms)
+    return new.starts_until(now_ms) == before and (not before or same_length)

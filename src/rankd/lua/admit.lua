@@ -8,8 +8,9 @@
 -- ARGV[2] = the most entrants (0: any); ARGV[3] = the most counted runs a player (0: any)
 -- ARGV[4], ARGV[5], ... = (player, run id) pairs, decided in order
 --
--- Returns one status per pair: "ok" (counted now or before: a resend of a counted run uses
--- no attempt), "not_joined", "full" or "attempts_exhausted" (nothing written).
+-- Returns one status per pair: "ok" (counted before: a resend of a counted run uses no
+-- attempt), "counted" (counted now), "entered" (counted now, its player an entrant since),
+-- "not_joined", "full" or "attempts_exhausted" (nothing written).
 
 local need_join = ARGV[1] == '1'
 local cap, most = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -27,7 +28,8 @@ for i = 4, #ARGV, 2 do
     elseif most > 0 and tonumber(redis.call('HGET', KEYS[3], player) or '0') >= most then
       status = 'attempts_exhausted'
     else
-      redis.call('SADD', KEYS[1], player)
+      status = 'counted'
+      if redis.call('SADD', KEYS[1], player) == 1 then status = 'entered' end
       redis.call('SADD', KEYS[2], try)
       redis.call('HINCRBY', KEYS[3], player, 1)
     end

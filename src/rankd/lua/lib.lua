@@ -19,7 +19,8 @@
 -- put(key, public, player, composite, ms, meta): make the player's entry on ``key`` this
 -- one, replacing any (a changed time is a changed member: the old one must go, and its
 -- metadata with it). ``meta``: the run's metadata JSON, kept in <public>:meta under the
--- member; nil or '' writes none (the entry moved with its member keeps what it had).
+-- member, '' for none (any the member had goes); nil leaves it as it is (an entry moved
+-- with its member keeps what it had).
 --
 -- drop(key, public, player, forget): remove the player's entry on ``key`` and its time; 1
 -- if any. With ``forget`` (an erasure, a removed entry) its metadata goes too; otherwise it
@@ -199,6 +200,8 @@ local function put(key, public, player, composite, ms, meta)
     redis.call('ZREM', key, held_member)
     redis.call('HDEL', public .. ':meta', held_member)
   end
+  -- a run's own metadata, or none: the member may be the old entry's (the same ms)
+  if meta == '' then redis.call('HDEL', public .. ':meta', member) end
   if meta and meta ~= '' then redis.call('HSET', public .. ':meta', member, meta) end
   -- %.0f keeps every digit; Lua's default number formatting would round past 14 digits
   redis.call('ZADD', key, string.format('%.0f', composite), member)

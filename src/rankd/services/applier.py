@@ -371,10 +371,11 @@ class Applier:
                     tries += counted_runs(board_id, written.plans)
             await standings.write(conn, batch)
             await tournaments_db.add_tries(conn, tries)
+            # under the lock: an erasure (which takes it exclusively) cannot run in between
+            await readmit(self.tournament_keys, tries)
             for message, reason in unusable:
                 await standings.park(conn, message.seq, message.subject, reason, message.data)
                 outcome.parked.append(message.seq)
-        await readmit(self.tournament_keys, tries)
         for message, reason in unusable:
             metrics.MESSAGES_PARKED.inc()
             logger.error("parked log message %s (%s): %s", message.seq, message.subject, reason)

@@ -331,7 +331,7 @@ class Rebuilder:
             self.restoring = {ref for ref, _, _ in todo}
             try:
                 await entry_metadata.restore(conn, self.redis.loads, todo, board, window, period)
-                await restore_admission(conn, self.redis.tournaments, todo)
+                await restore_admission(conn, self.redis.tournaments, todo, board, window, period)
                 await self._load(conn, todo, banned, held, now_ms, report, progress, whole)
             finally:
                 self.restoring = set()

@@ -35,7 +35,7 @@ from rankd.services.moderation import Moderation
 from rankd.services.players import Players
 from rankd.services.run_ids import RunIds
 from rankd.services.segment_values import SegmentValues
-from rankd.services.tournaments import Tournaments
+from rankd.services.tournaments import Admitted, Tournaments
 from rankd.services.write_pipeline import WritePipeline
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.reads import Reads
@@ -84,7 +84,7 @@ class Submitter:
         if not runs:
             return []
         try:
-            refused, accepted = await self._unless_stalled(self._admit(board, runs))
+            refused, accepted, taken = await self._unless_stalled(self._admit(board, runs))
         except Stalled:
             raise Unavailable(
                 f"Redis did not answer within {self.answer_timeout_s:g}s; nothing was "
@@ -92,7 +92,12 @@ class Submitter:
             ) from None
         applied: list[list[Standing]] = []
         if accepted:
-            await self.committer.append(board.board_id, accepted, board.generation)
+            try:
+                await self.committer.append(board.board_id, accepted, board.generation)
+            except BaseException:
+                if self.tournaments is not None and taken:
+                    await self.tournaments.undo(board, taken)  # nothing was logged
+                raise
             try:
                 applied = await self._unless_stalled(self.apply(board, accepted, record_holds=True))
             except Stalled:
@@ -117,7 +122,7 @@ class Submitter:
 
     async def _admit(
         self, board: BoardConfig, runs: Sequence[Run]
-    ) -> tuple[list[RankdError | None], list[Run]]:
+    ) -> tuple[list[RankdError | None], list[Run], Admitted]:
         """Each run's refusal (None: accepted), and the accepted runs, holds decided: what
         is checked in Redis before anything is logged."""
         await self.players.fill_segments(board, runs)  # before logging: replays agree
@@ -128,12 +133,13 @@ class Submitter:
         conflicts = iter(await self.run_ids.claim(board.board_id, admitted))
         refused = [next(conflicts) if r is None else r for r in refused]
         accepted = [run for run, r in zip(runs, refused, strict=True) if r is None]
+        taken: Admitted = []
         if accepted:
             # the log carries the decision
             accepted = await self.moderation.decide_holds(board, accepted)
             if self.tournaments is not None:
-                accepted = await self.tournaments.admit(board, accepted)
-        return refused, accepted
+                accepted, taken = await self.tournaments.admit(board, accepted)
+        return refused, accepted, taken
 
     async def apply(
         self,

@@ -10,8 +10,10 @@ join_required, a player's first counted run makes them an entrant.
 
 Joins are answered once they are in Redis and PostgreSQL (``tournament_entrants``); counted
 runs reach PostgreSQL through the log consumer (``tournament_tries``), and a rebuild puts
-both back in Redis. A run or join refused by PostgreSQL or the log after Redis admitted it
-keeps its place in Redis until the next rebuild (a resend uses no second attempt).
+both back in Redis. A run the log refuses after Redis counted it gives its attempt (and an
+entrant's place it took) back (``undo``); if the append's outcome is unknown and the run was
+logged after all, the log consumer counts it again. A join PostgreSQL refuses after Redis
+took it keeps its place until the next rebuild.
 """
 
 from __future__ import annotations
@@ -30,16 +32,20 @@ from rankd.stores import tournaments as db
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis.tournaments import TournamentKeys
 
+# per occurrence, the (player, run id, "counted" or "entered") an admit call counted
+Admitted = list[tuple[str, list[tuple[str, str, str]]]]
+
 
 class Tournaments:
     def __init__(self, keys: TournamentKeys, pg: PostgresStore) -> None:
         self.keys = keys
         self.pg = pg
 
-    async def admit(self, board: BoardConfig, runs: Sequence[Run]) -> list[Run]:
-        """``runs``, each that its occurrence does not count carrying why."""
+    async def admit(self, board: BoardConfig, runs: Sequence[Run]) -> tuple[list[Run], Admitted]:
+        """``runs``, each that its occurrence does not count carrying why, and what this
+        call counted (for ``undo`` if the runs are then not logged)."""
         if not board.admits or SCHEDULED not in board.windows:
-            return list(runs)
+            return list(runs), []
         asked: dict[str, list[int]] = {}
         for i, run in enumerate(runs):
             period = board.period_at(SCHEDULED, run.ended_at_ms)
@@ -47,7 +53,7 @@ class Tournaments:
                 continue  # not_open or closed: nothing to admit
             asked.setdefault(period.id, []).append(i)
         if not asked:
-            return list(runs)
+            return list(runs), []
         rules = (board.join_required, board.max_entrants, board.max_attempts)
         statuses = await self.keys.admit(
             board.board_id,
@@ -58,12 +64,19 @@ class Tournaments:
             ],
         )
         out = list(runs)
-        for idx, found in zip(asked.values(), statuses, strict=True):
+        taken: Admitted = []
+        for pid, idx, found in zip(asked, asked.values(), statuses, strict=True):
+            new = [(out[i].player_id, out[i].run_id, s) for i, s in zip(idx, found, strict=True)]
+            taken.append((pid, [n for n in new if n[2] in ("counted", "entered")]))
             for i, status in zip(idx, found, strict=True):
-                refused = "" if status == "ok" else status
+                refused = "" if status in ("ok", "counted", "entered") else status
                 if refused != out[i].refused:
                     out[i] = replace(out[i], refused=refused)
-        return out
+        return out, taken
+
+    async def undo(self, board: BoardConfig, taken: Admitted) -> None:
+        """The runs ``admit`` counted were not logged: their attempts and places go back."""
+        await self.keys.unadmit(board.board_id, taken)
 
     async def join(self, board: BoardConfig, player_id: str, period_id: str | None) -> Period:
         """Join the open occurrence (or ``period_id``, an open or upcoming one); the
@@ -80,8 +93,8 @@ class Tournaments:
                 period = board.period_of(SCHEDULED, period_id)
             except PeriodError as exc:
                 raise NotOpen(str(exc)) from exc
-            if period.end_ms <= now:
-                raise NotOpen(f"occurrence {period.id} has ended")
+        if board.period_status(period, now) == "closed" or period.end_ms <= now:
+            raise NotOpen(f"occurrence {period.id} has ended")
         if not await self.keys.join(board.board_id, period.id, player_id, board.max_entrants):
             raise BoardFull(f"occurrence {period.id} has its {board.max_entrants} entrants")
         async with self.pg.connection() as conn:
@@ -96,7 +109,8 @@ def counted_runs(board_id: str, plans: Sequence[Sequence[Target]]) -> list[db.Tr
         (board_id, t.period.id, t.run.player_id, t.run.run_id)
         for p in plans
         for t in p
-        if t.window == SCHEDULED and not t.segment and t.disposition in ("apply", "expired")
+        # not "expired": an occurrence gone from Redis keeps no admission keys there
+        if t.window == SCHEDULED and not t.segment and t.disposition == "apply"
     ]
 
 
@@ -111,10 +125,23 @@ async def readmit(keys: TournamentKeys, tries: Sequence[db.Try]) -> None:
 
 
 async def restore_admission(
-    conn: Conn, keys: TournamentKeys, todo: Sequence[tuple[PeriodRef, int, BoardConfig]]
+    conn: Conn,
+    keys: TournamentKeys,
+    todo: Sequence[tuple[PeriodRef, int, BoardConfig]],
+    board_id: str | None,
+    window: str | None = None,
+    period: str | None = None,
 ) -> None:
-    """A rebuild's part: the admission keys of the scheduled occurrences it restores."""
-    for ref, _, config in todo:
-        if ref.window == SCHEDULED and not ref.segment and config.admits:
-            joined, tries = await db.admitted(conn, ref.board, ref.period)
-            await keys.admitted(ref.board, ref.period, joined, tries)
+    """A rebuild's part: the admission keys of the scheduled occurrences it restores, and
+    of those with joins and no runs yet, as narrowed (``board_id``, ``window``, ``period``)."""
+    occurrences = {
+        (ref.board, ref.period)
+        for ref, _, config in todo
+        if ref.window == SCHEDULED and not ref.segment and config.admits
+    }
+    if window in (None, SCHEDULED):
+        with_joins = await db.joined_occurrences(conn, board_id)
+        occurrences |= {(b, p) for b, p in with_joins if period in (None, p)}
+    for board, occurrence in sorted(occurrences):
+        players, tries = await db.admitted(conn, board, occurrence)
+        await keys.admitted(board, occurrence, players, tries)

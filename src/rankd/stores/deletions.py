@@ -100,6 +100,25 @@ async def lock_board(conn: Conn, board_id: str) -> int | None:
     return None if row is None else int(row[0])
 
 
+async def _redact_deliveries(conn: Conn, player_id: str) -> None:
+    """Webhook bodies still waiting to be delivered lose the player's entry: an erasure
+    comes before "every attempt sends the same bytes" (services/webhooks.py)."""
+    cur = await conn.execute(
+        "SELECT delivery_id, body FROM deliveries WHERE status = 'pending'"
+        " AND body IS NOT NULL AND position(%s::bytea in body) > 0",
+        (orjson.dumps(player_id),),
+    )
+    for delivery_id, body in await cur.fetchall():
+        content = orjson.loads(bytes(body))
+        kept = [e for e in content["entries"] if e.get("player_id") != player_id]
+        if len(kept) != len(content["entries"]):
+            content["entries"] = kept
+            await conn.execute(
+                "UPDATE deliveries SET body = %s WHERE delivery_id = %s",
+                (orjson.dumps(content), delivery_id),
+            )
+
+
 async def erase_player(conn: Conn, player_id: str, log_seq: int, now_ms: int) -> set[PeriodRef]:
     """Record the erasure and remove everything PostgreSQL holds of the player: entries,
     counted runs, holds, profile, ban, archived entries (ranks behind them close up) and
@@ -125,6 +144,7 @@ async def erase_player(conn: Conn, player_id: str, log_seq: int, now_ms: int) ->
         for segment in ("", *segments):
             refs.add(PeriodRef(board_id, win, period, segment))
     await conn.execute("DELETE FROM sum_runs WHERE player_id = %s", (player_id,))
+    await _redact_deliveries(conn, player_id)
     for table in ("tournament_entrants", "tournament_tries"):  # their occurrences' admission
         cur = await conn.execute(
             f"DELETE FROM {table} WHERE player_id = %s RETURNING board_id, period", (player_id,)

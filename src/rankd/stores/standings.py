@@ -208,10 +208,9 @@ async def _write_sums(
     for player_id, run_id, score, ended_ms in await cur.fetchall():
         held = totals.setdefault(player_id, Total(0, ended_ms))
         held.score += score
-        meta = metadata.get((player_id, run_id))
-        # the latest counted run's metadata; of equal ends, one that has some (as Redis)
-        if ended_ms > held.at or (ended_ms == held.at and meta):
-            held.at, held.metadata = ended_ms, meta
+        # the latest counted run's metadata (or none), as Redis keeps it
+        if ended_ms >= held.at:
+            held.at, held.metadata = ended_ms, metadata.get((player_id, run_id))
     await _add_totals(conn, key, board, totals)
 
 
@@ -308,11 +307,8 @@ async def _add_totals(
         " ON CONFLICT (board_id, win, period, segment, player_id) DO UPDATE SET"
         f"  score = {new_total}, achieved_ms = {new_at},"
         f"  composite = {composite(new_total, new_at)},"
-        # Redis's rule (lua/submit_sum.lua): a later run brings its own (or none); one
-        # ending with the latest brings its own if it has some
-        "  metadata = CASE WHEN EXCLUDED.achieved_ms > player_best.achieved_ms"
-        "   OR (EXCLUDED.achieved_ms = player_best.achieved_ms"
-        "    AND EXCLUDED.metadata IS NOT NULL)"
+        # Redis's rule (lua/submit_sum.lua): a run at or after the latest brings its own
+        "  metadata = CASE WHEN EXCLUDED.achieved_ms >= player_best.achieved_ms"
         "   THEN EXCLUDED.metadata ELSE player_best.metadata END",
         {
             "b": key[0],

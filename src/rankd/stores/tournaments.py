@@ -31,6 +31,16 @@ async def add_tries(conn: Conn, tries: Sequence[Try]) -> None:
     )
 
 
+async def joined_occurrences(conn: Conn, board_id: str | None) -> set[tuple[str, str]]:
+    """(board, occurrence) of every join recorded (of one board, or all)."""
+    cur = await conn.execute(
+        "SELECT DISTINCT board_id, period FROM tournament_entrants"
+        " WHERE %(b)s::text IS NULL OR board_id = %(b)s",
+        {"b": board_id},
+    )
+    return {(str(b), str(p)) for b, p in await cur.fetchall()}
+
+
 async def admitted(
     conn: Conn, board_id: str, period: str
 ) -> tuple[list[str], list[tuple[str, str]]]:

@@ -285,3 +285,38 @@ async def test_the_archive_keeps_metadata_and_erasure_and_removal_take_it(
         if key.endswith(b":meta"):
             assert await redis.hlen(key) == 0, key
     assert await metas(client, board) == {kept: {"new": kept}}  # today's entry keeps its own
+
+
+async def test_a_better_run_in_the_same_millisecond_brings_its_own_metadata_or_none(
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime, pg: AsyncConnection[Any]
+) -> None:
+    for policy in ("best", "latest"):
+        board = await make_board(windows=["all-time"], policy=policy)
+        at = datetime.now(UTC) - timedelta(seconds=3)
+        await send(client, board, "a", "ann", 10, {"car": "red"}, at)
+        await send(client, board, "b", "ann", 20, None, at)  # same ms, no metadata
+        assert await metas(client, board) == {"ann": None}, policy
+        await wait_consumer_idle(client, runtime)
+        cur = await pg.execute(
+            "SELECT score, metadata FROM player_best WHERE board_id = %s", (board,)
+        )
+        assert await cur.fetchall() == [(20, None)], policy
+        await runtime.rebuilder.rebuild(board=board)
+        assert await metas(client, board) == {"ann": None}, policy
+
+
+async def test_an_erasure_takes_a_rejected_holds_metadata_too(
+    client: httpx.AsyncClient, make_board: MakeBoard, redis: Redis
+) -> None:
+    board = await make_board(windows=["all-time"], hold_top=1)
+    victim = new_board_id("victim")
+    held = await send(client, board, "h1", victim, 50, {"email": "v@example.com"})
+    assert held["standings"][0]["status"] == "held"
+    rejected = await client.post(f"/v1/boards/{board}/holds/h1/reject", headers=ADMIN_H)
+    assert rejected.status_code == 200, rejected.text
+    erased = await client.delete(f"/v1/players/{victim}", headers=ADMIN_H)
+    assert erased.status_code == 200, erased.text
+    for pattern in keys.board_patterns(board):
+        async for key in redis.scan_iter(match=pattern):
+            if key.endswith(b":meta"):
+                assert victim not in str(await redis.hgetall(key)), key

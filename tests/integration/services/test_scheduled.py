@@ -358,3 +358,18 @@ async def test_joining_needs_an_open_or_upcoming_occurrence_and_the_right_creden
     assert_error(await join(client, plain, "ann"), 409, "not_open")
     refused = await client.put(f"/v1/boards/{plain}", json={"max_attempts": 3}, headers=ADMIN_H)
     assert_error(refused, 400, "invalid_request")  # rules need a schedule
+
+
+async def test_joins_without_runs_survive_a_lost_redis(
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime, redis: Redis
+) -> None:
+    board = await make_board(**open_schedule(join_required=True, max_entrants=2))
+    for player in ("ann", "bob"):
+        assert (await join(client, board, player)).status_code == 200
+    for pattern in keys.board_patterns(board):
+        async for key in redis.scan_iter(match=pattern):
+            await redis.unlink(key)
+    await runtime.rebuilder.rebuild(board=board)
+    assert_error(await join(client, board, "cat"), 409, "board_full")
+    counted = await send(client, board, "a1", "ann", 5, datetime.now(UTC))
+    assert counted["scheduled"]["status"] == "ranked"

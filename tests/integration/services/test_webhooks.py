@@ -266,3 +266,25 @@ async def test_hooks_are_an_admins_and_can_be_removed(
         f"/v1/boards/{board}", json={"hooks": {"period_closed": None}}, headers=ADMIN_H
     )
     assert response.json()["hooks"] == {}
+
+
+async def test_an_erasure_removes_the_player_from_bodies_still_waiting(
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, pg: AsyncConnection[Any]
+) -> None:
+    gone = new_board_id("gone")
+    with receiver(503) as hook:
+        board = await make_board(
+            windows=["daily"], grace_seconds=86_400, hooks={"period_closed": hook.url}
+        )
+        await closed_day(client, runtime, board, ["ann", gone])
+        sender = Webhooks(runtime.pg, WEBHOOK_SECRET, 5.0, Clock())
+        try:
+            assert await sender.run_once() == 1  # 503: still pending
+        finally:
+            await sender.close()
+        assert gone.encode() in hook.received[0].body
+    erased = await client.delete(f"/v1/players/{gone}", headers=ADMIN_H)
+    assert erased.status_code == 200, erased.text
+    cur = await pg.execute("SELECT body FROM deliveries WHERE board_id = %s", (board,))
+    [(body,)] = await cur.fetchall()
+    assert [e["player_id"] for e in orjson.loads(bytes(body))["entries"]] == ["ann"]

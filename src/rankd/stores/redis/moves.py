@@ -143,7 +143,19 @@ class Moves:
                 if sum(counts[3 * i : 3 * i + 3]):
                     for key in (pk.runs, pk.applied):
                         await self._drop_marks(key, mine)
+                # metadata and run ids of entries no side holds any more (a rejected hold's)
+                for key in (pk.meta, pk.rid):
+                    await self._drop_fields(key, mine)
         return sum(counts)
+
+    async def _drop_fields(self, key: str, player_ids: Sequence[str]) -> None:
+        """HDEL the fields "<stamp><player>" (codec.member) of a member-keyed hash (HSCAN in
+        steps; nothing to scan where the hash does not exist)."""
+        stamp = "?" * codec.STAMP_WIDTH  # ids hold no glob characters (formats.py)
+        for player in player_ids:
+            found = [f async for f, _ in self.conn.client.hscan_iter(key, match=stamp + player)]
+            for i in range(0, len(found), 500):
+                await self.conn.client.hdel(key, *found[i : i + 500])
 
     async def _drop_marks(self, key: str, player_ids: Sequence[str]) -> None:
         """ZREM the members "<player>|..." of ``key`` (ZSCAN in steps; a few per player)."""

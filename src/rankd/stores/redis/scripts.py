@@ -46,6 +46,7 @@ SUBMIT_LATEST = Script.load("submit_latest")
 ADMIT = Script.load("admit")
 JOIN = Script.load("join")
 ADMITTED = Script.load("admitted")
+UNADMIT = Script.load("unadmit")
 # values a submit script answers per run (submit_best.lua): changed, rank, stored, mine or
 # counted, achieved, and the previous entry's rank, composite and time
 SUBMIT_REPLY_WIDTH = 8
@@ -71,6 +72,7 @@ ALL_SCRIPTS = (
     ADMIT,
     JOIN,
     ADMITTED,
+    UNADMIT,
     AROUND,
     TOP,
     FRIENDS,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rankd.stores.redis import keys
 from rankd.stores.redis.connection import RedisConn, reachable
-from rankd.stores.redis.scripts import ADMIT, ADMITTED, JOIN, Call
+from rankd.stores.redis.scripts import ADMIT, ADMITTED, JOIN, UNADMIT, Call
 
 CHUNK = 2_000  # (player, run) pairs a script call takes
 
@@ -38,6 +38,20 @@ class TournamentKeys:
         with reachable():
             replies = await self.conn.pipeline(calls)
         return [[s.decode() if isinstance(s, bytes) else str(s) for s in r] for r in replies]
+
+    async def unadmit(
+        self, board_id: str, taken: Sequence[tuple[str, Sequence[tuple[str, str, str]]]]
+    ) -> None:
+        """Take back admissions whose runs were not logged: (occurrence, [(player, run id,
+        "counted" or "entered")])."""
+        calls: list[Call] = [
+            (UNADMIT, keys.tournament(board_id, period), tuple(a for run in runs for a in run))
+            for period, runs in taken
+            if runs
+        ]
+        if calls:
+            with reachable():
+                await self.conn.run(calls)
 
     async def join(self, board_id: str, period: str, player_id: str, cap: int) -> bool:
         """Whether the player is in the occurrence now (False: it is full)."""
