@@ -47,10 +47,10 @@ namespace Rankd
     }
 
     /// <summary>400 <c>invalid_request</c> for a v1.3 field or value this version of the service
-    /// does not build yet (a board's <c>schedule</c> or <c>league</c>, the <c>rolling-7d</c>
-    /// window, the <c>latest</c> policy): still an <see cref="InvalidRequest"/> (status 400,
-    /// code <c>invalid_request</c>, as the other clients see it), told apart by the service's
-    /// sentence "... is not built in this version of Rankd yet". Not retried.</summary>
+    /// does not build yet (a board's <c>league</c>, the <c>rolling-7d</c> window): still an
+    /// <see cref="InvalidRequest"/> (status 400, code <c>invalid_request</c>, as the other
+    /// clients see it), told apart by the service's sentence "... is not built in this version
+    /// of Rankd yet". Not retried.</summary>
     public class FieldNotBuilt : InvalidRequest
     {
         public FieldNotBuilt(int status, string code, string message, double? retryAfter = null)
@@ -113,6 +113,22 @@ namespace Rankd
             : base(status, code, message, retryAfter) { }
     }
 
+    /// <summary>409 <c>board_full</c>: the occurrence to join already has its board's
+    /// <c>max_entrants</c> players; the player was not joined. Not retried.</summary>
+    public class BoardFull : RankdApiException
+    {
+        public BoardFull(int status, string code, string message, double? retryAfter = null)
+            : base(status, code, message, retryAfter) { }
+    }
+
+    /// <summary>409 <c>not_open</c>: nothing to join: no occurrence open now (nor the one named
+    /// with <c>period</c> open or upcoming), or a board without a schedule. Not retried.</summary>
+    public class NotOpen : RankdApiException
+    {
+        public NotOpen(int status, string code, string message, double? retryAfter = null)
+            : base(status, code, message, retryAfter) { }
+    }
+
     public class BodyTooLarge : RankdApiException
     {
         public BodyTooLarge(int status, string code, string message, double? retryAfter = null)
@@ -142,7 +158,7 @@ namespace Rankd
     }
 
     /// <summary>501 <c>not_implemented</c>: a route the contract names that this version of the
-    /// service does not build yet (joining a scheduled board, leagues); not retried.</summary>
+    /// service does not build yet (the league routes); not retried.</summary>
     public class NotBuilt : RankdApiException
     {
         public NotBuilt(int status, string code, string message, double? retryAfter = null)
@@ -174,6 +190,8 @@ namespace Rankd
             { "hold_not_found", (s, c, m, r) => new HoldNotFound(s, c, m, r) },
             { "board_immutable_field", (s, c, m, r) => new BoardImmutableField(s, c, m, r) },
             { "run_conflict", (s, c, m, r) => new RunConflict(s, c, m, r) },
+            { "board_full", (s, c, m, r) => new BoardFull(s, c, m, r) },
+            { "not_open", (s, c, m, r) => new NotOpen(s, c, m, r) },
             { "body_too_large", (s, c, m, r) => new BodyTooLarge(s, c, m, r) },
             { "unsupported_media_type", (s, c, m, r) => new UnsupportedMediaType(s, c, m, r) },
             { "rate_limited", (s, c, m, r) => new RateLimited(s, c, m, r) },

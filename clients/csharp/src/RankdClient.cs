@@ -343,8 +343,9 @@ namespace Rankd
         /// an http(s) URL has each frozen period POSTed there (the service needs
         /// RANKD_WEBHOOK_SECRET, else <see cref="InvalidRequest"/>), mapped to null removes it;
         /// only an admin key's reads show a board's <c>Hooks</c>. <paramref name="more"/>: members sent as
-        /// they are, on top (the contract's v1.3 fields this version does not build yet, such
-        /// as <c>schedule</c> or <c>league</c>, answer <see cref="FieldNotBuilt"/>).</summary>
+        /// they are, on top (a field <see cref="BoardSettings"/> does not name; the contract's v1.3
+        /// fields this version does not build yet, such as <c>league</c>, answer
+        /// <see cref="FieldNotBuilt"/>).</summary>
         public async Task<Board> PutBoardAsync(string boardId, BoardSettings settings = null, JsonObject more = null,
             CancellationToken cancellationToken = default(CancellationToken))
         {
@@ -431,6 +432,23 @@ namespace Rankd
             }
             if (chunk.Count > 0) results.AddRange(await SubmitBatchAsync(boardId, chunk, cancellationToken).ConfigureAwait(false));
             return results;
+        }
+
+        // --- tournaments (server key; a player token with the join scope, its own player) ----
+
+        /// <summary>Join a scheduled board's occurrence: the one open now, or with
+        /// <paramref name="period"/> an upcoming (or open) one by its id (<c>20261205T1800Z</c>);
+        /// joining again is harmless. On a board with <c>join_required</c> only joined players'
+        /// runs count there. <see cref="BoardFull"/> (409) when the occurrence has its
+        /// <c>max_entrants</c> players, <see cref="NotOpen"/> (409) when there is none to join
+        /// (none open, the named one over or not an occurrence, or no schedule); neither is
+        /// retried. With a player token: that player only, and the token needs the "join" scope
+        /// (else <see cref="Forbidden"/>).</summary>
+        public async Task<JoinedResult> JoinAsync(string boardId, string playerId, string period = null,
+            CancellationToken cancellationToken = default(CancellationToken))
+        {
+            var query = new Query().Add("period", period);
+            return JoinedResult.FromJson(await SendAsync(Operations.Join, Ids(boardId, playerId), query, null, cancellationToken).ConfigureAwait(false));
         }
 
         // --- reads (public; viewer needs a server key; a player token reads its own view) ----
@@ -638,22 +656,13 @@ namespace Rankd
         }
 
         // --- named by the contract (v1.3), not built by this version of the service ----------
-        // Each answers 501 not_implemented today, thrown as NotBuilt (never retried); the
-        // answer, once built, is returned as the JSON it is (no schema to type it from yet).
+        // The league routes: each answers 501 not_implemented today, thrown as NotBuilt (never
+        // retried); the answer, once built, is returned as the JSON it is (no schema to type it
+        // from yet).
 
-        private static readonly Operation JoinOp = new Operation("join", "POST", "/v1/boards/{board_id}/players/{player_id}/join");
         private static readonly Operation LeagueOp = new Operation("league", "GET", "/v1/boards/{board_id}/players/{player_id}/league");
         private static readonly Operation CohortOp = new Operation("cohort", "GET", "/v1/boards/{board_id}/cohorts/{cohort}");
         private static readonly Operation LeaguesOp = new Operation("leagues", "GET", "/v1/players/{player_id}/leagues");
-
-        /// <summary>Join a scheduled board's current (or an upcoming) occurrence (server key or
-        /// the player's token). Not built yet: <see cref="NotBuilt"/>.</summary>
-        public async Task<JsonObject> JoinAsync(string boardId, string playerId, string period = null,
-            CancellationToken cancellationToken = default(CancellationToken))
-        {
-            var query = new Query().Add("period", period);
-            return Json.AsObject(await SendAsync(JoinOp, Ids(boardId, playerId), query, null, cancellationToken).ConfigureAwait(false));
-        }
 
         /// <summary>The player's league cohort in a period. Not built yet: <see cref="NotBuilt"/>.</summary>
         public async Task<JsonObject> LeagueAsync(string boardId, string playerId, string period = null,

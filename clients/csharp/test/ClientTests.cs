@@ -492,6 +492,83 @@ namespace Rankd.Tests
             Check(front.Urls[1].EndsWith("/periods/" + week + "/close?window=weekly"), "the window sent: " + front.Urls[1]);
         }
 
+        private static async Task JoiningAnOccurrence()
+        {
+            var boardId = NewId("cs-join");
+            // a daily occurrence that began a minute ago and lasts two hours
+            var now = DateTimeOffset.UtcNow;
+            var start = new DateTimeOffset(now.Year, now.Month, now.Day, now.Hour, now.Minute, 0, TimeSpan.Zero).AddMinutes(-1);
+            var board = await admin.PutBoardAsync(boardId, new BoardSettings
+            {
+                Windows = new List<string> { "all-time" },
+                Schedule = new Dictionary<string, string>
+                {
+                    { "starts_at", start.ToString("yyyy-MM-dd'T'HH:mm':00Z'", System.Globalization.CultureInfo.InvariantCulture) },
+                    { "every", "P1D" },
+                    { "duration", "PT2H" },
+                },
+                JoinRequired = true,
+                MaxEntrants = 2,
+            });
+            Check(board.JoinRequired, "join_required");
+            Equal(2L, board.MaxEntrants, "max_entrants");
+            Equal(0L, board.MaxAttempts, "max_attempts");
+            Check(board.CurrentPeriod != null && board.NextPeriod != null, "an occurrence open now, and the next one");
+            var current = board.CurrentPeriod.Period;
+            var upcoming = board.NextPeriod.Period;
+            var ann = NewId("join-ann");
+            var bob = NewId("join-bob");
+            var cat = NewId("join-cat");
+
+            var front = new Front();
+            var counted = new RankdClient(baseUrl, Server, new RankdClientOptions { Http = front.Client(), Retry = Fast });
+            var joined = await counted.JoinAsync(boardId, ann);
+            Equal(ann, joined.PlayerId, "player_id");
+            Equal(current, joined.Period, "the occurrence open now");
+            Check(joined.Joined, "joined");
+            Check(front.Urls[0].EndsWith("/v1/boards/" + boardId + "/players/" + ann + "/join"), "no period, none sent: " + front.Urls[0]);
+            Equal(current, (await counted.JoinAsync(boardId, ann)).Period, "again: harmless, no second place");
+
+            // a player token with the join scope joins its own player: the second place
+            var game = new RankdClient(baseUrl, (await server.MintTokenAsync(bob, new[] { "join" })).Token);
+            await Throws<Forbidden>(() => game.JoinAsync(boardId, cat), "another player");
+            Equal(bob, (await game.JoinAsync(boardId, bob)).PlayerId, "a token joins its own player");
+            var reader = new RankdClient(baseUrl, (await server.MintTokenAsync(cat)).Token);
+            var noScope = await Throws<Forbidden>(() => reader.JoinAsync(boardId, cat), "a read-only token");
+            Check(noScope.Message.Contains("join"), "the message names the scope: " + noScope.Message);
+
+            var full = await Throws<BoardFull>(() => counted.JoinAsync(boardId, cat), "a third player");
+            Equal(409, full.Status, "409");
+            Equal("board_full", full.Code, "board_full");
+            Check(full is RankdApiException && !full.IsNotBuilt, "built: " + full.Message);
+            Equal(3, front.Calls, "a 409 is not retried");
+            // each occurrence afresh: the next one, named, has its places
+            var later = await counted.JoinAsync(boardId, cat, upcoming);
+            Equal(upcoming, later.Period, "the next occurrence");
+            Check(front.Urls[3].EndsWith("/join?period=" + upcoming), "the period sent: " + front.Urls[3]);
+
+            var plain = NewId("cs-join-plain");
+            await admin.PutBoardAsync(plain); // no schedule: nothing to join
+            var closed = await Throws<NotOpen>(() => counted.JoinAsync(plain, ann), "a board without a schedule");
+            Equal(409, closed.Status, "409");
+            Equal("not_open", closed.Code, "not_open");
+            await Throws<NotOpen>(() => counted.JoinAsync(boardId, ann, "20200101T0000Z"), "not an occurrence");
+            Equal(6, front.Calls, "no 409 was retried");
+            await Throws<BoardNotFound>(() => counted.JoinAsync("cs-no-such-board", ann), "no such board");
+
+            // only the joined players' runs count in the occurrence; the others' status says why
+            var inside = await server.SubmitAsync(boardId, "j-1", ann, 40);
+            var outside = await server.SubmitAsync(boardId, "j-2", cat, 90);
+            var statuses = outside.Standings.ToDictionary(st => st.Window, st => st.Status);
+            Equal("not_joined", statuses["scheduled"], "a player who did not join, scheduled");
+            Equal("ranked", statuses["all-time"], "a player who did not join, all-time");
+            var ranked = inside.Standings.Single(st => st.Window == "scheduled");
+            Equal("ranked", ranked.Status, "a joined player's run");
+            Equal(current, ranked.Period, "in the occurrence open now");
+            Equal(1L, ranked.Rank, "ranked first");
+            Same(new[] { ann }, (await server.TopAsync(boardId, where: new Where { Window = "scheduled" })).Entries.Select(e => e.PlayerId), "the occurrence's top");
+        }
+
         private static async Task HooksAndDeliveries()
         {
             var boardId = NewId("cs-hooks");
@@ -677,7 +754,7 @@ namespace Rankd.Tests
             await Throws<NotBuilt>(() => counted.LeaguesAsync("p", boardId), "leagues");
             Equal(10, front.Calls, "501s are not retried");
             // joining is built: a board with no schedule has nothing to join (409 not_open)
-            var closed = await Throws<RankdApiException>(() => counted.JoinAsync(boardId, "p"), "join a board with no schedule");
+            var closed = await Throws<NotOpen>(() => counted.JoinAsync(boardId, "p"), "join a board with no schedule");
             Equal(409, closed.Status, "409");
             Equal("not_open", closed.Code, "not_open");
             Check(!closed.IsNotBuilt, "built: " + closed.Message);
@@ -928,6 +1005,7 @@ namespace Rankd.Tests
             Test("endpoints: DeleteEntryAsync removes one entry from one period", RemovingAnEntry),
             Test("endpoints: ClosePeriodAsync closes an open period now", ClosingAPeriod),
             Test("endpoints: hooks, an admin's to set, read and remove; DeliveriesAsync", HooksAndDeliveries),
+            Test("endpoints: JoinAsync joins an occurrence; BoardFull, NotOpen, not_joined", JoiningAnOccurrence),
             Test("tokens: a token client reads its own view and submits its own runs", TokenClient),
             Test("tokens: top pages follow cursors", CursorPaging),
             Test("errors: classes with status, code and message; not built; never retried", ErrorsAreClasses),

@@ -34,6 +34,7 @@ export type Profile = Answer<"get_profile">;
 export type TokenRequest = Body<"mint_token">;
 export type TokenScope = NonNullable<TokenRequest["scope"]>[number];
 export type PlayerTokenIssued = Answer<"mint_token">;
+export type Joined = Answer<"join">;
 export type Ban = Answer<"ban">;
 export type Hold = Answer<"holds">["holds"][number];
 export type HoldDecision = Answer<"approve">;
@@ -273,6 +274,23 @@ export class RankdClient {
     }
     if (chunk.length) results.push(...(await this.submitBatch(boardId, chunk)));
     return results;
+  }
+
+  // --- tournaments (server key; a player token with the join scope, its own player) --------
+
+  /** Join a scheduled board's occurrence: the one open now, or with `period` an upcoming (or
+   * open) one by its id (`20261205T1800Z`); joining again is harmless. On a board with
+   * `join_required` only joined players' runs count there. `BoardFull` (409) when the
+   * occurrence has its `max_entrants` players, `NotOpen` (409) when there is none to join
+   * (none open, the named one over or not an occurrence, or no schedule); neither is
+   * retried. With a player token: that player only, and the token needs the "join" scope
+   * (else `Forbidden`). */
+  join(boardId: string, playerId: string, options: { period?: string } = {}): Promise<Joined> {
+    return this.send({
+      method: "POST",
+      path: `/v1/boards/${part(boardId)}/players/${part(playerId)}/join`,
+      params: { period: options.period },
+    });
   }
 
   // --- reads (public; viewer= needs a server key; a player token reads its own view) -------

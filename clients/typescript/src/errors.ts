@@ -35,6 +35,12 @@ export class PlayerNotRanked extends RankdAPIError {}
 export class HoldNotFound extends RankdAPIError {}
 export class BoardImmutableField extends RankdAPIError {}
 export class RunConflict extends RankdAPIError {}
+/** 409 `board_full`: the occurrence to join already has its board's `max_entrants` players;
+ * the player was not joined. Not retried. */
+export class BoardFull extends RankdAPIError {}
+/** 409 `not_open`: nothing to join: no occurrence open now (nor the one named with `period`
+ * open or upcoming), or a board without a schedule. Not retried. */
+export class NotOpen extends RankdAPIError {}
 export class BodyTooLarge extends RankdAPIError {}
 export class UnsupportedMediaType extends RankdAPIError {}
 export class RateLimited extends RankdAPIError {}
@@ -64,6 +70,8 @@ export const BY_CODE: Readonly<Record<string, ErrorClass>> = {
   hold_not_found: HoldNotFound,
   board_immutable_field: BoardImmutableField,
   run_conflict: RunConflict,
+  board_full: BoardFull,
+  not_open: NotOpen,
   body_too_large: BodyTooLarge,
   unsupported_media_type: UnsupportedMediaType,
   rate_limited: RateLimited,

@@ -15,12 +15,14 @@ import { after, before, describe, test } from "node:test";
 import ts from "typescript";
 
 import {
+  BoardFull,
   BoardNotFound,
   Forbidden,
   HoldNotFound,
   InvalidRequest,
   NotBuilt,
   NotEnabled,
+  NotOpen,
   PlayerNotRanked,
   RankdAPIError,
   RankdClient,
@@ -537,6 +539,73 @@ describe("player tokens and one player across boards (v1.3)", () => {
   });
 });
 
+describe("tournaments: joining a scheduled board's occurrence (v1.3)", () => {
+  test("join: harmless again, a token joins its own player, BoardFull, NotOpen, not_joined", async () => {
+    const boardId = newBoardId("ts-join");
+    // a daily occurrence that began a minute ago and lasts two hours
+    const start = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 60_000);
+    const schedule = { starts_at: start.toISOString().replace(".000Z", "Z"), every: "P1D", duration: "PT2H" };
+    await admin.putBoard(boardId, { windows: ["all-time"], schedule, join_required: true, max_entrants: 2 });
+    const board = await server.getBoard(boardId);
+    assert.deepEqual([board.join_required, board.max_entrants, board.max_attempts], [true, 2, 0]);
+    const current = board.current_period?.period;
+    const upcoming = board.next_period?.period;
+    assert.ok(current && upcoming, "an occurrence open now, and the next one");
+    const [ann, bob, cat] = [newBoardId("join-ann"), newBoardId("join-bob"), newBoardId("join-cat")];
+
+    const urls: string[] = [];
+    const counting = new RankdClient(service.base, {
+      key: SERVER,
+      retry: FAST,
+      fetch: async (input, init) => {
+        urls.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    const joined = await counting.join(boardId, ann);
+    assert.deepEqual(joined, { player_id: ann, period: current, joined: true });
+    assert.deepEqual(await counting.join(boardId, ann), joined); // again: harmless, no second place
+    assert.ok(urls[0]?.endsWith(`/v1/boards/${boardId}/players/${ann}/join`), `no period, none sent: ${urls[0]}`);
+
+    // a player token with the join scope joins its own player: the second place
+    const game = new RankdClient(service.base, { key: (await server.mintToken(bob, { scope: ["join"] })).token });
+    await assert.rejects(game.join(boardId, cat), Forbidden); // another player
+    assert.equal((await game.join(boardId, bob)).player_id, bob);
+    const reader = new RankdClient(service.base, { key: (await server.mintToken(cat)).token });
+    await assert.rejects(reader.join(boardId, cat), (e: unknown) => e instanceof Forbidden && /join/.test(e.message));
+
+    const full = await counting.join(boardId, cat).catch((e: unknown) => e);
+    assert.ok(full instanceof BoardFull, String(full));
+    assert.ok(full instanceof RankdAPIError);
+    assert.deepEqual([full.status, full.code], [409, "board_full"]);
+    assert.equal(urls.length, 3, "a 409 is not retried");
+    // each occurrence afresh: the next one, named, has its places
+    assert.deepEqual(await counting.join(boardId, cat, { period: upcoming }), { player_id: cat, period: upcoming, joined: true });
+    assert.ok(urls[3]?.endsWith(`/join?period=${upcoming}`), urls[3]);
+
+    const plain = newBoardId("ts-join-plain");
+    await admin.putBoard(plain); // no schedule: nothing to join
+    const closed = await counting.join(plain, ann).catch((e: unknown) => e);
+    assert.ok(closed instanceof NotOpen, String(closed));
+    assert.deepEqual([closed.status, closed.code], [409, "not_open"]);
+    await assert.rejects(counting.join(boardId, ann, { period: "20200101T0000Z" }), NotOpen); // not an occurrence
+    assert.equal(urls.length, 6, "no 409 was retried");
+    await assert.rejects(counting.join(`${boardId}-none`, ann), BoardNotFound);
+
+    // only the joined players' runs count in the occurrence; the others' status says why
+    const inside = await server.submit(boardId, "j-1", ann, 40);
+    const outside = await server.submit(boardId, "j-2", cat, 90);
+    assert.deepEqual(Object.fromEntries(outside.standings.map((s) => [s.window, s.status])), {
+      "all-time": "ranked",
+      scheduled: "not_joined",
+    });
+    const counted = inside.standings.find((s) => s.window === "scheduled");
+    assert.deepEqual([counted?.status, counted?.period, counted?.rank], ["ranked", current, 1]);
+    const top = await server.top(boardId, { window: "scheduled" });
+    assert.deepEqual(top.entries.map((e) => e.player_id), [ann]);
+  });
+});
+
 describe("entry metadata (v1.3)", () => {
   test("submitted with a run, read back with include: metadata, absent without", async () => {
     const boardId = newBoardId("ts-meta");
@@ -652,6 +721,9 @@ describe("errors", () => {
     assert.ok(later instanceof NotBuilt && later.code === "not_implemented");
     assert.equal(errorFor(501, null).constructor, RankdAPIError); // no body: the base class
     assert.ok(errorFor(403, { error: { code: "forbidden", message: "" } }) instanceof Forbidden);
+    const full = errorFor(409, { error: { code: "board_full", message: "100 entrants" } });
+    assert.ok(full instanceof BoardFull && full.status === 409 && full.code === "board_full");
+    assert.ok(errorFor(409, { error: { code: "not_open", message: "" } }) instanceof NotOpen);
   });
 });
 

@@ -30,6 +30,7 @@ from rankd.client import errors, events, types
 from rankd.client.aio import AsyncRankdClient
 from rankd.client.calls import MAX_BATCH, RetryPolicy
 from rankd.client.errors import (
+    BoardFull,
     BoardImmutableField,
     BoardNotFound,
     BodyTooLarge,
@@ -38,6 +39,7 @@ from rankd.client.errors import (
     InvalidRequest,
     NotBuilt,
     NotEnabled,
+    NotOpen,
     PlayerNotRanked,
     RankdAPIError,
     RateLimited,
@@ -53,6 +55,7 @@ from rankd.client.sync import RankdClient
 __all__ = [
     "MAX_BATCH",
     "AsyncRankdClient",
+    "BoardFull",
     "BoardImmutableField",
     "BoardNotFound",
     "BodyTooLarge",
@@ -61,6 +64,7 @@ __all__ = [
     "InvalidRequest",
     "NotBuilt",
     "NotEnabled",
+    "NotOpen",
     "PassedEvent",
     "PlayerEvent",
     "PlayerNotRanked",

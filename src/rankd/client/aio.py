@@ -27,6 +27,7 @@ from rankd.client.types import (
     Health,
     Hold,
     HoldDecision,
+    Joined,
     PeriodClosed,
     Periods,
     PlayerErased,
@@ -145,6 +146,18 @@ class AsyncRankdClient:
         for chunk in calls.chunks(runs, batch_size):
             results += await self.submit_batch(board_id, chunk)
         return results
+
+    # --- tournaments (server key; a player token with the join scope, its own player) ------
+
+    async def join(self, board_id: str, player_id: str, period: str | None = None) -> Joined:
+        """Join a scheduled board's occurrence: the one open now, or with ``period`` an
+        upcoming (or open) one by its id (``20261205T1800Z``); joining again is harmless. On
+        a board with ``join_required`` only joined players' runs count there. Raises
+        BoardFull (409) when the occurrence has its ``max_entrants`` players, NotOpen (409)
+        when there is none to join (none open, the named one over or not an occurrence, or
+        no schedule); neither is retried. With a player token: that player only, and the
+        token needs the ``join`` scope (else Forbidden)."""
+        return cast(Joined, await self._send(calls.join(board_id, player_id, period)))
 
     # --- reads (public; viewer= needs a server key; a player token reads its own view) ------
 

@@ -4,8 +4,8 @@ what both do with an answer: decode it or raise its error, and when to retry.
 Only submits are retried (runs and runs:batch): the service counts a ``run_id`` once, so a
 run resent after a 503, a dropped connection or a timeout changes nothing twice. An error
 answer other than 503 and a short 429 is never retried: not a 4xx (``forbidden`` for a player
-token on a board without ``client_submits``, say), nor a 501 (``not_enabled``,
-``not_implemented``), which a retry cannot change.
+token on a board without ``client_submits``, a 409 ``board_full`` on a join, say), nor a 501
+(``not_enabled``, ``not_implemented``), which a retry cannot change.
 """
 
 from __future__ import annotations
@@ -162,6 +162,13 @@ def submit_batch(board_id: str, runs: Sequence[Run]) -> Call:
         raise ValueError(f"{len(runs)} runs: at most {MAX_BATCH} per batch (see submit_many)")
     path = f"/v1/boards/{_part(board_id)}/runs:batch"
     return Call("POST", path, body={"runs": list(runs)}, idempotent_submit=True)
+
+
+def join(board_id: str, player_id: str, period: str | None) -> Call:
+    # not retried (only submits are): a 409 board_full or not_open would answer the same
+    params = {} if period is None else {"period": period}
+    path = f"/v1/boards/{_part(board_id)}/players/{_part(player_id)}/join"
+    return Call("POST", path, params=params)
 
 
 def top(

@@ -70,6 +70,21 @@ class RunConflict(RankdAPIError):
     code = "run_conflict"
 
 
+class BoardFull(RankdAPIError):
+    """409: the occurrence to join already has its board's ``max_entrants`` players; the
+    player was not joined. Not retried (the same join is refused again until the next
+    occurrence)."""
+
+    code = "board_full"
+
+
+class NotOpen(RankdAPIError):
+    """409: nothing to join: the board has no occurrence open now (nor the one named with
+    ``period`` open or upcoming), or has no schedule at all. Not retried."""
+
+    code = "not_open"
+
+
 class BodyTooLarge(RankdAPIError):
     code = "body_too_large"
 
@@ -114,6 +129,8 @@ BY_CODE: dict[str, type[RankdAPIError]] = {
         HoldNotFound,
         BoardImmutableField,
         RunConflict,
+        BoardFull,
+        NotOpen,
         BodyTooLarge,
         UnsupportedMediaType,
         RateLimited,

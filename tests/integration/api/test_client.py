@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 from rankd.api.app import create_app
 from rankd.client import (
     AsyncRankdClient,
+    BoardFull,
     BoardImmutableField,
     BoardNotFound,
     Forbidden,
@@ -27,6 +28,7 @@ from rankd.client import (
     InvalidRequest,
     NotBuilt,
     NotEnabled,
+    NotOpen,
     PlayerNotRanked,
     RankdAPIError,
     RankdClient,
@@ -46,12 +48,14 @@ from rankd.client.calls import (
     where_params,
 )
 from rankd.client.calls import deliveries as deliveries_call
+from rankd.client.calls import join as join_call
 from rankd.client.calls import top as top_call
 from rankd.client.errors import error_for
 from rankd.client.events import PlayerEvent
 from rankd.client.types import Run
 from rankd.embedded import free_port
 from rankd.runtime import Runtime
+from tests.integration.services.test_scheduled import open_schedule
 from tests.integration.services.test_webhooks import closed_day
 from tests.support.common import ADMIN, SERVER, TOKEN_SECRET, Urls, make_settings, new_board_id
 from tests.support.durable import wait_until
@@ -699,6 +703,100 @@ async def test_4xx_and_501_are_never_retried(app: FastAPI, admin: AsyncRankdClie
             assert front.seen == 2
 
 
+# --- tournaments: joining a scheduled board's occurrence (v1.3) ---------------------------
+
+
+async def test_join_a_capped_occurrence_board_full_and_not_open(
+    app: FastAPI, admin: AsyncRankdClient, server: AsyncRankdClient
+) -> None:
+    board_id = await new_board(admin, **open_schedule(join_required=True, max_entrants=2))
+    board = await server.get_board(board_id)
+    assert (board["join_required"], board["max_entrants"], board["max_attempts"]) == (True, 2, 0)
+    current, upcoming = board.get("current_period"), board.get("next_period")
+    assert current is not None and upcoming is not None
+    ann, bob, cat = new_player("join-ann"), new_player("join-bob"), new_player("join-cat")
+
+    front = Front(app, "/join", failures=0)
+    async with in_process(front, retry=FAST) as client:
+        joined = await client.join(board_id, ann)
+        assert joined == {"player_id": ann, "period": current["period"], "joined": True}
+        assert await client.join(board_id, ann) == joined  # again: harmless, no second place
+        assert front.seen == 2
+
+        # a player token with the join scope joins its own player: the second place
+        issued = await server.mint_token(bob, scope=["join"])
+        async with in_process(app, issued["token"]) as game:
+            with pytest.raises(Forbidden):
+                await game.join(board_id, cat)  # another player
+            assert (await game.join(board_id, bob))["player_id"] == bob
+        async with in_process(app, (await server.mint_token(cat))["token"]) as reader:
+            with pytest.raises(Forbidden) as no_scope:
+                await reader.join(board_id, cat)  # read only: no join scope
+            assert "join" in no_scope.value.message
+
+        with pytest.raises(BoardFull) as full:
+            await client.join(board_id, cat)
+        assert (full.value.status, full.value.code) == (409, "board_full")
+        assert isinstance(full.value, RankdAPIError)
+        assert front.seen == 3  # a 409 is not retried
+        # each occurrence afresh: the next one, named, has its places
+        later = await client.join(board_id, cat, period=upcoming["period"])
+        assert later == {"player_id": cat, "period": upcoming["period"], "joined": True}
+
+        plain = await new_board(admin)  # no schedule: nothing to join
+        with pytest.raises(NotOpen) as not_open:
+            await client.join(plain, ann)
+        assert (not_open.value.status, not_open.value.code) == (409, "not_open")
+        with pytest.raises(NotOpen):
+            await client.join(board_id, ann, period="20200101T0000Z")  # not an occurrence
+        assert front.seen == 6
+        with pytest.raises(BoardNotFound):
+            await client.join(new_board_id("missing"), ann)
+
+    # only the joined players' runs count in the occurrence; the others' status says why
+    inside = await server.submit(board_id, "j-1", ann, 40)
+    outside = await server.submit(board_id, "j-2", cat, 90)
+    statuses = {s["window"]: s["status"] for s in outside["standings"]}
+    assert statuses == {"all-time": "ranked", "scheduled": "not_joined"}
+    [counted] = [s for s in inside["standings"] if s["window"] == "scheduled"]
+    assert (counted["status"], counted["period"], counted.get("rank")) == (
+        "ranked",
+        current["period"],
+        1,
+    )
+    top = await server.top(board_id, window="scheduled")
+    assert [e["player_id"] for e in top["entries"]] == [ann]
+
+
+async def test_the_blocking_client_joins(app: FastAPI, admin: AsyncRankdClient) -> None:
+    board_id = await new_board(admin, **open_schedule(max_entrants=1))
+    plain = await new_board(admin)
+    first, second = new_player("join-sync-1"), new_player("join-sync-2")
+
+    def blocking(base: str) -> None:
+        with RankdClient(base, SERVER) as client:
+            assert client.join(board_id, first)["joined"] is True
+            with pytest.raises(BoardFull):
+                client.join(board_id, second)
+            with pytest.raises(NotOpen):
+                client.join(plain, first)
+
+    async with serving(app) as base:
+        await asyncio.to_thread(blocking, base)
+
+
+def test_join_sends_its_period_only_when_given() -> None:
+    call = join_call("a b", "p/1", None)
+    assert (call.method, call.path, call.params, call.body) == (
+        "POST",
+        "/v1/boards/a%20b/players/p%2F1/join",
+        {},
+        None,
+    )
+    assert not call.idempotent_submit  # only submits are retried
+    assert join_call("b", "p", "20261205T1800Z").params == {"period": "20261205T1800Z"}
+
+
 # --- over a real socket -------------------------------------------------------------------
 
 
@@ -914,4 +1012,7 @@ def test_unknown_codes_and_bodies_become_the_base_error() -> None:
     assert isinstance(error_for(501, {"error": {"code": "not_enabled", "message": ""}}), NotEnabled)
     built = error_for(501, {"error": {"code": "not_implemented", "message": "later"}})
     assert isinstance(built, NotBuilt) and built.status == 501
+    full = error_for(409, {"error": {"code": "board_full", "message": "100 entrants"}})
+    assert isinstance(full, BoardFull) and (full.status, full.code) == (409, "board_full")
+    assert isinstance(error_for(409, {"error": {"code": "not_open", "message": ""}}), NotOpen)
     assert type(error_for(501, None)) is RankdAPIError  # a 501 without the body: not retried
