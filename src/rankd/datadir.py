@@ -93,3 +93,9 @@ def has_postgres_data(data_dir: Path) -> bool:
 def has_log_data(data_dir: Path) -> bool:
     """The run log's JetStream store is there (what replay reads)."""
     return (data_dir / "nats" / "js" / "jetstream").is_dir()
+
+
+def not_a_folder(path: Path) -> str | None:
+    """Why ``path`` cannot be a data dir: the nearest part of it that exists is a file."""
+    part = next((p for p in (path, *path.parents) if p.exists()), path)
+    return f"{part} is a file, not a folder" if part.exists() and not part.is_dir() else None

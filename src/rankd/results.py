@@ -17,48 +17,23 @@ Class docstrings become schema descriptions in the document, so only ``Ready`` h
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, NotRequired, get_args
+from typing import Annotated, Any, Literal, NotRequired
 
 from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 from rankd.codec import MAX_SCORE_LIMIT
 from rankd.formats import PLAYER_ID_PATTERN, RUN_ID_PATTERN
 from rankd.periods import Window
-
-
-class Doc:
-    """What the document says of a field beside its type: JSON schema keywords (a
-    description, a pattern, bounds). Pydantic adds them to the field's schema when it reads
-    the shape (``__get_pydantic_json_schema__``); the validators apply the same constants.
-    Not pydantic's ``Field``: the client imports this module, and pydantic only serves the
-    document."""
-
-    __slots__ = ("keywords",)
-
-    def __init__(self, **keywords: object) -> None:
-        self.keywords = keywords
-
-    def __get_pydantic_json_schema__(
-        self, core_schema: Any, handler: Callable[[Any], dict[str, Any]]
-    ) -> dict[str, Any]:
-        schema = handler(core_schema)
-        schema.update(self.keywords)
-        return schema
-
-
-# --- input limits (checked by boards.py, validation.py and the routes) ---------------------
-
-MAX_BATCH = 1000  # runs per runs:batch call
-MAX_NAME = 64  # characters of a player's display name
-MAX_BAN_REASON = 500  # characters of a ban's reason
-MAX_SHARDS = 1024
-MAX_HOLD_TOP = 10_000
-MAX_GRACE_S = 31_536_000  # a year
-MAX_SEGMENT_DIMENSIONS = 4
-# How pages and clients display a score (display only); the API always carries the integer.
-ScoreFormat = Literal["integer", "duration_ms", "decimal_1", "decimal_2", "decimal_3"]
-SCORE_FORMATS: tuple[ScoreFormat, ...] = get_args(ScoreFormat)
+from rankd.wire_doc import MAX_BAN_REASON as MAX_BAN_REASON
+from rankd.wire_doc import MAX_BATCH as MAX_BATCH
+from rankd.wire_doc import MAX_GRACE_S as MAX_GRACE_S
+from rankd.wire_doc import MAX_HOLD_TOP as MAX_HOLD_TOP
+from rankd.wire_doc import MAX_NAME as MAX_NAME
+from rankd.wire_doc import MAX_SEGMENT_DIMENSIONS as MAX_SEGMENT_DIMENSIONS
+from rankd.wire_doc import MAX_SHARDS as MAX_SHARDS
+from rankd.wire_doc import SCORE_FORMATS as SCORE_FORMATS
+from rankd.wire_doc import Doc as Doc
+from rankd.wire_doc import ScoreFormat as ScoreFormat
 
 # --- request bodies ------------------------------------------------------------------------
 
@@ -108,9 +83,8 @@ class BoardSettings(TypedDict, total=False):
     schedule: Annotated[
         dict[str, str | None] | None,
         Doc(
-            description="the scheduled window's occurrences: starts_at (RFC 3339, a whole"
-            " minute), every (ISO 8601 duration, PT1H..P1Y; absent: one occurrence), duration"
-            " (default: every), ends_at; null removes it while the board has no runs"
+            description="the scheduled window's occurrences: starts_at (RFC 3339, a minute),"
+            " every (ISO 8601, PT1H..P1Y; absent: one), duration (default: every), ends_at"
         ),
     ]
     join_required: Annotated[

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from rankd.datadir import not_a_folder
 from rankd.formats import MEMORY_SIZE
 
 
@@ -32,11 +33,9 @@ class Settings(BaseSettings):
     # Player tokens (HS256 JWTs, rankd/tokens.py): comma-separated secrets of at least 32
     # bytes; the first signs, any verifies (rotation). Unset: player tokens are off.
     player_token_secret: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    # Signs the webhooks a board's hooks receive (Rankd-Signature: HMAC-SHA256 of the
-    # body); at least 32 bytes. Unset: boards may not set hooks.
-    webhook_secret: str | None = None
-    # How often each instance looks for webhooks due (0: this process sends none), and how
-    # long a receiver may take to answer one.
+    # Webhooks (services/webhooks.py): the signing secret (unset: boards may not set hooks),
+    # how often each instance sends what is due (0: never), how long a receiver may take.
+    webhook_secret: str | None = Field(None, min_length=32)
     webhook_interval_s: float = Field(1.0, ge=0)
     webhook_timeout_s: float = Field(10.0, gt=0, le=120)
     # clock skew allowed on a token's exp, nbf and iat
@@ -300,13 +299,6 @@ class Settings(BaseSettings):
             return [k.strip() for k in value.split(",") if k.strip()]
         return value
 
-    @field_validator("webhook_secret")
-    @classmethod
-    def _webhook_secret(cls, value: str | None) -> str | None:
-        if value is not None and len(value.encode()) < 32:
-            raise ValueError("the secret must be at least 32 bytes (openssl rand -hex 32)")
-        return value
-
     @field_validator("player_token_secret")
     @classmethod
     def _secrets(cls, value: list[str]) -> list[str]:
@@ -371,12 +363,6 @@ class Settings(BaseSettings):
 def _pair(settings: Settings, a: str, how: str, b: str) -> str:
     shown = [str(getattr(settings, name)).replace(" ", "") for name in (a, b)]
     return f"RANKD_{a.upper()} ({shown[0]}) must be {how} RANKD_{b.upper()} ({shown[1]})"
-
-
-def not_a_folder(path: Path) -> str | None:
-    """Why ``path`` cannot be a data dir: the nearest part of it that exists is a file."""
-    part = next((p for p in (path, *path.parents) if p.exists()), path)
-    return f"{part} is a file, not a folder" if part.exists() and not part.is_dir() else None
 
 
 # scheme://host[:port], as a browser sends it in Origin (no path, no trailing slash)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rankd import datadir
+from rankd.datadir import not_a_folder
 from rankd.embedded.lifecycle import EmbeddedServers, start_embedded
 from rankd.embedded.process import EmbeddedServerError
 from rankd.embedded.redis_server import max_memory
@@ -35,7 +36,7 @@ from rankd.embedded.topology import (
     recorded_topology,
     start_topology,
 )
-from rankd.settings import Settings, not_a_folder
+from rankd.settings import Settings
 
 SERVICES_FILE = "services.json"  # the URLs of a running `rankd serve`'s embedded servers
 
