@@ -180,6 +180,15 @@ class Schedule:
             raise PeriodError(f"period {clip(pid)!r} is not an occurrence of this board's schedule")
         return found
 
+    def occurrences_between(self, from_ms: int, to_ms: int) -> list[Period]:
+        """The occurrences starting from the one open (or last started) at ``from_ms`` up
+        to ``to_ms`` (bounded by MAX_COMPARED)."""
+        last = self._index_at(to_ms)
+        if last is None:
+            return []
+        first = self._index_at(from_ms) or 0
+        return [self._period(n) for n in range(first, min(last + 1, first + MAX_COMPARED))]
+
     def starts_until(self, at_ms: int) -> list[int]:
         """Every occurrence start at or before ``at_ms`` (bounded by MAX_COMPARED)."""
         n = self._index_at(at_ms)

@@ -218,6 +218,9 @@ class SeasonJob:
                     # one period's failure (Redis down, say) must not hold up the others
                     report.failed += 1
                     logger.warning("season job: %s: %s: %s", item.ref, type(exc).__name__, exc)
+            for board in configs.values():  # occurrences with no run: announced all the same
+                if boards is None or board.board_id in boards:
+                    await webhooks.announce_empty_occurrences(conn, board, now, self.settle_ms)
         report.seconds = time.perf_counter() - started
         metrics.SEASON_LAST_PASS.set(time.time())
         return report

@@ -32,6 +32,7 @@ from rankd.aio import wait_or_stop
 from rankd.boards import BoardConfig
 from rankd.formats import format_time
 from rankd.periods import PeriodRef
+from rankd.schedules import SCHEDULED
 from rankd.stores import deliveries
 from rankd.stores.postgres import Conn, PostgresStore
 
@@ -94,6 +95,46 @@ async def record_period_closed(
     await deliveries.create(
         conn, delivery_id(ref), ref.board, board.generation, PERIOD_CLOSED, url, body, now_ms
     )
+
+
+# how far back a pass looks for occurrences that closed with no run at all
+EMPTY_LOOKBACK_MS = 3 * 86_400_000
+
+
+async def announce_empty_occurrences(
+    conn: Conn, board: BoardConfig, now_ms: int, settle_ms: int
+) -> int:
+    """The season job's part for a scheduled board with a hook: an occurrence that closed
+    (within EMPTY_LOOKBACK_MS, and after the board was created) with no run has no standings
+    to freeze, and is announced all the same, with a total of 0. Returns how many were
+    recorded now (a delivery id is recorded once, so a later pass records nothing)."""
+    url = board.hooks.get(PERIOD_CLOSED)
+    if url is None or board.schedule is None:
+        return 0
+    created = int(board.created_at.timestamp() * 1000) if board.created_at else 0
+    since = max(now_ms - EMPTY_LOOKBACK_MS, created)
+    cur = await conn.execute(
+        "SELECT period FROM periods_seen WHERE board_id = %s AND win = %s AND segment = ''",
+        (board.board_id, SCHEDULED),
+    )
+    with_runs = {str(r[0]) for r in await cur.fetchall()}
+    recorded = 0
+    lookback = since - board.schedule.duration.longest_ms - board.grace_seconds * 1000
+    for period in board.schedule.occurrences_between(lookback, now_ms):
+        closes = board.closes_at_ms(period)
+        if period.id in with_runs or closes is None or closes < since:
+            continue
+        if closes + settle_ms > now_ms:
+            continue
+        ref = PeriodRef(board.board_id, SCHEDULED, period.id)
+        body = orjson.dumps(
+            {"board_id": ref.board, "window": SCHEDULED, "period": period.id, "total": 0,
+             "entries": []}
+        )  # fmt: skip
+        recorded += await deliveries.create(
+            conn, delivery_id(ref), ref.board, board.generation, PERIOD_CLOSED, url, body, now_ms
+        )
+    return recorded
 
 
 def _clock_ms() -> int:

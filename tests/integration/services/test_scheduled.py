@@ -373,3 +373,45 @@ async def test_joins_without_runs_survive_a_lost_redis(
     assert_error(await join(client, board, "cat"), 409, "board_full")
     counted = await send(client, board, "a1", "ann", 5, datetime.now(UTC))
     assert counted["scheduled"]["status"] == "ranked"
+
+
+async def test_an_occurrence_with_no_run_is_announced_with_a_total_of_zero(
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime
+) -> None:
+    now = datetime.now(UTC)
+    start = minute(now) - timedelta(hours=3)
+    schedule = {"starts_at": rfc(start), "every": "PT1H", "duration": "PT1H"}
+    with receiver() as hook:
+        board = await make_board(
+            windows=["all-time"], schedule=schedule, hooks={"period_closed": hook.url}
+        )
+        # the board was created now: only occurrences closing from now on are announced
+        await client.put(f"/v1/boards/{board}", json={"grace_seconds": 0}, headers=ADMIN_H)
+        await freeze(runtime, board)
+        sender = Webhooks(runtime.pg, WEBHOOK_SECRET, 5.0)
+        try:
+            assert await sender.run_once() == 0
+        finally:
+            await sender.close()
+    async with runtime.pg.connection() as conn:  # as if it had been created hours ago
+        await conn.execute(
+            "UPDATE boards SET created_at = now() - interval '1 day' WHERE board_id = %s",
+            (board,),
+        )
+    with receiver() as hook:
+        await client.put(
+            f"/v1/boards/{board}", json={"hooks": {"period_closed": hook.url}}, headers=ADMIN_H
+        )
+        await runtime.boards.get(board)  # the registry's copy may be older
+        await freeze(runtime, board)
+        await freeze(runtime, board)  # a second pass records nothing more
+        sender = Webhooks(runtime.pg, WEBHOOK_SECRET, 5.0)
+        try:
+            assert await sender.run_once() == 3
+        finally:
+            await sender.close()
+        bodies = sorted((orjson.loads(r.body) for r in hook.received), key=lambda b: b["period"])
+        assert [b["period"] for b in bodies] == [
+            basic(start + timedelta(hours=n)) for n in range(3)
+        ]
+        assert all(b["total"] == 0 and b["entries"] == [] for b in bodies)
