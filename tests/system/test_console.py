@@ -778,7 +778,7 @@ async def test_a_scheduled_board_with_a_hook_is_made_from_the_form(
     # but not those that have started: the 409, on the schedule
     await page.fill("#f-schedule-starts_at", iso(starts + timedelta(minutes=5)))
     await page.click("#editor-save")
-    await expect(error).to_contain_text("board_immutable_field")
+    await expect(error).to_contain_text("board_immutable_field", timeout=20_000)  # loaded CI
     await expect(page.locator("#f-schedule-starts_at")).to_be_focused()
     assert (await http.get(f"/v1/boards/{board_id}")).json()["schedule"] == edited["schedule"]
     # the player's entries include the occurrence

@@ -49,7 +49,7 @@ ROUTES: dict[str, Doc] = {
     "PUT /v1/boards/{board_id}": Doc(
         "admin", (*BODY, "board_immutable_field", "unavailable"), created=True
     ),
-    "GET /v1/boards": Doc("public", ("unavailable",)),
+    "GET /v1/boards": Doc("public", ("invalid_request", "unavailable")),  # active=
     "GET /v1/boards/{board_id}": Doc("public", ("board_not_found", "unavailable")),
     "POST /v1/boards/{board_id}/runs": Doc(
         "server",
