@@ -40,13 +40,23 @@ SELECTION = [
     "tests/integration/api/test_cursors.py::test_entries_that_stay_put_are_neither_repeated_nor_skipped",
     "tests/integration/api/test_cursors.py::test_a_tampered_or_foreign_cursor_is_400",
     "tests/integration/api/test_previous_rank.py",
-    # v1.3: entry metadata (the :meta hashes beside every shard's key) and entry removal
-    "tests/integration/services/test_entry_metadata.py",
-    "tests/integration/services/test_entry_removal.py",
-    # v1.3: scheduled boards, the caps race (admission keys on their own slots), webhooks
-    "tests/integration/services/test_scheduled.py",
-    "tests/integration/services/test_webhooks.py",
-    "tests/integration/services/test_latest_policy.py",
+    # v1.3, on 4 shards (their keys on several primaries): entry metadata (the :meta hashes
+    # beside every shard's key) through a rebuild and a replay; the caps race and attempts
+    # (admission keys on slots of their own); the latest policy; one webhook delivery
+    "tests/integration/services/test_entry_metadata.py::"
+    "test_metadata_survives_a_rebuild_a_replay_and_a_lost_redis[shards4]",
+    "tests/integration/services/test_entry_metadata.py::"
+    "test_every_read_that_asks_gets_the_metadata_of_the_run_holding_the_entry[shards4]",
+    "tests/integration/services/test_scheduled.py::"
+    "test_a_capped_occurrence_takes_exactly_its_entrants_under_a_race[shards4]",
+    "tests/integration/services/test_scheduled.py::"
+    "test_attempts_and_entrants_are_capped_and_survive_a_rebuild[shards4]",
+    "tests/integration/services/test_scheduled.py::"
+    "test_runs_count_in_the_occurrence_they_ended_in[shards4]",
+    "tests/integration/services/test_latest_policy.py::"
+    "test_the_latest_run_holds_the_entry_whatever_the_order[shards4]",
+    "tests/integration/services/test_webhooks.py::"
+    "test_a_frozen_period_is_announced_once_signed_and_retried_until_a_2xx",
 ]
 
 pytestmark = [
