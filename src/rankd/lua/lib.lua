@@ -200,8 +200,11 @@ local function put(key, public, player, composite, ms, meta)
     redis.call('ZREM', key, held_member)
     redis.call('HDEL', public .. ':meta', held_member)
   end
-  -- a run's own metadata, or none: the member may be the old entry's (the same ms)
-  if meta == '' then redis.call('HDEL', public .. ':meta', member) end
+  -- a run's own metadata, or none: only a member kept (the same ms) can hold the old one's,
+  -- so a submit without metadata costs no extra command otherwise
+  if meta == '' and held and held_member == member then
+    redis.call('HDEL', public .. ':meta', member)
+  end
   if meta and meta ~= '' then redis.call('HSET', public .. ':meta', member, meta) end
   -- %.0f keeps every digit; Lua's default number formatting would round past 14 digits
   redis.call('ZADD', key, string.format('%.0f', composite), member)
