@@ -53,6 +53,10 @@ from tests.support.live import free_port
 from tests.support.receiver import receiver
 from tests.support.wire import iso
 
+# Playwright's default 5 s per assertion is too short on a loaded CI box (three test
+# workers on two cores): a console step once took longer there and failed a passing test
+expect.set_options(timeout=15_000)
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -20,6 +21,7 @@ from redis.exceptions import ResponseError
 
 from rankd.codec import Codec, Order, player_of
 from rankd.codec import member as member_of
+from rankd.embedded import RedisServer
 from rankd.periods import DAY_MS, SPAN_MS, period_at
 from rankd.stores.redis import keys
 from rankd.stores.redis.keys import PeriodKeys
@@ -439,14 +441,23 @@ def mixed_calls(pk: PeriodKeys) -> list[Call]:
     ]
 
 
-async def test_run_pipeline_reloads_scripts_after_script_flush(redis: Redis) -> None:
-    await redis.script_flush()
-    assert await redis.script_exists(*[s.sha for s in ALL_SCRIPTS]) == [False] * len(ALL_SCRIPTS)
-    pk = fresh_keys()
-    [reply] = await run_pipeline(redis, [best_call(pk, 42, "p")])
-    assert reply == [1, 1, 42, 1, 1_000, 0, 0, 0]
-    assert await redis.script_exists(*[s.sha for s in ALL_SCRIPTS]) == [True] * len(ALL_SCRIPTS)
-    await drop(redis, pk)
+async def test_run_pipeline_reloads_scripts_after_script_flush(tmp_path: Path) -> None:
+    # a Redis of its own: on the session's, shared with the session's service and its
+    # background work, twice in CI most scripts were missing again right after the reload
+    # (not reproduced alone); here nothing but this test touches the script cache
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    redis = Redis.from_url(server.url)
+    try:
+        await redis.script_flush()
+        shas = [s.sha for s in ALL_SCRIPTS]
+        assert await redis.script_exists(*shas) == [False] * len(ALL_SCRIPTS)
+        [reply] = await run_pipeline(redis, [best_call(fresh_keys(), 42, "p")])
+        assert reply == [1, 1, 42, 1, 1_000, 0, 0, 0]
+        assert await redis.script_exists(*shas) == [True] * len(ALL_SCRIPTS)
+    finally:
+        await redis.aclose()
+        server.stop()
 
 
 async def test_pipeline_after_script_flush_gives_the_same_results(redis: Redis) -> None:
