@@ -88,19 +88,26 @@ async def test_a_rebuild_stopped_midway_holds_up_nothing_for_long(
             "RANKD_POSTGRES_URL": urls.postgres,
             "RANKD_NATS_URL": urls.nats,
         }
-        log = (tmp_path / "rebuild.log").open("wb")
-        rebuild = spawn_rebuild(big, env, log)
         lease = f"lb:{{{big}:all-time:all-time}}:restoring"
-        deadline = time.monotonic() + 90
-        while not await redis.exists(lease):
-            assert rebuild.poll() is None, "the rebuild ended before it took its lease"
-            assert time.monotonic() < deadline, "no lease within 90 s"
-            await asyncio.sleep(0.002)
-        rebuild.send_signal(sig)
-        stopped = time.monotonic()
-        await asyncio.to_thread(rebuild.wait, 30)
-        log.close()
-        said = (tmp_path / "rebuild.log").read_text("utf-8", "replace")
+        for attempt in range(3):
+            log = (tmp_path / "rebuild.log").open("wb")
+            rebuild = spawn_rebuild(big, env, log)
+            deadline = time.monotonic() + 90
+            while not await redis.exists(lease):
+                assert rebuild.poll() is None, "the rebuild ended before it took its lease"
+                assert time.monotonic() < deadline, "no lease within 90 s"
+                await asyncio.sleep(0.002)
+            rebuild.send_signal(sig)
+            stopped = time.monotonic()
+            await asyncio.to_thread(rebuild.wait, 30)
+            log.close()
+            said = (tmp_path / "rebuild.log").read_text("utf-8", "replace")
+            # once in CI the rebuild finished the whole load despite the SIGINT (exit 0;
+            # not reproduced alone): nothing was stopped midway, so that attempt tests
+            # nothing; stop another
+            if not (sig == signal.SIGINT and rebuild.returncode == 0 and attempt < 2):
+                break
+            print(f"\n[{sig.name}] the rebuild finished before the interrupt took; again")
         if sig == signal.SIGINT:
             assert rebuild.returncode == 130, said
             assert "Traceback" not in said, said
