@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from rankd.embedded import EmbeddedServers, NatsServer, free_port, start_embedded
+from rankd.settings import Settings
 
 RESULTS = Path(__file__).parent / "results"
 ADMIN, SERVER = "bench-admin", "bench-server"
@@ -69,6 +70,17 @@ def servers(nats_sync: str = "always") -> Iterator[EmbeddedServers]:
             yield started
         finally:
             started.stop()
+
+
+@contextlib.contextmanager
+def embedded_settings() -> Iterator[Settings]:
+    """The settings of a service in this process on fresh embedded servers (``servers``)."""
+    with servers() as started:
+        yield Settings(
+            redis_url=started.redis_url,
+            postgres_url=started.postgres_url,
+            nats_url=started.nats_url,
+        )
 
 
 @contextlib.contextmanager

@@ -12,7 +12,16 @@ from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
 from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, clip, is_segment_dimension
 from rankd.hooks import parse_hooks
-from rankd.periods import ALL_TIME, SPAN_MS, WINDOWS, Period, PeriodError, parse_period, period_at
+from rankd.periods import (
+    ENDLESS,
+    ROLLING,
+    SPAN_MS,
+    WINDOWS,
+    Period,
+    PeriodError,
+    parse_period,
+    period_at,
+)
 from rankd.results import (
     MAX_GRACE_S,
     MAX_HOLD_TOP,
@@ -141,8 +150,8 @@ class BoardConfig:
 
     def closes_at_ms(self, period: Period) -> int | None:
         """When ``period`` stops taking runs: its end plus the grace, or earlier when an
-        admin closed it; None: never (all-time)."""
-        if period.window == ALL_TIME:
+        admin closed it; None: never (all-time, rolling-7d)."""
+        if period.window in ENDLESS:
             return None
         natural = period.end_ms + self.grace_seconds * 1000
         early = self.closes.get((period.window, period.id))
@@ -297,6 +306,14 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         raise InvalidRequest(
             f"window_policies names {clip(unknown_windows[0])!r}, which is not one of the "
             "board's windows"
+        )
+    if (
+        ROLLING in values["windows"]
+        and values["window_policies"].get(ROLLING, values["policy"]) != "best"
+    ):
+        raise InvalidRequest(
+            "the rolling-7d window keeps best entries only (a sum or latest over a rolling"
+            ' window is not built): give it "best" in window_policies'
         )
     policies = {values["window_policies"].get(w, values["policy"]) for w in values["windows"]}
     if values["hold_top"] > 0 and "best" not in policies:

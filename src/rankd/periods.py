@@ -1,8 +1,12 @@
 """Time windows and their periods, all in UTC.
 
 Period ids: ``all-time``, ``2026-11-03T18`` (hourly), ``2026-11-03`` (daily), ``2026-W45``
-(ISO week), ``2026-11`` (monthly). A period is ``open`` until its end plus the board's
-grace, then ``closed``.
+(ISO week), ``2026-11`` (monthly), ``current`` (rolling-7d). A period is ``open`` until its
+end plus the board's grace, then ``closed``; all-time and rolling-7d never end.
+
+``rolling-7d`` is the last seven UTC days, today included, in one period that never closes:
+a run counts if it ended on one of those days when it was received, and leaves when its
+day is seven days old (services/rolling.py recomputes the period then).
 """
 
 from __future__ import annotations
@@ -15,11 +19,24 @@ from typing import Literal, NamedTuple
 
 from rankd.formats import clip
 
-Window = Literal["all-time", "daily", "weekly", "monthly", "hourly", "scheduled"]
+Window = Literal["all-time", "daily", "weekly", "monthly", "hourly", "scheduled", "rolling-7d"]
 # "scheduled": a board's schedule's occurrences (rankd/schedules.py); its periods are the
 # board's own, so boards.BoardConfig resolves them (period_at, period_of), never this module
-WINDOWS: tuple[Window, ...] = ("all-time", "daily", "weekly", "monthly", "hourly", "scheduled")
+WINDOWS: tuple[Window, ...] = (
+    "all-time",
+    "daily",
+    "weekly",
+    "monthly",
+    "hourly",
+    "scheduled",
+    "rolling-7d",
+)
 ALL_TIME = "all-time"
+ROLLING = "rolling-7d"
+ROLLING_PERIOD_ID = "current"
+ROLLING_DAYS = 7
+# the windows whose one period never ends (no close, no freeze, no archive)
+ENDLESS = frozenset({ALL_TIME, ROLLING})
 
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
@@ -28,9 +45,11 @@ EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 EPOCH_MS = int(EPOCH.timestamp() * 1000)
 ALL_TIME_SPAN_MS = 36_525 * DAY_MS
 
-# Longest period per window: the codec's time bits must cover it.
+# Longest period per window: the codec's time bits must cover it. A rolling window's
+# composites count from the epoch like all-time's, so entries of different days compare.
 SPAN_MS: dict[str, int] = {
     "all-time": ALL_TIME_SPAN_MS,
+    "rolling-7d": ALL_TIME_SPAN_MS,
     "daily": DAY_MS,
     "weekly": 7 * DAY_MS,
     "monthly": 31 * DAY_MS,
@@ -71,7 +90,7 @@ class Period:
     end_ms: int  # exclusive; for all-time the end of the codec's range
 
     def status(self, now_ms: int, grace_ms: int) -> Literal["open", "closed"]:
-        if self.window == ALL_TIME:
+        if self.window in ENDLESS:
             return "open"
         return "open" if now_ms < self.end_ms + grace_ms else "closed"
 
@@ -101,12 +120,20 @@ def _build(window: str, start: date) -> Period:
 
 
 ALL_TIME_PERIOD = Period(ALL_TIME, ALL_TIME, EPOCH_MS, EPOCH_MS + ALL_TIME_SPAN_MS)
+ROLLING_PERIOD = Period(ROLLING, ROLLING_PERIOD_ID, EPOCH_MS, EPOCH_MS + ALL_TIME_SPAN_MS)
+
+
+def rolling_first_day(at_ms: int) -> int:
+    """The oldest day (days since 1970-01-01, UTC) the rolling window holds at ``at_ms``."""
+    return at_ms // DAY_MS - (ROLLING_DAYS - 1)
 
 
 def period_at(window: str, at_ms: int) -> Period:
     """The period of ``window`` that contains the instant ``at_ms``."""
     if window == ALL_TIME:
         return ALL_TIME_PERIOD
+    if window == ROLLING:
+        return ROLLING_PERIOD
     if window == "hourly":
         return _period_of_hour(at_ms // HOUR_MS)
     return _period_of_day(window, at_ms // DAY_MS)
@@ -143,6 +170,10 @@ def parse_period(window: str, period_id: str) -> Period:
             f"period {clip(period_id)!r} is outside the years {FIRST_YEAR}..{LAST_YEAR} that runs "
             "can fall in"
         )
+    if window == ROLLING:
+        if period_id != ROLLING_PERIOD_ID:
+            raise PeriodError(f"the {ROLLING} window has only the period {ROLLING_PERIOD_ID!r}")
+        return ROLLING_PERIOD
     try:
         if window == ALL_TIME:
             if period_id != ALL_TIME:
@@ -192,7 +223,8 @@ def start_ms_of(window: str, period_id: str) -> int:
 
 
 def previous(period: Period) -> Period:
-    """The period just before ``period`` (all-time has none: returns itself)."""
-    if period.window == ALL_TIME:
+    """The period just before ``period`` (all-time and rolling-7d have none: returns
+    itself)."""
+    if period.window in ENDLESS:
         return period
     return period_at(period.window, period.start_ms - 1)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from rankd.boards import BoardConfig
 from rankd.formats import format_time
-from rankd.periods import ALL_TIME, DAY_MS, Period
+from rankd.periods import ALL_TIME, DAY_MS, ENDLESS, ROLLING, Period, rolling_first_day
 from rankd.results import Standing
 from rankd.runs import Run
 from rankd.schedules import SCHEDULED
@@ -173,7 +173,7 @@ def recently_counted(board: BoardConfig, counted_ms: int, now_ms: int) -> bool:
 def expires_at_ms(board: BoardConfig, period: Period) -> int | None:
     """When a period's keys leave Redis (None: never), by the board's current config: the
     season job removes them then, once the period is archived."""
-    if period.window == ALL_TIME:
+    if period.window in ENDLESS:
         return None
     retention_ms = board.retention_days.get(period.window, 0) * DAY_MS
     return period.end_ms + board.grace_seconds * 1000 + retention_ms
@@ -249,6 +249,9 @@ def _target(
         return _target_of(window, period, run, "not_open", operation, side=side, mark=mark)
     period = found
     if board.period_status(period, run.received_at_ms) == "closed":
+        return _target_of(window, period, run, "closed", operation, side=side, mark=mark)
+    if window == ROLLING and run.ended_at_ms // DAY_MS < rolling_first_day(run.received_at_ms):
+        # ended on a day the rolling window no longer held when the run came
         return _target_of(window, period, run, "closed", operation, side=side, mark=mark)
     if run.refused and window == SCHEDULED:
         return _target_of(window, period, run, "refused", operation, side=side, mark=mark)

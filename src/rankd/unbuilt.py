@@ -14,7 +14,7 @@ BOARD_FIELDS = frozenset(
         "league",
     }
 )
-WINDOWS = frozenset({"rolling-7d"})
+WINDOWS: frozenset[str] = frozenset()
 POLICIES: frozenset[str] = frozenset()
 # (method, path) of the routes
 ROUTES: tuple[tuple[str, str], ...] = (

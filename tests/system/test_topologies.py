@@ -42,7 +42,8 @@ SELECTION = [
     "tests/integration/api/test_previous_rank.py",
     # v1.3, on 4 shards (their keys on several primaries): entry metadata (the :meta hashes
     # beside every shard's key) through a rebuild and a replay; the caps race and attempts
-    # (admission keys on slots of their own); the latest policy; one webhook delivery
+    # (admission keys on slots of their own); the latest policy; a day leaving the rolling
+    # window (a period rebuilt on every primary); one webhook delivery
     "tests/integration/services/test_entry_metadata.py::"
     "test_metadata_survives_a_rebuild_a_replay_and_a_lost_redis[shards4]",
     "tests/integration/services/test_entry_metadata.py::"
@@ -55,6 +56,8 @@ SELECTION = [
     "test_runs_count_in_the_occurrence_they_ended_in[shards4]",
     "tests/integration/services/test_latest_policy.py::"
     "test_the_latest_run_holds_the_entry_whatever_the_order[shards4]",
+    "tests/integration/services/test_rolling_window.py::"
+    "test_days_leave_the_rolling_window_in_every_store[shards4]",
     "tests/integration/services/test_webhooks.py::"
     "test_a_frozen_period_is_announced_once_signed_and_retried_until_a_2xx",
 ]

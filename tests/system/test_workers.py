@@ -101,7 +101,7 @@ async def test_every_new_best_says_improved_with_two_worker_processes(
     players = [f"w{i}" for i in range(300)]
     async with two_workers(urls, tmp_path) as http:
         board = new_board_id("workers")
-        config = {"windows": ["all-time", "daily", "weekly"]}
+        config = {"windows": ["all-time", "daily", "weekly", "rolling-7d"]}
         response = await http.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)
         assert response.status_code == 201, response.text
         wrong: list[dict[str, Any]] = []
@@ -127,8 +127,17 @@ async def test_every_new_best_says_improved_with_two_worker_processes(
                 await play(player)
 
         await asyncio.gather(*(serial(g) for g in groups))
-        assert answers == 300 * 5 * 3
+        assert answers == 300 * 5 * 4
         assert wrong == [], f"{len(wrong)} of {answers} answers: {wrong[:5]}"
+        # every run ended today: the last seven days stand as all-time does
+        tops = [
+            (await http.get(f"/v1/boards/{board}/top", params={"n": 300, "window": w})).json()
+            for w in ("all-time", "rolling-7d")
+        ]
+        assert [e["player_id"] for e in tops[0]["entries"]] == [
+            e["player_id"] for e in tops[1]["entries"]
+        ]
+        assert len(tops[1]["entries"]) == 300
 
 
 async def test_the_consumer_applies_a_run_no_submitter_applied(

@@ -95,7 +95,14 @@ def test_default_board_resolutions() -> None:
     # max_score 1e9 leaves 23 time bits: the composite's time units (the member's stamp
     # orders ties within one, so tie_resolution_ms is 1)
     res = {w: Codec.create(1_000_000_000, "desc", s).resolution_ms for w, s in SPAN_MS.items()}
-    assert res == {"all-time": 376_196, "daily": 11, "weekly": 73, "monthly": 320, "hourly": 1}
+    assert res == {
+        "all-time": 376_196,
+        "rolling-7d": 376_196,  # its days' entries compare, so its time counts like all-time's
+        "daily": 11,
+        "weekly": 73,
+        "monthly": 320,
+        "hourly": 1,
+    }
 
 
 def test_earlier_achiever_wins_at_equal_score() -> None:

@@ -16,6 +16,7 @@ from rankd.periods import (
     parse_period,
     period_at,
     previous,
+    rolling_first_day,
 )
 
 
@@ -99,6 +100,8 @@ def test_every_instant_lies_in_its_period_and_ids_round_trip(window: str, at: in
         ("hourly", "2026-11-03 07"),
         ("hourly", "2026-11-03T07\n"),
         ("daily", "2026-11-03T07"),
+        ("rolling-7d", "2026-11-03"),
+        ("rolling-7d", "current\n"),
     ],
 )
 def test_malformed_or_mismatched_ids_are_refused(window: str, bad: str) -> None:
@@ -109,3 +112,13 @@ def test_malformed_or_mismatched_ids_are_refused(window: str, bad: str) -> None:
 def test_previous_day() -> None:
     day = period_at("daily", int(datetime(2026, 3, 1, tzinfo=UTC).timestamp() * 1000))
     assert previous(day).id == (datetime(2026, 3, 1) - timedelta(days=1)).date().isoformat()
+
+
+def test_the_rolling_window_is_one_endless_period_over_the_last_seven_days() -> None:
+    at = ms("2026-11-10T18:00:00+00:00")
+    current = period_at("rolling-7d", at)
+    assert current == parse_period("rolling-7d", "current")
+    assert current.id == "current" and current.status(10**15, 0) == "open"
+    assert previous(current) == current
+    first = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(days=rolling_first_day(at))
+    assert first.date().isoformat() == "2026-11-04"  # the 4th to the 10th: seven days

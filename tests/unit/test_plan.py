@@ -55,6 +55,29 @@ def test_a_run_after_grace_is_closed_and_writes_nothing() -> None:
     assert after["all-time"].disposition == "apply"  # all-time never closes
 
 
+def test_a_rolling_run_counts_while_its_day_is_one_of_the_last_seven() -> None:
+    b = board(windows=("all-time", "rolling-7d"), grace_seconds=86_400)
+    received = ms("2026-11-10T00:00:30")
+    for ended, counted in [
+        (ms("2026-11-04T00:00:00"), True),  # the oldest of the seven days (4th..10th)
+        (ms("2026-11-03T23:59:59.999"), False),  # the day before: gone, whatever the grace
+        (ms("2026-11-10T00:00:00"), True),
+    ]:
+        target = by_window(plan(b, Run("r", "p", 5, ended, received)))["rolling-7d"]
+        assert target.disposition == ("apply" if counted else "closed"), ended
+        assert target.period.id == "current"
+        if counted:  # composites count from the epoch, so entries of different days compare
+            assert target.composite == b.codecs["rolling-7d"].pack(
+                5, ended - target.period.start_ms
+            )
+    # a replay decides by when the run came, not when it is applied
+    late = by_window(
+        plan(b, Run("r", "p", 5, ms("2026-11-04T12:00:00"), received), received + 9 * DAY_MS)
+    )
+    assert late["rolling-7d"].disposition == "apply"
+    assert expires_at_ms(b, late["rolling-7d"].period) is None  # never leaves Redis
+
+
 def test_expiry_follows_retention_and_grace() -> None:
     b = board(windows=("daily",), grace_seconds=60, retention_days={"daily": 2})
     ended = ms("2026-11-03T12:00:00")

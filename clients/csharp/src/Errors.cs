@@ -47,7 +47,7 @@ namespace Rankd
     }
 
     /// <summary>400 <c>invalid_request</c> for a v1.3 field or value this version of the service
-    /// does not build yet (a board's <c>league</c>, the <c>rolling-7d</c> window): still an
+    /// does not build yet (a board's <c>league</c>): still an
     /// <see cref="InvalidRequest"/> (status 400, code <c>invalid_request</c>, as the other
     /// clients see it), told apart by the service's sentence "... is not built in this version
     /// of Rankd yet". Not retried.</summary>

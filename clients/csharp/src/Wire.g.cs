@@ -406,7 +406,7 @@ namespace Rankd
     /// <summary>BoardSettings (a request body).</summary>
     public sealed partial class BoardSettings : IJsonWritable
     {
-        /// <summary><c>windows</c>, optional: each one of "all-time", "daily", "weekly", "monthly", "hourly", "scheduled".</summary>
+        /// <summary><c>windows</c>, optional: each one of "all-time", "daily", "weekly", "monthly", "hourly", "scheduled", "rolling-7d".</summary>
         public List<string> Windows { get; set; }
 
         /// <summary><c>order</c>, optional: one of "desc", "asc".</summary>

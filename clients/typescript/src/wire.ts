@@ -67,7 +67,7 @@ export interface BoardDeleted {
 }
 
 export interface BoardSettings {
-  windows?: Array<"all-time" | "daily" | "weekly" | "monthly" | "hourly" | "scheduled"> | null;
+  windows?: Array<"all-time" | "daily" | "weekly" | "monthly" | "hourly" | "scheduled" | "rolling-7d"> | null;
   order?: "desc" | "asc" | null;
   policy?: "best" | "sum" | "latest" | null;
   window_policies?: Record<string, "best" | "sum" | "latest"> | null;

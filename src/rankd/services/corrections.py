@@ -33,7 +33,7 @@ import time
 from rankd.aio import keep_task, stop_tasks
 from rankd.errors import InvalidRequest, PlayerNotRanked, Unavailable
 from rankd.formats import clip
-from rankd.periods import ALL_TIME, PeriodError, PeriodRef
+from rankd.periods import ENDLESS, PeriodError, PeriodRef
 from rankd.services.moderation import CATCH_UP_S, Moderation
 from rankd.services.registry import BoardRegistry
 from rankd.services.seasons import SEASON_LOCK
@@ -80,8 +80,8 @@ class Corrections:
             raise InvalidRequest(
                 f"window must be one of this board's windows: {', '.join(config.windows)}"
             )
-        if window == ALL_TIME:
-            raise InvalidRequest("the all-time window never closes; close a period of another")
+        if window in ENDLESS:
+            raise InvalidRequest(f"the {window} window never closes; close a period of another")
         try:
             chosen = config.period_of(window, period)
         except PeriodError as exc:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from rankd.boards import BoardConfig
 from rankd.errors import Unavailable
 from rankd.formats import format_time
-from rankd.periods import ALL_TIME, PeriodRef, period_at
+from rankd.periods import DAY_MS, ENDLESS, ROLLING, PeriodRef, period_at, rolling_first_day
 from rankd.results import Head, PeriodInfo, Periods, Segments, SegmentValue
 from rankd.schedules import SCHEDULED
 from rankd.services.standings.archived import ArchiveStates
@@ -55,7 +55,7 @@ class Listings:
         else:
             ids.add(period_at(window, now_ms).id)
         states: dict[str, ArchiveState] = {}
-        if self.states is not None and window != ALL_TIME:
+        if self.states is not None and window not in ENDLESS:
             # PostgreSQL down: list what Redis knows, open or closed
             with contextlib.suppress(Unavailable):
                 states = await self.states.of_window(board.board_id, window)
@@ -70,6 +70,10 @@ class Listings:
             }
             for p in periods
         ]
+        if window == ROLLING:  # the days it holds now, up to when the oldest leaves
+            first = rolling_first_day(now_ms)
+            infos[0]["starts_at"] = format_time(first * DAY_MS)
+            infos[0]["ends_at"] = format_time((now_ms // DAY_MS + 1) * DAY_MS)
         for info in infos:
             state = states.get(info["period"])
             if info["status"] == "closed" and state is not None and state.archived:

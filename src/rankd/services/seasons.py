@@ -45,7 +45,7 @@ from rankd.boards import BoardConfig
 from rankd.codec import Codec
 from rankd.periods import SPAN_MS, Period, PeriodRef
 from rankd.plan import expires_at_ms
-from rankd.services import webhooks
+from rankd.services import rolling, webhooks
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.stores import archive_job, fingerprints
@@ -127,6 +127,7 @@ class SeasonReport:
     archived: int = 0  # periods that left Redis
     thawed: int = 0  # frozen periods reopened by a raised grace
     waiting: int = 0  # closed periods waiting for the log consumer
+    rolled: int = 0  # rolling-7d periods a day left (services/rolling.py)
     failed: int = 0  # periods whose step failed (logged; retried next pass)
     seconds: float = 0.0
     freeze_seconds: float = 0.0  # time spent freezing (for the archive rate)
@@ -221,6 +222,19 @@ class SeasonJob:
             for board in configs.values():  # occurrences with no run: announced all the same
                 if boards is None or board.board_id in boards:
                     await webhooks.announce_empty_occurrences(conn, board, now, self.settle_ms)
+            for board in configs.values():  # days leaving rolling windows (services/rolling.py)
+                if boards is None or board.board_id in boards:
+                    try:
+                        if await rolling.roll(self.pg, self.rebuilder, board, now):
+                            report.rolled += 1
+                    except Exception as exc:
+                        report.failed += 1
+                        logger.warning(
+                            "season job: %s rolling-7d: %s: %s",
+                            board.board_id,
+                            type(exc).__name__,
+                            exc,
+                        )
         report.seconds = time.perf_counter() - started
         metrics.SEASON_LAST_PASS.set(time.time())
         return report

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from rankd.aio import read_ahead
-from rankd.periods import ALL_TIME, PeriodRef
+from rankd.periods import ENDLESS, PeriodRef
 from rankd.stores.archive import KEY_WHERE, ArchiveState, FrozenEntry, key_params
 from rankd.stores.order_sql import redis_order_sql
 from rankd.stores.postgres import Conn, PostgresStore
@@ -48,13 +48,13 @@ async def job_periods(
         " JOIN boards b ON b.board_id = ps.board_id"
         " LEFT JOIN period_archives a ON a.board_id = ps.board_id AND a.win = ps.win"
         "  AND a.period = ps.period AND a.segment = ps.segment"
-        " WHERE ps.win <> %(all_time)s"
+        " WHERE ps.win <> ALL(%(endless)s)"
         "   AND (%(boards)s::text[] IS NULL OR ps.board_id = ANY(%(boards)s))"
         "   AND (a.archived_ms IS NULL OR ps.start_ms + %(longest)s"
         "        + (b.config->>'grace_seconds')::bigint * 1000 > %(now)s)"
         " ORDER BY ps.start_ms, ps.board_id, ps.win",
         {
-            "all_time": ALL_TIME,
+            "endless": sorted(ENDLESS),
             "boards": None if boards is None else list(boards),
             "longest": LONGEST_PERIOD_MS,
             "now": now_ms,

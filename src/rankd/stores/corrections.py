@@ -4,7 +4,7 @@ durable copy holds of that entry deleted."""
 
 from __future__ import annotations
 
-from rankd.periods import PeriodRef
+from rankd.periods import ROLLING, PeriodRef
 from rankd.stores.deletions import close_up
 from rankd.stores.postgres import Conn, PostgresStore
 
@@ -73,6 +73,10 @@ async def remove_entry(
     cur = await conn.execute(f"DELETE FROM player_best WHERE {where} RETURNING segment", args)
     refs = {PeriodRef(board, window, period, r[0]) for r in await cur.fetchall()}
     await conn.execute(f"DELETE FROM sum_runs WHERE {where}", args)
+    if window == ROLLING:  # its days too, or the next roll would bring the entry back
+        await conn.execute(
+            "DELETE FROM rolling_days WHERE board_id = %(b)s AND player_id = %(u)s", args
+        )
     cur = await conn.execute(
         f"DELETE FROM holds WHERE {where} AND status = 'pending' RETURNING segments", args
     )

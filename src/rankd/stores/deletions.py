@@ -86,6 +86,8 @@ async def delete_board(conn: Conn, board_id: str, generation: int, now_ms: int) 
         "deliveries",
         "tournament_entrants",
         "tournament_tries",
+        "rolling_days",
+        "rolling_state",
     ):
         await conn.execute(f"DELETE FROM {table} WHERE board_id = %s", (board_id,))
     await conn.execute("DELETE FROM boards WHERE board_id = %s", (board_id,))
@@ -136,6 +138,7 @@ async def erase_player(conn: Conn, player_id: str, log_seq: int, now_ms: int) ->
         (player_id,),
     )
     refs = {PeriodRef(*r) for r in await cur.fetchall()}
+    await conn.execute("DELETE FROM rolling_days WHERE player_id = %s", (player_id,))
     cur = await conn.execute(
         "DELETE FROM holds WHERE player_id = %s RETURNING board_id, win, period, segments",
         (player_id,),

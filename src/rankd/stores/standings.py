@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +19,8 @@ from psycopg import AsyncConnection
 
 from rankd.boards import BoardConfig
 from rankd.codec import stamp_offset
-from rankd.periods import PeriodRef, start_ms_of
+from rankd.periods import DAY_MS, ROLLING, PeriodRef, start_ms_of
+from rankd.stores import rolling
 
 # member_sql, shard_sql, ENTRY_PAGE_SQL and pages are named here too for the tests
 # (test_standings.py, test_sharded.py, test_ties.py); they live in order_sql.py and
@@ -55,6 +56,15 @@ class SumRun:
 PeriodKey = PeriodRef  # board, window, period, segment ("" for the global standings)
 
 
+def _better(row: BestRow, held: BestRow | None) -> bool:
+    """Whether ``row`` ranks before ``held``: a higher composite, or an equal one reached
+    earlier (lua/lib.lua better)."""
+    return held is None or (row.composite, -stamp_offset(row.achieved_ms)) > (
+        held.composite,
+        -stamp_offset(held.achieved_ms),
+    )
+
+
 @dataclass
 class StandingsBatch:
     """What one consumer batch writes, grouped per board period."""
@@ -64,6 +74,10 @@ class StandingsBatch:
     sums: dict[PeriodKey, dict[str, SumRun]]  # by "<player>|<run_id>"
     periods: dict[PeriodKey, int]  # start_ms
     configs: dict[str, BoardConfig]
+    # a rolling window's entries per day as well (stores/rolling.py): (key, day) -> best
+    days: dict[tuple[PeriodKey, int], dict[str, BestRow]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
 
     @classmethod
     def empty(cls) -> StandingsBatch:
@@ -71,11 +85,11 @@ class StandingsBatch:
 
     def add_best(self, key: PeriodKey, start_ms: int, row: BestRow) -> None:
         self.periods[key] = start_ms
-        held = self.best[key].get(row.player_id)
-        if held is None or (row.composite, -stamp_offset(row.achieved_ms)) > (
-            held.composite,
-            -stamp_offset(held.achieved_ms),
-        ):
+        if key.window == ROLLING:
+            day = self.days[(key, row.achieved_ms // DAY_MS)]
+            if _better(row, day.get(row.player_id)):
+                day[row.player_id] = row
+        if _better(row, self.best[key].get(row.player_id)):
             self.best[key][row.player_id] = row
 
     def add_latest(self, key: PeriodKey, start_ms: int, row: BestRow) -> None:
@@ -115,6 +129,8 @@ async def write(conn: AsyncConnection[Any], batch: StandingsBatch) -> None:
         )
     if batch.best:
         await _write_best(conn, batch.best)
+    if batch.days:
+        await rolling.write_days(conn, batch.days)
     if batch.latest:
         await _write_best(conn, batch.latest, latest=True)
     for key in sorted(batch.sums):

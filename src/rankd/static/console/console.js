@@ -9,7 +9,7 @@
 (() => {
   const KEY_STORE = "rankd.console.key";
   const VIEWS = ["queue", "players", "boards"];
-  const WINDOWS = ["all-time", "hourly", "daily", "weekly", "monthly", "scheduled"];
+  const WINDOWS = ["all-time", "hourly", "daily", "weekly", "monthly", "scheduled", "rolling-7d"];
   const BOARD_FIELDS = ["board_id", "windows", "order", "policy", "window_policies", "max_score",
     "max_run_score", "shards", "hold_top", "grace_seconds", "retention_days", "segments",
     "score_format", "client_submits", "hooks", "schedule"];
