@@ -14,6 +14,7 @@ import os
 import platform
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,15 @@ def machine() -> dict[str, Any]:
         "cpu": model,
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def pcts(samples: list[float]) -> dict[str, float]:
+    """p50 and p99 of ``samples`` (seconds), in ms."""
+    ordered = sorted(samples)
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1000, 3),
+        "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1000, 3),
     }
 
 

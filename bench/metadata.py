@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from bench.common import machine_line, write_result
+from bench.common import machine_line, pcts, write_result
 from bench.rebuild_rate_streams import emptied, primaries_used
 from rankd.embedded import start_embedded
 from rankd.periods import ALL_TIME, PeriodRef
@@ -56,14 +55,6 @@ def metadata_of(i: int) -> str:
     text = orjson.dumps({**head, "notes": "x" * pad}).decode()
     assert len(text) == METADATA_BYTES
     return text
-
-
-def pcts(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    return {
-        "p50_ms": round(statistics.median(ordered) * 1000, 3),
-        "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1000, 3),
-    }
 
 
 async def measure(settings: Settings, board_id: str, n: int, with_meta: bool, reads: int) -> Any:

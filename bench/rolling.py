@@ -25,12 +25,11 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import sys
 import time
 from typing import Any
 
-from bench.common import embedded_settings, machine_line, write_result
+from bench.common import embedded_settings, machine_line, pcts, write_result
 from bench.rebuild_rate_streams import emptied, primaries_used
 from rankd.periods import DAY_MS, PeriodRef
 from rankd.plan import plan
@@ -45,14 +44,6 @@ from rankd.stores.standings import BestRow, StandingsBatch
 CHUNK = 1000
 WRITERS = 4
 TABLES = {"weekly": ("player_best",), "rolling-7d": ("player_best", "rolling_days")}
-
-
-def pcts(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    return {
-        "p50_ms": round(statistics.median(ordered) * 1000, 3),
-        "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1000, 3),
-    }
 
 
 async def measure(settings: Settings, board_id: str, window: str, n: int, reads: int) -> Any:
