@@ -163,7 +163,7 @@ async def measure(
         approx: dict[str, float] | None = None
         bounds: list[float] = []
         if shards > 1:
-            hist = Histograms(runtime.redis.conn)
+            hist = Histograms(runtime.redis.histograms)
             started = time.perf_counter()
             await hist.refresh(ref, shards)
             refresh_s = time.perf_counter() - started

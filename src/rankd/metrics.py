@@ -185,6 +185,11 @@ SEASON_PERIODS_ARCHIVED = Counter(
     "rankd_season_periods_archived_total",
     "Frozen periods past their retention that this process marked archived and removed from Redis.",
 )
+HISTOGRAM_DRIFT = Counter(
+    "rankd_histogram_drift_total",
+    "Entries a sharded board's score histograms had miscounted, found and repaired by the"
+    " periodic recount (services/approx.py); should stay 0.",
+)
 SEASON_LAST_PASS = Gauge(
     "rankd_season_last_pass_timestamp_seconds",
     "When this instance last completed a season job pass (unix time).",

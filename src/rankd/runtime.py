@@ -228,7 +228,7 @@ class Runtime:
                 archive_state_s=s.archive_state_cache_s,
                 archive_state_bytes=s.archive_state_cache_bytes,
                 restoring=rebuilder.is_restoring,
-                histograms=Histograms(redis.conn),
+                histograms=Histograms(redis.histograms, reconcile_s=s.histogram_reconcile_s),
             ),
             auth=Authenticator(
                 s.admin_keys,

@@ -189,6 +189,9 @@ class Settings(BaseSettings):
     # How often each instance checks that Redis is still the process the boards were
     # verified on (a restart triggers a rebuild from PostgreSQL).
     redis_watch_interval_s: float = Field(1.0, gt=0)
+    # How often the periods read with accuracy=approx have their sharded histograms
+    # recounted from their standings and repaired (services/approx.py); 0: never.
+    histogram_reconcile_s: float = Field(300.0, ge=0)
     # Warn (log and rankd_redis_memory_used_ratio) once Redis uses this share of its
     # maxmemory: past it, Redis refuses writes (noeviction) and submits answer 503. The
     # embedded Redis's limit is RANKD_REDIS_MAX_MEMORY (default 2gb).

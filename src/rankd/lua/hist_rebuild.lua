@@ -11,20 +11,12 @@
 
 -- see lib.lua, loaded before this.
 
-local function floor_of(b)
-  -- the lowest composite of bucket b (inverse of hist_bucket)
-  if b < 256 then return b end
-  local e = math.floor(b / 256) - 1
-  local v = b - e * 256
-  return v * 2 ^ e
-end
-
 redis.call('DEL', KEYS[2])
 local written, counted = 0, 0
 local top = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 while top[1] do
   local b = hist_bucket(tonumber(top[2]))
-  local lo = string.format('%.0f', floor_of(b))
+  local lo = string.format('%.0f', hist_floor(b))
   local n = redis.call('ZCOUNT', KEYS[1], lo, '+inf')
   redis.call('HSET', KEYS[2], string.format('%d', b), n - counted)
   counted, written = n, written + 1

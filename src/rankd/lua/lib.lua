@@ -66,6 +66,7 @@
 -- key (a tag ending in #<k>), else nil: only sharded boards keep one (see histogram.py).
 -- hist_bucket(c): the histogram bucket of composite ``c`` (histogram.py bucket computes the
 -- same): c itself below 256, else 256 buckets per power of two, each 1/256 of its value.
+-- hist_floor(b): the lowest composite of bucket ``b``.
 -- hist_move(key, old, new): an entry of ``key`` went from composite ``old`` to ``new`` (nil:
 -- none); counts the change in the histogram's '#' field too.
 -- refuse_while_restoring(public): fail the script (an error reply, which the service takes
@@ -95,6 +96,14 @@ local function hist_bucket(c)
     e = e + 1
   end
   return e * 256 + v
+end
+
+local function hist_floor(b)
+  -- the lowest composite of bucket b (inverse of hist_bucket; histogram.py floor_of)
+  if b < 256 then return b end
+  local e = math.floor(b / 256) - 1
+  local v = b - e * 256
+  return v * 2 ^ e
 end
 
 local function hist_move(key, old, new)

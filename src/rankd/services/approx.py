@@ -14,6 +14,14 @@ One task per instance (``run``) refreshes every period read with ``approx`` in t
 IDLE_S seconds, every ``refresh_s`` (one pipeline of HGETALLs per period), so a read never
 waits for Redis beyond its own shard, except the first approx read of a period.
 
+The histograms stay true by construction (the scripts that move an entry count the move in
+the same atomic step) and are recounted from scratch after a rebuild; as the seeds ask
+("atomic updates plus periodic reconciliation"), the same task also recounts each such
+period's histograms from its standings every ``reconcile_s`` (lua/hist_check.lua: a few
+thousand O(log n) steps per shard, atomic) and repairs any drift, which the metric
+``rankd_histogram_drift_total`` counts and a warning names: a drift means some write path
+moved entries without counting them.
+
 The cache: per period, per shard, three arrays of 8-byte integers over the populated
 buckets (at most 11,776): 24 bytes x populated buckets x shards; a 16-shard board with
 3,000 populated buckets per shard holds 1.2 MB. At most ``max_bytes`` in all (default
@@ -32,13 +40,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import RedisError
-
-from rankd.errors import Unavailable
+from rankd import metrics
 from rankd.histogram import bucket
 from rankd.periods import PeriodRef
-from rankd.stores.redis import keys
-from rankd.stores.redis.connection import RedisConn
+from rankd.stores.redis.histograms import HistogramKeys
 
 logger = logging.getLogger(__name__)
 
@@ -109,23 +114,32 @@ class Histograms:
     """Every shard's histogram of the periods read with ``accuracy=approx``."""
 
     def __init__(
-        self, conn: RedisConn, *, refresh_s: float = 2.0, max_bytes: int = 64 << 20
+        self,
+        store: HistogramKeys,
+        *,
+        refresh_s: float = 2.0,
+        max_bytes: int = 64 << 20,
+        reconcile_s: float = 300.0,
     ) -> None:
-        self.conn = conn
+        self.store = store
         self.refresh_s = refresh_s
         self.max_bytes = max_bytes
+        self.reconcile_s = reconcile_s
         self._held: OrderedDict[tuple[PeriodRef, int], PeriodHistograms] = OrderedDict()
         self._bytes = 0
+        self._reconciled_s = time.monotonic()
 
     async def _fetch(self, ref: PeriodRef, shards: int) -> list[ShardHistogram]:
-        pipe = self.conn.client.pipeline(transaction=False)
-        for pk in keys.shard_keys(*ref, shards):
-            pipe.hgetall(pk.hist)
-        try:
-            raw = await pipe.execute()
-        except (RedisError, OSError) as exc:
-            raise Unavailable("Redis is unavailable right now; retry shortly") from exc
-        return [ShardHistogram.parse(r) for r in raw]
+        return [ShardHistogram.parse(r) for r in await self.store.fetch(ref, shards)]
+
+    async def reconcile(self, ref: PeriodRef, shards: int) -> int:
+        """Recount the period's histograms from its standings, repair them and count the
+        drift found (the metric); returns it."""
+        drift = sum(await self.store.reconcile(ref, shards))
+        if drift:
+            metrics.HISTOGRAM_DRIFT.inc(drift)
+            logger.warning("the histograms of %s had drifted by %d entries; repaired", ref, drift)
+        return drift
 
     def _keep(self, key: tuple[PeriodRef, int], held: PeriodHistograms) -> None:
         old = self._held.pop(key, None)
@@ -183,12 +197,17 @@ class Histograms:
             if stop.is_set():
                 return
             now = time.monotonic()
+            recount = self.reconcile_s > 0 and now - self._reconciled_s >= self.reconcile_s
+            if recount:
+                self._reconciled_s = now
             for key, held in list(self._held.items()):
                 if now - held.read_s > IDLE_S:
                     self._bytes -= held.size
                     self._held.pop(key, None)
                     continue
                 try:
+                    if recount:
+                        await self.reconcile(*key)
                     await self.refresh(*key)
                 except Exception:
                     logger.warning("histogram refresh of %s failed", key[0], exc_info=True)

@@ -16,14 +16,16 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import REGISTRY
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
 from rankd import codec
 from rankd.histogram import bucket, floor_of
-from rankd.periods import ALL_TIME
+from rankd.periods import ALL_TIME, PeriodRef
 from rankd.runtime import Runtime
+from rankd.services.approx import Histograms
 from rankd.stores.redis import keys
 from rankd.stores.redis.scripts import HIST_REBUILD, Script, _read
 from rankd.stores.standings import shard_sql
@@ -102,6 +104,41 @@ async def test_histograms_follow_submits_bans_holds_and_a_rebuild(
     await runtime.rebuilder.rebuild(board=board_id)
     rebuilt = await histograms(redis, board_id, shards)
     assert rebuilt[:shards] == rebuilt[shards:] == both[:shards]
+
+
+async def test_drifted_histograms_are_recounted_repaired_and_counted(
+    client: httpx.AsyncClient, redis: Redis, runtime: Runtime
+) -> None:
+    shards = 4
+    board_id = await make_sharded(client, shards)
+    runs = [
+        {"run_id": f"d{i}", "player_id": f"d{i % 90}", "score": (i * 7919) % 4000}
+        for i in range(400)
+    ]
+    response = await client.post(
+        f"/v1/boards/{board_id}/runs:batch", json={"runs": runs}, headers=SERVER_H
+    )
+    assert response.status_code == 200, response.text
+    before = await histograms(redis, board_id, shards)
+    hist = Histograms(runtime.redis.histograms)
+    ref = PeriodRef(board_id, ALL_TIME, ALL_TIME, "")
+    assert await hist.reconcile(ref, shards) == 0  # the scripts kept them true
+    # a write path that forgot to count: a bucket off by 3, one that should not be there,
+    # one missing (5 + 2 + its count)
+    [first, second, *_] = keys.shard_keys(board_id, ALL_TIME, ALL_TIME, "", shards)
+    some = next(iter(before[0]))
+    await redis.hincrby(first.hist, str(some), 3)
+    await redis.hset(first.hist, "99999", 2)
+    gone, missing = next(iter(before[1].items()))
+    await redis.hdel(second.hist, str(gone))
+    changes = [await redis.hget(pk.hist, "#") for pk in (first, second)]
+    drift_metric = REGISTRY.get_sample_value("rankd_histogram_drift_total") or 0.0
+    assert await hist.reconcile(ref, shards) == 3 + 2 + missing
+    after = await histograms(redis, board_id, shards)
+    assert after[:shards] == after[shards:] == before[:shards]
+    assert [await redis.hget(pk.hist, "#") for pk in (first, second)] == changes  # kept
+    assert REGISTRY.get_sample_value("rankd_histogram_drift_total") == drift_metric + 5 + missing
+    assert await hist.reconcile(ref, shards) == 0
 
 
 async def test_approx_is_exact_where_it_cannot_estimate(

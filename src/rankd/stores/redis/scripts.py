@@ -64,6 +64,7 @@ LOAD_PERIOD = Script.load("load_period")
 LOG_POSITION = Script.load("log_position")
 AHEAD = Script.load("ahead")
 HIST_REBUILD = Script.load("hist_rebuild")
+HIST_CHECK = Script.load("hist_check")
 ALL_SCRIPTS = (
     SUBMIT_BEST,
     SUBMIT_BEST_MANY,
@@ -87,6 +88,7 @@ ALL_SCRIPTS = (
     LOG_POSITION,
     AHEAD,
     HIST_REBUILD,
+    HIST_CHECK,
 )
 
 

@@ -8,6 +8,7 @@ from rankd.stores.redis.admission import Admission
 from rankd.stores.redis.common import Shards
 from rankd.stores.redis.connection import RedisConn
 from rankd.stores.redis.erase import BoardKeys
+from rankd.stores.redis.histograms import HistogramKeys
 from rankd.stores.redis.limits import RateLimits
 from rankd.stores.redis.loads import Loads
 from rankd.stores.redis.marks import Marks, PeriodsIndex
@@ -62,6 +63,7 @@ class RedisStores:
         self.positions = Positions(conn)
         self.loads = Loads(conn, shards)
         self.tournaments = TournamentKeys(conn)
+        self.histograms = HistogramKeys(conn)
 
     @property
     def client(self) -> Redis:
