@@ -72,18 +72,11 @@ def load_settings(command: str, data_dir: Path | None) -> Settings:
     return settings if data_dir is None else settings.model_copy(update={"data_dir": data_dir})
 
 
-def store_failure(exc: BaseException) -> bool:
-    from psycopg import OperationalError
-    from redis.exceptions import RedisError
-
-    from rankd.errors import RankdError
-
-    return isinstance(exc, RankdError | OSError | RedisError | OperationalError)
-
-
 def exit_on_store_failure(command: str, exc: Exception) -> NoReturn:
     """A store gone away is the operator's to fix, not a bug: one line and exit 1, not a
     traceback; anything else is raised again."""
+    from rankd.stores.failures import store_failure
+
     if not store_failure(exc):
         raise exc
     from rankd.api.errors import causes

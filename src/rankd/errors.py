@@ -81,6 +81,11 @@ class Unavailable(RankdError):
     code = "unavailable"
 
 
+class Deadlock(Unavailable):
+    """PostgreSQL broke a deadlock by rolling this transaction back: the whole of it can be
+    tried again at once."""
+
+
 class PeriodBusy(Unavailable):
     """One board period refuses writes for now: a rebuild holds its lease (``torn`` False),
     or a rebuild died midway and the period must be rebuilt first (``torn`` True). Only

@@ -37,14 +37,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
-import psycopg
-
 from rankd import __version__
 from rankd.errors import RankdError
 from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE
 from rankd.services.rebuild import Rebuilder
 from rankd.settings import Settings
+from rankd.stores import postgres
 from rankd.stores.log_shapes import LogState
 from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import JetStreamLog, RunLog
@@ -158,13 +157,7 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
 
 async def database_is_empty(postgres_url: str) -> bool:
     """Whether the database holds no table at all (a restore must not mix two copies)."""
-    async with await psycopg.AsyncConnection.connect(postgres_url) as conn:
-        cur = await conn.execute(
-            "SELECT count(*) FROM pg_catalog.pg_tables "
-            "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
-        )
-        row = await cur.fetchone()
-    return row is not None and int(row[0]) == 0
+    return await postgres.table_count(postgres_url) == 0
 
 
 def restore_dump(pg_bin: Path, postgres_url: str, folder: Path, manifest: Manifest) -> None:

@@ -15,10 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from psycopg.errors import DeadlockDetected
-
 from rankd.boards import BoardConfig
-from rankd.errors import Unavailable
+from rankd.errors import Deadlock
 from rankd.periods import PeriodRef
 from rankd.plan import Reply, Target, recently_counted
 from rankd.stores import standings
@@ -74,9 +72,9 @@ async def settle(
                     await own.execute(f"SET LOCAL lock_timeout = '{COUNT_LOCK_WAIT_MS}ms'")
                     decided = await _count(own, board, ordered)
                 break
-            except Unavailable as exc:
+            except Deadlock:
                 # PostgreSQL rolled the whole transaction back: trying again is safe
-                if attempt == DEADLOCK_TRIES or not isinstance(exc.__cause__, DeadlockDetected):
+                if attempt == DEADLOCK_TRIES:
                     raise
     else:
         decided = await _count(conn, board, ordered)

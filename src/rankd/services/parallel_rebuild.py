@@ -26,36 +26,18 @@ sharded period's streams write to every primary together.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from psycopg import AsyncConnection
-
 from rankd.periods import PeriodRef
 from rankd.stores import rebuild_slices
-from rankd.stores.postgres import Conn
+from rankd.stores.postgres import Conn, own_connections
 from rankd.stores.redis import keys
 from rankd.stores.redis.loader import Loader
 from rankd.stores.redis.loads import Loads
 
 Progress = Callable[[int], None]
 PageReader = Callable[[], AsyncIterator[tuple[int, bytes]]]
-
-
-@contextlib.asynccontextmanager
-async def readers(url: str, count: int) -> AsyncIterator[list[Conn]]:
-    """``count`` PostgreSQL connections of their own (not the service's pool, whose
-    connections the request paths need meanwhile), closed afterwards."""
-    conns: list[Conn] = []
-    try:
-        for _ in range(count):
-            conns.append(await AsyncConnection.connect(url, connect_timeout=10))
-        yield conns
-    finally:
-        for conn in conns:
-            with contextlib.suppress(Exception):
-                await conn.close()
 
 
 async def load_period(
@@ -84,7 +66,7 @@ async def load_period(
             await loads.conn.nodes.for_key(staging).delete(staging)
         loaded = [0] * len(every)
 
-        async with readers(pg_url, len(bounds)) as conns:
+        async with own_connections(pg_url, len(bounds)) as conns:
 
             async def entries(reader: Conn, slice_: tuple[int, int]) -> None:
                 pages = rebuild_slices.slice_pages(reader, ref, n, slice_)

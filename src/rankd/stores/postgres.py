@@ -23,7 +23,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from rankd.aio import keep_task
 from rankd.boards import BoardConfig, from_settings
-from rankd.errors import InvalidRequest, Unavailable
+from rankd.errors import Deadlock, InvalidRequest, Unavailable
 
 # A connection handed to the durable-copy functions in stores/standings.py.
 Conn = AsyncConnection[Any]
@@ -53,6 +53,8 @@ def _reachable() -> Iterator[None]:
         yield
     except (psycopg.errors.ProgramLimitExceeded, psycopg.DataError, psycopg.IntegrityError) as exc:
         raise InvalidRequest(f"a value cannot be stored: {exc}"[:300]) from exc
+    except psycopg.errors.DeadlockDetected as exc:
+        raise Deadlock("PostgreSQL broke a deadlock; retry") from exc
     except (
         psycopg.OperationalError,
         psycopg.InterfaceError,
@@ -66,6 +68,35 @@ def _reachable() -> Iterator[None]:
 _MIGRATION_NAME = re.compile(r"([0-9]{3})_[a-z0-9_]+\.sql")
 # Any constant: serialises migrations when several instances start at once.
 _MIGRATION_LOCK = 0x72616E6B64
+
+
+@contextlib.asynccontextmanager
+async def own_connections(url: str, count: int) -> AsyncIterator[list[Conn]]:
+    """``count`` connections of their own (not the service's pool, whose connections the
+    request paths need meanwhile: a parallel rebuild's readers), closed afterwards."""
+    conns: list[Conn] = []
+    try:
+        with _reachable():
+            for _ in range(count):
+                conns.append(await AsyncConnection.connect(url, connect_timeout=10))
+        yield conns
+    finally:
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+
+async def table_count(url: str) -> int:
+    """How many tables the database at ``url`` holds outside PostgreSQL's own schemas (a
+    restore must not mix two copies)."""
+    with _reachable():
+        async with await AsyncConnection.connect(url) as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_catalog.pg_tables "
+                "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+            )
+            row = await cur.fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def migrations() -> list[tuple[int, str, str]]:
