@@ -2,7 +2,7 @@
 
 One all-time period of N members (bench/rebuild_rate_measure.py's board), then, with no
 Redis involved, the rebuild's own queries run to completion and timed: the entry pages
-(ZADD arguments in RESP, stores/rebuild_pages.py ENTRY_PAGE_SQL), the exact-times groups
+(ZADD arguments in RESP, stores/rebuild/pages.py ENTRY_PAGE_SQL), the exact-times groups
 (TIME_GROUPS_SQL), the same entry pages with the member string precomputed in a column
 (after a VACUUM FULL, so both read an unbloated table), and an ordered scan of the rows with
 nothing formatted: the floor of what PostgreSQL must do.
@@ -29,8 +29,8 @@ from rankd.embedded import start_embedded
 from rankd.periods import PeriodRef
 from rankd.runtime import Runtime
 from rankd.settings import Settings
-from rankd.stores import rebuild_pages
 from rankd.stores.order_sql import entry_member_sql
+from rankd.stores.rebuild import pages as rebuild_pages
 
 
 async def _pages(conn: psycopg.AsyncConnection[object], sql: str, ref: PeriodRef) -> int:

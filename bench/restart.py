@@ -5,7 +5,7 @@ It fills ``player_best`` with one all-time period of N members (and N player nam
 them into Redis with the rebuild, records the log position, then logs a tail of T messages
 (10 runs each) the way a clean restart finds it: logged after the last recorded position.
 Then, twice, Redis is stopped (SIGTERM: the AOF is fsynced) and started from its AOF, and
-the service's restore code (services/restart.py) is timed:
+the service's restore code (services/rebuild/restart.py) is timed:
 
 * tail: the position is readable, so only the T messages are replayed (plus the names and
   profile copies, which are not in the log);

@@ -2,7 +2,7 @@
 
 Each dependency is pinged every HEALTH_INTERVAL_S to notice it lost and back
 (services/recovery.py says what is recovering and how far); the Redis watch restores a
-Redis that came back as a different process (services/restart.py) and warns when its
+Redis that came back as a different process (services/rebuild/restart.py) and warns when its
 memory nears its limit.
 """
 
@@ -18,8 +18,8 @@ from rankd import metrics
 from rankd.aio import wait_or_stop
 from rankd.embedded.supervisor import describe, read_status
 from rankd.services.consumer import DURABLE
+from rankd.services.rebuild.restart import Restorer
 from rankd.services.recovery import Recovery
-from rankd.services.restart import Restorer
 from rankd.settings import Settings
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.keys import HASH_LISTPACK_ENTRIES, TIME_BUCKETS
@@ -75,7 +75,7 @@ class Health:
                     continue
                 self.rebuilding = True
                 self.recovery.begin("redis", "restarted: restoring")
-                # the log's tail if Redis kept its data, else a rebuild (services/restart.py)
+                # the log's tail if Redis kept its data, else a rebuild (rebuild/restart.py)
                 await self.restorer.restore(lambda stage: self.recovery.begin("redis", stage))
             except asyncio.CancelledError:
                 raise

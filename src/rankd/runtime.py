@@ -27,10 +27,10 @@ from rankd.services.players import Players
 from rankd.services.rate_limits import Rate, RateLimiter
 from rankd.services.reads import Reader
 from rankd.services.rebuild import Rebuilder
+from rankd.services.rebuild.repairs import Repairs
+from rankd.services.rebuild.restart import Restorer
 from rankd.services.recovery import Recovery
 from rankd.services.registry import BoardRegistry
-from rankd.services.repairs import Repairs
-from rankd.services.restart import Restorer
 from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
 from rankd.services.segment_values import SegmentValues
@@ -70,7 +70,7 @@ class Runtime:
     limiter: RateLimiter
     live: LiveHub
     deletions: Deletions
-    # periods whose rebuild died midway, rebuilt again (services/repairs.py)
+    # periods whose rebuild died midway, rebuilt again (services/rebuild/repairs.py)
     repairs: Repairs
     consumer: LogConsumer | None = None
     # what is recovering and how far (services/recovery.py); /readyz is 503 until empty

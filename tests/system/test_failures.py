@@ -606,7 +606,7 @@ async def test_redis_killed_and_wiped_mid_stream_loses_no_acknowledged_run(
 
 
 async def wait_position(redis_url: str, within_s: float) -> int:
-    """The log position recorded in Redis once there is one (services/restart.py)."""
+    """The log position recorded in Redis once there is one (services/rebuild/restart.py)."""
     client = Redis.from_url(redis_url)
     try:
         deadline = time.monotonic() + within_s

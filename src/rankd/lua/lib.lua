@@ -73,10 +73,10 @@
 -- for Redis being unavailable: a 503, and the log consumer retries that board's runs later)
 -- while the period's <public>:restoring lease is set: a staged rebuild has written
 -- PostgreSQL's exact times into the live hashes and not yet swapped its copy in
--- (stores/redis/loads.py load_period). A write then would leave a time pointing at a member
+-- (stores/redis/staging.py load_period). A write then would leave a time pointing at a member
 -- the swapped-in key does not hold, and the next write a second member for the player.
 -- With <public>:torn set and no lease, that rebuild died midway: TORN, and the service
--- rebuilds the period (services/repairs.py). Both errors name the key. Called first,
+-- rebuilds the period (services/rebuild/repairs.py). Both errors name the key. Called first,
 -- before any write, by every script that writes entries.
 local STAMP_EPOCH_MS = 1577836800000
 local STAMP_WIDTH = 7

@@ -1,5 +1,5 @@
 -- load_period: put a small period in place whole, in one atomic step (the batched rebuild,
--- services/rebuild.py): one reply per period instead of a staging load, a MULTI/EXEC swap
+-- services/rebuild/): one reply per period instead of a staging load, a MULTI/EXEC swap
 -- and their replies. Readers see the old board or the new one, never half of it.
 --
 -- KEYS[1] = the period's public board, KEYS[2] = its :pending key, KEYS[3] = its :applied

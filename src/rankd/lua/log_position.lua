@@ -1,5 +1,5 @@
 -- log_position: record how far the run log has been applied to this Redis node, but only
--- if this node is a process the boards were verified on (services/restart.py).
+-- if this node is a process the boards were verified on (services/rebuild/restart.py).
 --
 -- KEYS[1] = the node's position hash (seq, run_id, at_ms); its hash tag's slot lies on
 --           the node (on a cluster, one tag per primary)
@@ -8,7 +8,7 @@
 --           primary's, comma-separated
 -- ARGV[3] = now, unix ms
 --
--- Reply: 1 written (the same sequence again refreshes at_ms: services/restart.py asks
+-- Reply: 1 written (the same sequence again refreshes at_ms: services/rebuild/restart.py asks
 -- PostgreSQL what changed since then); 0 behind the recorded sequence (nothing written); -1 refused: this
 -- node's run id is not in the verified identity (it restarted or was promoted since), so
 -- it may lack runs up to ARGV[1], and claiming them would hide the loss from the next

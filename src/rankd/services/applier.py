@@ -29,8 +29,8 @@ from rankd.periods import PeriodRef
 from rankd.plan import Target, Visibility, plan
 from rankd.runs import decode_batch
 from rankd.services.moderation import Moderation
+from rankd.services.rebuild.repairs import busy_in
 from rankd.services.registry import BoardRegistry
-from rankd.services.repairs import busy_in
 from rankd.services.tournaments import counted_runs, readmit
 from rankd.services.write_pipeline import WritePipeline
 from rankd.stores import corrections, deletions, fingerprints, standings
@@ -138,7 +138,7 @@ class Applier:
         # applies the other boards' messages and leaves that board's to come again, so one
         # board's trouble never holds up the rest; replays raise instead
         self.defer_busy = defer_busy
-        # told of each such failure (a torn period is then repaired: services/repairs.py)
+        # told of each such failure (a torn period is then repaired: services/rebuild/repairs.py)
         self.on_busy = on_busy
 
     async def _config(

@@ -4,7 +4,7 @@ Each instance pulls batches from the same durable consumer, applies them (Redis,
 PostgreSQL copy, see applier.py) and acks only after PostgreSQL commits. A failure leaves
 the batch unacked; the log redelivers it after a backoff, a bounded number of times. A
 message that can never apply is parked by the applier and acked. Every lag refresh also records
-the ack floor in Redis as how far the log is applied (services/restart.py). The consumer
+the ack floor in Redis as how far the log is applied (services/rebuild/restart.py). The consumer
 also keeps the lag gauges (pending, oldest unacked, parked) that /metrics and /readyz report; the
 parked count comes from PostgreSQL, so every instance reports every instance's.
 """
@@ -232,7 +232,7 @@ class LogConsumer:
     async def record_position(self, ack_floor: int) -> None:
         """Record in Redis that the log is applied through ``ack_floor``: every message up
         to it was applied to Redis before it was acked, so a restarted Redis that kept
-        this record needs only the log after it (services/restart.py)."""
+        this record needs only the log after it (services/rebuild/restart.py)."""
         if ack_floor > 0:
             replies = await self.positions.record_position(ack_floor, int(time.time() * 1000))
             if -1 in replies:

@@ -10,7 +10,7 @@ it): the disk fills before a run is lost.
 
 What this bounds: a replay (`rankd replay`) reaches back as far as the log keeps; a Redis
 restart whose recorded position the log no longer holds is restored from PostgreSQL first
-(services/restart.py), then from the log's tail. Several instances trimming at once is
+(services/rebuild/restart.py), then from the log's tail. Several instances trimming at once is
 harmless: a purge below a sequence is idempotent.
 """
 

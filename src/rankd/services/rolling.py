@@ -9,7 +9,7 @@ season job's pass (services/seasons.py, one instance at a time) calls ``roll``:
 1. holding the apply lock exclusively, PostgreSQL drops that day's rows and replaces each
    entry that came from it by the player's best of the days still held (or none);
 2. if any entry changed, Redis's copy of the period is rebuilt from PostgreSQL by the
-   usual staged rebuild (services/rebuild.py: runs logged meanwhile land after its swap);
+   usual staged rebuild (services/rebuild/: runs logged meanwhile land after its swap);
 3. the day is recorded as rolled in both stores, so a pass that died between 1 and 3 is
    finished by the next.
 

@@ -72,7 +72,7 @@ class Submitter:
         self.segment_values = segment_values
         self.pipeline = WritePipeline(writes, writes.marks, reads, pg, moderation)
         # told of every Redis failure after logging: a torn period is repaired at once
-        # (services/repairs.py; the runtime sets it)
+        # (services/rebuild/repairs.py; the runtime sets it)
         self.on_busy: Callable[[BaseException], None] = lambda _exc: None
 
     async def submit(

@@ -1,7 +1,7 @@
 """Entries' metadata (and a ``latest`` window's run ids) read back from the durable copy for
 a rebuild (migrations/016).
 
-A rebuild restores each period's ``:meta`` hash before its entries (services/rebuild.py):
+A rebuild restores each period's ``:meta`` hash before its entries (services/rebuild/):
 the fields are keyed by member (player and exact time), so writing them into the live hash
 shows nothing early and changes no live entry's. PostgreSQL formats the HSET arguments (the
 members as the scripts write them, order_sql.py) a thousand fields at a time, grouped by the
@@ -19,10 +19,10 @@ from psycopg import AsyncConnection
 from rankd.boards import BoardConfig
 from rankd.periods import PeriodRef
 from rankd.stores.order_sql import member_sql, shard_sql
-from rankd.stores.rebuild_pages import resp_fragment
+from rankd.stores.rebuild.pages import resp_fragment
+from rankd.stores.redis.bulk import Loader
 from rankd.stores.redis.keys import period_keys
-from rankd.stores.redis.loader import Loader
-from rankd.stores.redis.loads import Loads
+from rankd.stores.redis.staging import Loads
 
 FIELDS_PER_COMMAND = 1000
 

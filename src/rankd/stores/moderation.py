@@ -1,7 +1,7 @@
 """PostgreSQL's moderation tables: bans and review holds (migrations/008_moderation.sql).
 
 PostgreSQL is where moderation decisions are kept durably; Redis's :shadow and :pending
-keys are derived from them (and rebuilt from them, see services/rebuild.py).
+keys are derived from them (and rebuilt from them, see services/rebuild/).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Redis's order and shards in SQL: what codec.py and redis/keys.py compute, for PostgreSQL.
 
-The durable copy's writes (standings.py), the rebuild's pages (rebuild_pages.py) and the
+The durable copy's writes (standings.py), the rebuild's pages (rebuild/pages.py) and the
 archive's freeze from PostgreSQL (archive_job.py) order and place entries exactly as the
 Lua scripts do in Redis; these builders are the one SQL form of each rule.
 """
@@ -16,7 +16,7 @@ def stamp_offset_sql(achieved_ms: str) -> str:
 
 
 def shard_sql(player: str) -> str:
-    """SQL for a player's shard on a board of ``%(n)s`` shards, as redis/keys.py shard_of
+    """SQL for a player's shard on a board of ``%(n)s`` shards, as placement.py shard_of
     computes it (the first 4 bytes of the id's MD5, big-endian, modulo the shards)."""
     return f"(('x' || left(md5({player}), 8))::bit(32)::bigint %% %(n)s)"
 

@@ -12,18 +12,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from psycopg import AsyncConnection
 
 from rankd.periods import DAY_MS, ROLLING, ROLLING_PERIOD_ID, PeriodRef
+from rankd.placement import time_bucket
 from rankd.stores.order_sql import stamp_offset_sql
-from rankd.stores.redis.keys import time_bucket
-
-if TYPE_CHECKING:
-    from rankd.stores.standings import BestRow
 
 Conn = AsyncConnection[Any]
+
+
+class DayRow(Protocol):
+    """A player's best of one day (stores/standings.py BestRow is one)."""
+
+    @property
+    def player_id(self) -> str: ...
+    @property
+    def composite(self) -> int: ...
+    @property
+    def score(self) -> int: ...
+    @property
+    def achieved_ms(self) -> int: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def metadata(self) -> str | None: ...
+
 
 # the better row of the two (lua/lib.lua better): a higher composite, or an equal one
 # reached earlier
@@ -36,7 +51,7 @@ _BETTER = (
 
 
 async def write_days(
-    conn: Conn, days: Mapping[tuple[PeriodRef, int], Mapping[str, BestRow]]
+    conn: Conn, days: Mapping[tuple[PeriodRef, int], Mapping[str, DayRow]]
 ) -> None:
     """Raise each (board, day, segment, player)'s best to the batch's, in the caller's
     transaction (COPY, then one conditional upsert, as stores/standings.py writes)."""

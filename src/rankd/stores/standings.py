@@ -20,17 +20,17 @@ from psycopg import AsyncConnection
 from rankd.boards import BoardConfig
 from rankd.codec import stamp_offset
 from rankd.periods import DAY_MS, ROLLING, PeriodRef, start_ms_of
+from rankd.placement import time_bucket
 from rankd.stores import rolling
 
 # member_sql, shard_sql, ENTRY_PAGE_SQL and pages are named here too for the tests
 # (test_standings.py, test_sharded.py, test_ties.py); they live in order_sql.py and
-# rebuild_pages.py.
+# rebuild/pages.py.
 from rankd.stores.order_sql import member_sql as member_sql
 from rankd.stores.order_sql import shard_sql as shard_sql
 from rankd.stores.order_sql import stamp_offset_sql
-from rankd.stores.rebuild_pages import ENTRY_PAGE_SQL as ENTRY_PAGE_SQL
-from rankd.stores.rebuild_pages import pages as pages
-from rankd.stores.redis.keys import time_bucket
+from rankd.stores.rebuild.pages import ENTRY_PAGE_SQL as ENTRY_PAGE_SQL
+from rankd.stores.rebuild.pages import pages as pages
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The parallel rebuild (services/parallel_rebuild.py): a period cut into composite slices,
+"""The parallel rebuild (services/rebuild/parallel.py): a period cut into composite slices,
 loaded by several streams at once, comes back exactly as the one-stream path restores it:
 same entries, bans still in :shadow, a sum board's counted runs, the restoring flag until
 the swap. Every period here is forced through it (no small-period batches, no size floor).
@@ -17,10 +17,11 @@ from redis.asyncio import Redis
 
 from rankd.periods import ALL_TIME
 from rankd.runtime import Runtime
-from rankd.services import parallel_rebuild
-from rankd.services import rebuild as rebuild_module
-from rankd.stores import rebuild_slices
-from rankd.stores.redis import loads as loads_module
+from rankd.services.rebuild import parallel as parallel_rebuild
+from rankd.services.rebuild import rebuilder as rebuild_module
+from rankd.services.rebuild import small
+from rankd.stores.rebuild import slices as rebuild_slices
+from rankd.stores.redis import staging as loads_module
 from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, zmembers
 from tests.support.durable import (
     all_reads,
@@ -48,7 +49,7 @@ def make_board(make_sharded_board):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def slices(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every period through the parallel path, 3 streams; records each period's slices."""
-    monkeypatch.setattr(rebuild_module, "SMALL_PERIOD", -1)
+    monkeypatch.setattr(small, "SMALL_PERIOD", -1)
     monkeypatch.setattr(rebuild_module, "PARALLEL_MIN", 0)
     monkeypatch.setattr(runtime.rebuilder, "streams", 3)
     monkeypatch.setattr(rebuild_slices, "SAMPLE_ROWS", 10**12)  # the whole table: no luck involved

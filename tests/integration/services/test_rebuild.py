@@ -20,8 +20,9 @@ from redis.asyncio import Redis
 from rankd.periods import ALL_TIME, PeriodRef, parse_period
 from rankd.runtime import Runtime
 from rankd.services.rebuild import Rebuilder
-from rankd.services.restart import CHANGE_MARGIN_MS
-from rankd.stores.redis import keys, loads
+from rankd.services.rebuild.restart import CHANGE_MARGIN_MS
+from rankd.stores.redis import keys
+from rankd.stores.redis import staging as loads
 from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id, zmembers
 from tests.support.durable import (
     all_reads,
@@ -567,7 +568,7 @@ async def test_a_submit_between_the_times_load_and_the_swap_leaves_one_entry(
     swapped-in key does not hold: the consumer's re-apply (the swap drops the marks) then
     added a second member for the player, for good. The period's writes are refused until
     the swap instead (503; the retry and the consumer apply the run after it)."""
-    from rankd.services import rebuild as rebuild_module
+    from rankd.services.rebuild import small as rebuild_module
 
     monkeypatch.setattr(rebuild_module, "SMALL_PERIOD", 0)  # the staged path, unsharded too
     board_id = new_board_id()

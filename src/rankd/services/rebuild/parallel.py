@@ -3,7 +3,7 @@ Redis written on parallel connections (one per stream and node).
 
 The period is cut into composite ranges of about equal size (rebuild_slices.composite_slices,
 from a page sample), one stream each, every stream on a PostgreSQL connection of its own.
-The phases keep the staged rebuild's protocol (stores/redis/loads.py: load_period, the
+The phases keep the staged rebuild's protocol (stores/redis/staging.py: load_period, the
 swap) exactly:
 
 1. entries: every stream loads its range's pages into the staging keys (each shard's, or
@@ -30,11 +30,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from rankd.periods import PeriodRef
-from rankd.stores import rebuild_slices
 from rankd.stores.postgres import Conn, own_connections
+from rankd.stores.rebuild import slices as rebuild_slices
 from rankd.stores.redis import keys
-from rankd.stores.redis.loader import Loader
-from rankd.stores.redis.loads import Loads
+from rankd.stores.redis.bulk import Loader
+from rankd.stores.redis.staging import Loads
 
 Progress = Callable[[int], None]
 PageReader = Callable[[], AsyncIterator[tuple[int, bytes]]]

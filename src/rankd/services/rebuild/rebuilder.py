@@ -17,10 +17,9 @@ lost its last second, or empty), and everything is rebuilt. Entries' metadata go
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -29,25 +28,22 @@ from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
 from rankd.periods import ALL_TIME, PeriodError, PeriodRef, start_ms_of
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
-from rankd.services import parallel_rebuild
+from rankd.services.rebuild import one_period, small
+from rankd.services.rebuild import parallel as parallel_rebuild
+from rankd.services.rebuild.small import SmallBatches
 from rankd.services.registry import BoardRegistry
 from rankd.services.tournaments import restore_admission
-from rankd.stores import archive_job, entry_metadata, rebuild_pages
+from rankd.stores import archive_job, entry_metadata
 from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import Conn, PostgresStore
-from rankd.stores.redis.keys import shard_keys, shard_of
-from rankd.stores.redis.loader import SmallPeriod
+from rankd.stores.rebuild import pages as rebuild_pages
+from rankd.stores.redis.bulk import SmallPeriod
 from rankd.stores.redis.stores import RedisStores
 
 logger = logging.getLogger("rankd.rebuild")
 
-# A period of at most SMALL_PERIOD entries is loaded in a batch with others: up to
-# BATCH_PERIODS periods or BATCH_MEMBERS entries (about 1-2 MB of commands) a round trip.
-SMALL_PERIOD = 2_000
-BATCH_PERIODS = 1_000
-BATCH_MEMBERS = 20_000
 # A period of at least PARALLEL_MIN entries (or of unknown size: a rebuild of one period)
-# is loaded by up to ``Rebuilder.streams`` streams at once (services/parallel_rebuild.py).
+# is loaded by up to ``Rebuilder.streams`` streams at once (services/rebuild/parallel.py).
 PARALLEL_MIN = 50_000
 # One by default: the parallel path's gain on two shared cores was 0.9-1.4x
 # (docs/giant-boards.md), and a period of unknown size (one rebuilt alone) would open its
@@ -104,9 +100,8 @@ class Rebuilder:
         progress: Progress | None,
         whole: bool,
     ) -> None:
-        """Load ``todo`` in its order. Small periods go in batches, a query and a round trip
-        per batch (a period costs its members, not a round trip of its own), the next
-        batch read from PostgreSQL while Redis loads this one; the rest one at a time."""
+        """Load ``todo`` in its order: small periods in batches (small.py), a large one
+        by several streams (parallel.py) or one (one_period.py)."""
         sizes = await rebuild_pages.period_sizes(conn, None, None, None) if whole else {}
         if not whole and len(todo) > 1:
             board_id, window = todo[0][0][0], todo[0][0][1]
@@ -114,141 +109,72 @@ class Rebuilder:
             sizes = await rebuild_pages.period_sizes(
                 conn, board_id, window if one_window else None, None
             )
-        loading: asyncio.Task[int] | None = None
-        batch: list[tuple[PeriodRef, int]] = []
-        batch_members = 0
 
-        async def landed() -> None:
-            nonlocal loading
-            if loading is not None:
-                members, loading = await loading, None
-                report.members += members
-                if progress is not None:
-                    progress(members)
+        def landed(members: int) -> None:
+            report.members += members
+            if progress is not None:
+                progress(members)
 
-        async def flush() -> None:
-            nonlocal loading, batch, batch_members
-            if not batch:
-                return
-            found = await rebuild_pages.small_periods(conn, batch)  # while Redis loads the last
-            await landed()
-            loading = asyncio.create_task(self._load_small(found))
-            batch, batch_members = [], 0
-
+        batches = SmallBatches(conn, self._load_small, landed)
         try:
             for ref, start_ms, config in todo:
-                if sizes and _small(config, ref, sizes, banned, held):
-                    batch.append((ref, start_ms))
-                    batch_members += sizes.get(ref, 0)
-                    if len(batch) >= BATCH_PERIODS or batch_members >= BATCH_MEMBERS:
-                        await flush()
+                if sizes and small.is_small(config, ref, sizes, banned, held):
+                    await batches.add(ref, start_ms, sizes.get(ref, 0))
                     continue
                 since = None
                 if config.policy_of(ref[1]) == "sum":
                     since = counted_ids_kept_since(config, now_ms) if ref[1] == ALL_TIME else 0
                 if self.streams > 1 and sizes.get(ref, PARALLEL_MIN) >= PARALLEL_MIN:
-
-                    def counted(
-                        shard: tuple[int, int],
-                        ref: PeriodRef = ref,
-                        since: int | None = since,
-                        horizon: int = sum_horizon_ms(config),
-                    ) -> Callable[[], AsyncIterator[tuple[int, bytes]]] | None:
-                        if since is None:
-                            return None
-                        return rebuild_pages.counted_run_pages_of(conn, ref, since, horizon, shard)
-
-                    report.members += await parallel_rebuild.load_period(
-                        self.redis.loads,
-                        self.pg.url,
-                        conn,
-                        ref,
-                        config.shards,
-                        self.streams,
-                        start_ms,
-                        progress,
-                        shadowed=banned.get(ref, []),
-                        held=held.get(ref, []),
-                        counted_runs=counted,
+                    report.members += await self._load_parallel(
+                        conn, ref, config, start_ms, since, progress, banned, held
                     )
-                    self.restoring.discard(ref)
-                    metrics.REBUILDS.inc()
-                    continue
-                n = config.shards if config.shards > 1 else 0
-                staged: list[int | None] = [None]
-                if n:  # a sharded period: every shard's entries in one pass, then each shard
-                    staged = list(
-                        await self.redis.loads.stage_shards(
-                            ref,
-                            n,
-                            rebuild_pages.sharded_pages(conn, ref, n),
-                            rebuild_pages.sharded_time_groups(conn, ref, n),
-                            progress,
-                        )
+                else:
+                    report.members += await one_period.load(
+                        self.redis.loads, conn, ref, config, start_ms, since, progress, banned, held
                     )
-                try:
-                    report.members += await self._finish_shards(
-                        conn, ref, n, staged, since, config, start_ms, progress, banned, held
-                    )
-                except BaseException:
-                    # a shard that failed gave up its own lease; the ones after it go too
-                    await self.redis.loads.leases.abandon(
-                        [pk.public for pk in shard_keys(*ref, max(n, 1))]
-                    )
-                    raise
                 self.restoring.discard(ref)
                 metrics.REBUILDS.inc()
-            await flush()
-            await landed()
+            await batches.finish()
         finally:
-            if loading is not None and not loading.done():
-                loading.cancel()
-                await asyncio.gather(loading, return_exceptions=True)
+            await batches.cancel()
         report.periods = len(todo)
 
-    async def _finish_shards(
+    async def _load_parallel(
         self,
         conn: Conn,
         ref: PeriodRef,
-        n: int,
-        staged: list[int | None],
-        since: int | None,
         config: BoardConfig,
         start_ms: int,
+        since: int | None,
         progress: Progress | None,
         banned: dict[PeriodRef, list[str]],
         held: dict[PeriodRef, list[tuple[str, int, int]]],
     ) -> int:
-        """Load and swap each shard of ``ref`` (its only one when ``n`` is 0) in turn."""
-        members = 0
-        for k in range(max(n, 1)):
-            shard = (k, n)
-
-            def mine(player: str, shard: tuple[int, int] = shard) -> bool:
-                return shard_of(player, shard[1]) == (shard[0] if shard[1] else -1)
-
-            members += await self.redis.loads.load_period(
-                ref,
-                rebuild_pages.entry_pages_of(conn, ref, shard),
-                None
-                if since is None
-                else rebuild_pages.counted_run_pages_of(
-                    conn, ref, since, sum_horizon_ms(config), shard
-                ),
-                rebuild_pages.time_groups_of(conn, ref, shard),
-                start_ms,
-                progress,
-                shadowed=[p for p in banned.get(ref, ()) if mine(p)],
-                held=[h for h in held.get(ref, ()) if mine(h[0])],
-                shard=k if n else -1,
-                staged=staged[k],
+        def counted(shard: tuple[int, int]) -> parallel_rebuild.PageReader | None:
+            if since is None:
+                return None
+            return rebuild_pages.counted_run_pages_of(
+                conn, ref, since, sum_horizon_ms(config), shard
             )
-        return members
+
+        return await parallel_rebuild.load_period(
+            self.redis.loads,
+            self.pg.url,
+            conn,
+            ref,
+            config.shards,
+            self.streams,
+            start_ms,
+            progress,
+            shadowed=banned.get(ref, []),
+            held=held.get(ref, []),
+            counted_runs=counted,
+        )
 
     async def _load_small(self, found: list[SmallPeriod]) -> int:
         members = await self.redis.loads.load_small_periods(found)
-        for small in found:
-            self.restoring.discard(small.ref)
+        for period in found:
+            self.restoring.discard(period.ref)
             metrics.REBUILDS.inc()
         return members
 
@@ -359,21 +285,3 @@ def _held_only(
     seen = {ref for ref, _ in selected}
     wanted = [r for r in sorted(held) if r not in seen and window in (None, r.window)]
     return [(r, start_ms_of(r.window, r.period)) for r in wanted if period in (None, r.period)]
-
-
-def _small(
-    config: BoardConfig,
-    ref: PeriodRef,
-    sizes: dict[PeriodRef, int],
-    banned: dict[PeriodRef, list[str]],
-    held: dict[PeriodRef, list[tuple[str, int, int]]],
-) -> bool:
-    """Whether ``ref`` goes in a batch of small periods: few entries, and nothing that
-    needs the one-period path (a sum board's counted runs, banned or held entries)."""
-    return (
-        sizes.get(ref, 0) <= SMALL_PERIOD
-        and config.policy_of(ref.window) != "sum"
-        and config.shards == 1
-        and not banned.get(ref)
-        and not held.get(ref)
-    )

@@ -44,12 +44,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rankd.services.applier import Applier
-from rankd.services.rebuild import Rebuilder
+from rankd.services.rebuild.rebuilder import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.services.replay import replay
 from rankd.stores import moderation as moderation_db
-from rankd.stores import rebuild_pages
 from rankd.stores.postgres import PostgresStore
+from rankd.stores.rebuild import pages as rebuild_pages
 from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import RunLog
 

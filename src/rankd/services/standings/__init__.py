@@ -6,7 +6,7 @@ the total, and gets rows of one type back. Three sources answer:
 
 * ``KeyStandings`` (live.py): one Redis sorted set, a period of an unsharded board;
 * ``ShardedStandings`` (live.py): a sharded board's period, merged over its shards
-  (stores/sharded.py); the one source that can also estimate a rank (``accuracy=approx``);
+  (stores/redis/sharded.py); the one source that can also estimate a rank (``accuracy=approx``);
 * ``ArchiveStandings`` (archived.py): a closed period frozen in PostgreSQL once it has left
   Redis (stores/archive.py).
 

@@ -171,7 +171,7 @@ class KeyStandings(_Live):
 
 
 class ShardedStandings(_Live):
-    """A sharded board's period: ``shards`` sorted sets, merged (stores/sharded.py)."""
+    """A sharded board's period: ``shards`` sorted sets, merged (stores/redis/sharded.py)."""
 
     def __init__(
         self,

@@ -1,7 +1,7 @@
 """The durable copy read back into Redis: a rebuild's pages, formatted by PostgreSQL.
 
 PostgreSQL formats a page of members' ZADD arguments (and of exact times' HSET arguments)
-in one aggregate, with chr(1) standing in for CR LF, so the loader (redis/loader.py) sends a
+in one aggregate, with chr(1) standing in for CR LF, so the loader (redis/bulk.py) sends a
 page, not a row, at a time: one period by keyset pages, a sharded period's shards in one
 pass, many small periods in two queries. Also what a rebuild or a restart restores beside
 the boards: names, profile segments, players changed since a time.
@@ -15,9 +15,9 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from rankd.periods import PeriodRef
+from rankd.placement import SHARD_TIME_BUCKETS
 from rankd.stores.order_sql import entry_member_sql, shard_sql
-from rankd.stores.redis.keys import SHARD_TIME_BUCKETS
-from rankd.stores.redis.loader import SmallPeriod
+from rankd.stores.redis.bulk import SmallPeriod
 
 
 async def periods(
@@ -327,7 +327,7 @@ def profile_segment_chunks(
 
 
 # Deferred readers of one period (a shard of it: ``shard`` = (k, shards)) for the loads
-# (stores/redis/loads.py load_period), made at the moment they are needed.
+# (stores/redis/staging.py load_period), made at the moment they are needed.
 
 
 def entry_pages_of(

@@ -1,6 +1,6 @@
 """A large period cut into composite slices, read back by several streams at once
-(services/parallel_rebuild.py): each slice's pages and exact times, in the shapes
-rebuild_pages.py gives one stream."""
+(services/rebuild/parallel.py): each slice's pages and exact times, in the shapes
+rebuild/pages.py gives one stream."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from psycopg import AsyncConnection
 
 from rankd.periods import PeriodRef
 from rankd.stores.order_sql import entry_member_sql, shard_sql
-from rankd.stores.rebuild_pages import BUCKET_SQL, keyset_pages, resp_fragment
+from rankd.stores.rebuild.pages import BUCKET_SQL, keyset_pages, resp_fragment
 
 PeriodKey = PeriodRef
 
 # A slice of a period, composite in [lo, hi], for the parallel rebuild (services/
-# parallel_rebuild.py): its pages as SHARDED_ENTRY_PAGE_SQL reads them (shard 0 for every
+# rebuild/parallel.py): its pages as SHARDED_ENTRY_PAGE_SQL reads them (shard 0 for every
 # row when ``%(n)s`` = 0, an unsharded period), and its exact times per shard and bucket.
 _SLICE_SHARD = f"CASE WHEN %(n)s = 0 THEN 0 ELSE {shard_sql('player_id')} END"
 _SLICE_WHERE = (

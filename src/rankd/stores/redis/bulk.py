@@ -29,7 +29,7 @@ NodeFor = Callable[[str], Redis]  # the client of the node that owns a key
 @dataclass
 class SmallPeriod:
     """One period's whole content, read in a batch of many (stores/standings.py) and loaded
-    in one round trip with the others (Loads.load_small_periods, loads.py)."""
+    in one round trip with the others (Loads.load_small_periods, staging.py)."""
 
     ref: PeriodRef
     start_ms: int

@@ -20,7 +20,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from hashlib import md5
+
+# the numbers of placement, named here too: every store module asks keys for them
+from rankd.placement import SHARD_TIME_BUCKETS as SHARD_TIME_BUCKETS
+from rankd.placement import TIME_BUCKETS as TIME_BUCKETS
+from rankd.placement import shard_of as shard_of
+from rankd.placement import time_bucket as time_bucket
 
 
 @dataclass(frozen=True)
@@ -93,18 +98,6 @@ def period_keys(
     return PeriodKeys(board, window, period, segment, shard)
 
 
-def shard_of(player_id: str, shards: int) -> int:
-    """Which shard of a sharded board holds a player: the first 4 bytes of the MD5 of the
-    id's UTF-8 bytes, big-endian, modulo ``shards``. Stable across processes and versions
-    (not Python's salted hash), and PostgreSQL computes the same for a rebuild
-    (stores/standings.py SHARD_SQL): ``('x' || left(md5(player_id), 8))::bit(32)::bigint``."""
-    if shards <= 1:
-        return -1
-    return (
-        int.from_bytes(md5(player_id.encode(), usedforsecurity=False).digest()[:4], "big") % shards
-    )
-
-
 def shard_keys(board: str, window: str, period: str, segment: str, shards: int) -> list[PeriodKeys]:
     """Every shard's keys of one period's standings (one unsharded key set for shards 1)."""
     if shards <= 1:
@@ -125,7 +118,7 @@ NAMES = "rankd:{names}"
 PROFILE_SEGMENTS = "rankd:{segments}"
 # Pub/sub channel of "these standings changed" notices (services/live.py listens).
 CHANGES = "rankd:changes"
-# The Redis run_id the boards were last verified on (see services/rebuild.py). Named for the
+# The Redis run_id the boards were last verified on (see services/rebuild/). Named for the
 # member layout (codec.member): boards written with another layout are not verified, so the
 # first start after a layout change rebuilds them from PostgreSQL ("folded": a shard's
 # exact-times hashes folded to SHARD_TIME_BUCKETS).
@@ -137,24 +130,10 @@ LOG_POSITION = "rankd:{logpos}"
 LOG_POSITION_TAG = "rankd:{{logpos-{}}}"
 
 
-TIME_BUCKETS = 65521  # a prime; 10M members make about 150 per bucket
 # Entries a hash may hold and stay a compact listpack (hash-max-ziplist-entries, which the
 # embedded Redis is started with): up to about 67M members a period, 20 B a member; past
 # it a hashtable, about 83 B (docs/operations.md).
 HASH_LISTPACK_ENTRIES = 1024
-
-
-def time_bucket(member: str) -> int:
-    """Which exact-times hash holds a member's time: its bytes as a big-endian number modulo
-    65,521 (the Lua scripts' ``at_key`` computes the same, a byte at a time)."""
-    return int.from_bytes(member.encode(), "big") % TIME_BUCKETS
-
-
-# A shard's exact-times hashes are folded into fewer: a 16-shard period with 65,521 hashes
-# a shard held 16 x 65,521 mostly tiny hashes, about 70 bytes a member at 2 million members
-# in key overhead alone; 4,093 a shard (a prime) keep the period near 65,000 hashes again,
-# about 23 bytes a member (docs/giant-boards.md). Lua's at_key folds the same way.
-SHARD_TIME_BUCKETS = 4093
 
 
 def time_buckets_of(key: str) -> int:
@@ -248,7 +227,7 @@ def torn(key: str) -> str:
     """Set with the lease and removed only by the swap (same hash tag): while it is set
     without the lease, a rebuild died between its first exact time and its swap, so the
     live hashes may point at members ``key`` does not hold. The writing scripts then refuse
-    with TORN and the service rebuilds the period (services/repairs.py)."""
+    with TORN and the service rebuilds the period (services/rebuild/repairs.py)."""
     return f"{key}:torn"
 
 

@@ -1,14 +1,14 @@
 """A rebuild's lease on the periods it is putting back, renewed while the rebuild lives.
 
 From the first exact time a rebuild writes into a period's live hashes until its swap, the
-period's writing scripts must refuse (stores/redis/loads.py swap says why). The refusal
+period's writing scripts must refuse (stores/redis/staging.py swap says why). The refusal
 used to be a flag set for ten minutes: a `rankd rebuild` killed midway blocked the board's
 writes, and the log consumer with them, that long. Now the flag (``keys.restoring``) is a
 lease of LEASE_MS that this process renews every RENEW_S while it holds it, so a rebuild
 that dies lets it lapse within seconds. The ``keys.torn`` mark, set with it and removed
 only by the swap, remembers that the hashes may be half rewritten: once the lease has
 lapsed the scripts refuse with TORN and the service rebuilds the period
-(services/repairs.py). A lease that lapses while its rebuild still runs (a stalled
+(services/rebuild/repairs.py). A lease that lapses while its rebuild still runs (a stalled
 process) is safe too: the swap finds it gone and fails (WATCH), and TORN takes over.
 
 Bounded: one entry per period being restored, which a rebuild's own loop bounds.

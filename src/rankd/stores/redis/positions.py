@@ -1,5 +1,5 @@
 """Which Redis process the boards were verified on, and how far the log has been applied
-on each node (services/restart.py)."""
+on each node (services/rebuild/restart.py)."""
 
 from __future__ import annotations
 

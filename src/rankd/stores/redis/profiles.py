@@ -10,7 +10,7 @@ import orjson
 from rankd.stores.redis import keys
 from rankd.stores.redis.common import name
 from rankd.stores.redis.connection import RedisConn, reachable
-from rankd.stores.redis.loads import swap
+from rankd.stores.redis.staging import swap
 
 
 class Profiles:

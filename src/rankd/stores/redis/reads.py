@@ -1,4 +1,4 @@
-"""The standings' reads: one round trip each (a sharded board's through stores/sharded.py)."""
+"""The standings' reads: one round trip each (a sharded board's through stores/redis/sharded.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rankd.stores.redis.connection import RedisConn, reachable
 from rankd.stores.redis.marks import PeriodsIndex
 from rankd.stores.redis.metadata import metadata_of
 from rankd.stores.redis.scripts import AROUND, ENTRY, FRIENDS, OWN_ENTRY, TOP
-from rankd.stores.sharded import ShardedReads
+from rankd.stores.redis.sharded import ShardedReads
 
 
 class Reads:
@@ -39,7 +39,7 @@ class Reads:
         self, ref: PeriodRef, position: tuple[str, int, int], count: int
     ) -> tuple[int, int, Rows]:
         """(0-based rank of the first row, total, rows): up to ``count`` entries after
-        ``position`` (a cursor's page; stores/sharded.py ``after``, on one key or many)."""
+        ``position`` (a cursor's page; stores/redis/sharded.py ``after``, on one key or many)."""
         with reachable():
             return await self.sharded.after(ref, self.shards.of(ref.board), position, count)
 

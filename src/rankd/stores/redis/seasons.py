@@ -11,7 +11,7 @@ from rankd.stores.redis import keys
 from rankd.stores.redis.common import Shards, name
 from rankd.stores.redis.connection import RedisConn, reachable
 from rankd.stores.redis.metadata import metadata_of
-from rankd.stores.sharded import ShardedReads
+from rankd.stores.redis.sharded import ShardedReads
 
 
 class SeasonKeys:

@@ -1,6 +1,6 @@
 """Rebuild loads: PostgreSQL's standings loaded beside the live keys, then swapped in at once.
 
-Big periods stream through loader.py's bulk ZADDs into a staging key; many small ones go in
+Big periods stream through bulk.py's bulk ZADDs into a staging key; many small ones go in
 one round trip of load_period.lua calls; sharded ones are staged in one pass over the period.
 """
 
@@ -16,10 +16,10 @@ from rankd import codec
 from rankd.errors import Unavailable
 from rankd.periods import PeriodRef
 from rankd.stores.redis import keys
+from rankd.stores.redis.bulk import Loader, Progress, SmallPeriod, bulk, command, run_commands
 from rankd.stores.redis.common import Shards
 from rankd.stores.redis.connection import NodeClients, RedisConn, reachable
 from rankd.stores.redis.leases import Leases
-from rankd.stores.redis.loader import Loader, Progress, SmallPeriod, bulk, command, run_commands
 from rankd.stores.redis.scripts import (
     HIST_REBUILD,
     LOAD_PERIOD,
@@ -164,7 +164,7 @@ class Loads:
 
     async def load_small_periods(self, periods: Sequence[SmallPeriod]) -> int:
         """Load many small periods (no bans, no held runs, not a sum board: see
-        services/rebuild.py) in one round trip: one load_period script call each (atomic:
+        services/rebuild/) in one round trip: one load_period script call each (atomic:
         readers never see half of a period), then the periods indexes. Returns the entries
         loaded."""
         # one batch of commands per node: on a cluster each goes to the node owning its

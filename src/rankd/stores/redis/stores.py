@@ -10,7 +10,6 @@ from rankd.stores.redis.connection import RedisConn
 from rankd.stores.redis.erase import BoardKeys
 from rankd.stores.redis.histograms import HistogramKeys
 from rankd.stores.redis.limits import RateLimits
-from rankd.stores.redis.loads import Loads
 from rankd.stores.redis.marks import Marks, PeriodsIndex
 from rankd.stores.redis.moves import Moves
 from rankd.stores.redis.notices import Notices
@@ -18,9 +17,10 @@ from rankd.stores.redis.positions import Positions
 from rankd.stores.redis.profiles import Profiles
 from rankd.stores.redis.reads import Reads
 from rankd.stores.redis.seasons import SeasonKeys
+from rankd.stores.redis.sharded import ShardedReads
+from rankd.stores.redis.staging import Loads
 from rankd.stores.redis.tournaments import TournamentKeys
 from rankd.stores.redis.writes import Writes
-from rankd.stores.sharded import ShardedReads
 
 
 class RedisStores:
