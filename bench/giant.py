@@ -167,6 +167,10 @@ async def measure(
             started = time.perf_counter()
             await hist.refresh(ref, shards)
             refresh_s = time.perf_counter() - started
+            # the periodic recount (services/approx.py reconcile): every shard, atomic
+            started = time.perf_counter()
+            drift = await hist.reconcile(ref, shards)
+            reconcile_s = time.perf_counter() - started
 
             async def estimate(p: str) -> None:
                 shard, held, _ = await store.shard_entry(ref, p)
@@ -178,7 +182,12 @@ async def measure(
             def one(p: str) -> Any:
                 return lambda: estimate(p)
 
-            approx = {**pcts(await timed([one(p) for p in players])), "refresh_s": refresh_s}
+            approx = {
+                **pcts(await timed([one(p) for p in players])),
+                "refresh_s": refresh_s,
+                "reconcile_s": round(reconcile_s, 3),
+                "drift": drift,
+            }
             bounds.sort()
         # submits: new runs of existing players, 32 writers, each its own store call
         now = int(time.time() * 1000)
@@ -221,7 +230,8 @@ async def measure(
         f" {result['exact_rank']['p50_ms']}/{result['exact_rank']['p99_ms']} ms, approx"
         f" {approx and (approx['p50_ms'], approx['p99_ms'])} ms, top-100 p99"
         f" {result['top_100']['p99_ms']} ms, around p99 {result['around_5']['p99_ms']} ms,"
-        f" {result['submits_per_s']:,} submits/s",
+        f" {result['submits_per_s']:,} submits/s"
+        + (f", histograms recounted in {approx['reconcile_s']} s" if approx else ""),
         flush=True,
     )
     return result
