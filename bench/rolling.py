@@ -114,7 +114,9 @@ async def measure(settings: Settings, board_id: str, window: str, n: int, reads:
         }
         if window == "rolling-7d":
             t0 = time.perf_counter()
-            rolled = await rolling.roll(runtime.pg, runtime.rebuilder, board, now + DAY_MS)
+            rolled = await rolling.roll(
+                runtime.pg, runtime.redis, runtime.rebuilder, board, now + DAY_MS
+            )
             result["day_change_s"] = round(time.perf_counter() - t0, 2)
             assert rolled is not None
             result["day_change_entries_changed"] = rolled.changed

@@ -225,7 +225,9 @@ class SeasonJob:
             for board in configs.values():  # days leaving rolling windows (services/rolling.py)
                 if boards is None or board.board_id in boards:
                     try:
-                        if await rolling.roll(self.pg, self.rebuilder, board, now):
+                        redis = self.rebuilder.redis
+                        announce = redis.notices.announce_everything
+                        if await rolling.roll(self.pg, redis, self.rebuilder, board, now, announce):
                             report.rolled += 1
                     except Exception as exc:
                         report.failed += 1

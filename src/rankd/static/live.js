@@ -146,10 +146,11 @@ async function pickBoard(wanted = {}) {
 async function pickWindow(wantedPeriod = "", wantedValue = undefined) {
   const board = currentBoard(), win = $("window").value;
   const periods = await loadPeriods(board, win);
-  // all-time has one period: the picker says so once, in the window picker
+  // all-time and rolling-7d have one period: the picker says so once
+  const single = win === "all-time" || win === "rolling-7d";
   const labels = { "": win === "all-time" ? "—" : "current" };
-  fillSelect($("period"), ["", ...periods.filter((p) => p)], wantedPeriod, labels);
-  $("period").disabled = win === "all-time";
+  fillSelect($("period"), ["", ...(single ? [] : periods.filter((p) => p))], wantedPeriod, labels);
+  $("period").disabled = single;
   await loadSegmentValues(wantedValue);
   connect();
 }
@@ -312,10 +313,12 @@ function tickTimes() {
 function tickCountdown() {
   const top = state.lastTop, el = $("countdown");
   if (!top) { el.textContent = ""; return; }
-  const label = top.window === "all-time" ? "all-time" : `${top.window} · ${top.period}`;
+  // the endless windows (all-time, the rolling last seven days) count down to nothing
+  const endless = top.window === "all-time" || top.window === "rolling-7d";
+  const label = endless ? top.window : `${top.window} · ${top.period}`;
   const ends = state.periodEnds.get(top.period);
-  if (top.window !== "all-time" && !ends) reloadPeriods();  // a new period began
-  if (top.window === "all-time" || !ends) { el.textContent = label; return; }
+  if (!endless && !ends) reloadPeriods();  // a new period began
+  if (endless || !ends) { el.textContent = label; return; }
   const left = Math.round((ends.getTime() - Date.now()) / 1000);
   if (left <= 0) { el.textContent = `${label} · ended`; if (!$("period").value) reloadPeriods(); return; }
   const d = Math.floor(left / 86400), h = Math.floor(left / 3600) % 24;

@@ -49,7 +49,7 @@ async def record(conn: Conn, board_id: str, runs: Sequence[Run], memory_ms: int)
         await conn.execute(
             "INSERT INTO run_fingerprints"
             " (board_id, run_id, player_id, score, ended_ms, received_ms)"
-            " SELECT %s, * FROM fingerprints_in ORDER BY run_id COLLATE \"C\""
+            ' SELECT %s, * FROM fingerprints_in ORDER BY run_id COLLATE "C"'
             " ON CONFLICT (board_id, run_id) DO UPDATE SET player_id = EXCLUDED.player_id,"
             "  score = EXCLUDED.score, ended_ms = EXCLUDED.ended_ms,"
             "  received_ms = EXCLUDED.received_ms",

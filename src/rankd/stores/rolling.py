@@ -110,38 +110,51 @@ async def state(conn: Conn, board_id: str, first_day: int) -> RollState:
     )
 
 
-async def roll(conn: Conn, board_id: str, first_day: int) -> int:
+@dataclass(frozen=True, slots=True)
+class Rolled:
+    """What a day change did to the durable copy."""
+
+    # (segment, player, achieved ms) of every entry that came from a day gone
+    gone: list[tuple[str, str, int]]
+    # (segment, player) of those that still have one: their best of the days left
+    kept: set[tuple[str, str]]
+
+
+async def roll(conn: Conn, board_id: str, first_day: int) -> Rolled:
     """Drop the days before ``first_day`` and put every entry that came from one of them
-    back as the player's best of the days left (or none). Returns the entries replaced or
-    removed. Idempotent."""
+    back as the player's best of the days left (or none). Idempotent."""
     args = {"b": board_id, "d": first_day, "w": ROLLING, "p": ROLLING_PERIOD_ID}
     await conn.execute("DELETE FROM rolling_days WHERE board_id = %(b)s AND day < %(d)s", args)
+    cur = await conn.execute(
+        "DELETE FROM player_best WHERE board_id = %(b)s AND win = %(w)s AND period = %(p)s"
+        " AND achieved_ms < %(ms)s RETURNING segment, player_id, achieved_ms",
+        {**args, "ms": first_day * DAY_MS},
+    )
+    gone = [(str(s), str(p), int(ms)) for s, p, ms in await cur.fetchall()]
+    if not gone:
+        return Rolled([], set())
     await conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS rolling_gone (segment text, player_id text)"
         " ON COMMIT DELETE ROWS"
     )
+    async with conn.cursor().copy("COPY rolling_gone FROM STDIN") as copy:
+        for segment, player, _ in gone:
+            await copy.write_row((segment, player))
     cur = await conn.execute(
-        "WITH gone AS (DELETE FROM player_best WHERE board_id = %(b)s AND win = %(w)s"
-        "  AND period = %(p)s AND achieved_ms < %(ms)s RETURNING segment, player_id)"
-        " INSERT INTO rolling_gone SELECT * FROM gone",
-        {**args, "ms": first_day * DAY_MS},
+        "INSERT INTO player_best (board_id, win, period, segment, player_id, composite,"
+        " score, achieved_ms, run_id, time_bucket, metadata)"
+        " SELECT DISTINCT ON (d.segment, d.player_id) d.board_id, %(w)s, %(p)s,"
+        "  d.segment, d.player_id, d.composite, d.score, d.achieved_ms, d.run_id,"
+        "  d.time_bucket, d.metadata"
+        " FROM rolling_days d JOIN rolling_gone g"
+        "  ON g.segment = d.segment AND g.player_id = d.player_id"
+        " WHERE d.board_id = %(b)s"
+        " ORDER BY d.segment, d.player_id, d.composite DESC,"
+        f"  {stamp_offset_sql('d.achieved_ms')}"
+        " RETURNING segment, player_id",
+        args,
     )
-    gone = cur.rowcount
-    if gone:
-        await conn.execute(
-            "INSERT INTO player_best (board_id, win, period, segment, player_id, composite,"
-            " score, achieved_ms, run_id, time_bucket, metadata)"
-            " SELECT DISTINCT ON (d.segment, d.player_id) d.board_id, %(w)s, %(p)s,"
-            "  d.segment, d.player_id, d.composite, d.score, d.achieved_ms, d.run_id,"
-            "  d.time_bucket, d.metadata"
-            " FROM rolling_days d JOIN rolling_gone g"
-            "  ON g.segment = d.segment AND g.player_id = d.player_id"
-            " WHERE d.board_id = %(b)s"
-            " ORDER BY d.segment, d.player_id, d.composite DESC,"
-            f"  {stamp_offset_sql('d.achieved_ms')}",
-            args,
-        )
-    return gone
+    return Rolled(gone, {(str(s), str(p)) for s, p in await cur.fetchall()})
 
 
 async def record(conn: Conn, board_id: str, *, pg_day: int, redis_day: int) -> None:

@@ -121,13 +121,15 @@ async def test_days_leave_the_rolling_window_in_every_store(
 
     # three days later: three more days have left; a day that holds no best changes nothing
     later = now_ms + 3 * DAY_MS
-    rolled = await rolling.roll(runtime.pg, runtime.rebuilder, config, later)
+    rolled = await rolling.roll(runtime.pg, runtime.redis, runtime.rebuilder, config, later)
     assert rolled is not None and rolled.first_day == today - 3
     after = model(runs, today - 3, today)
     assert after != expected  # the seed leaves some entries to fall
     assert await standing(client, board) == after
     assert await durable(pg, board) == after
-    assert await rolling.roll(runtime.pg, runtime.rebuilder, config, later) is None  # done
+    assert (
+        await rolling.roll(runtime.pg, runtime.redis, runtime.rebuilder, config, later) is None
+    )  # done
     # a player's own rank, and the all-time window untouched
     top = await client.get(f"/v1/boards/{board}/top", params={"n": 100})
     assert len(top.json()["entries"]) == len({r["player_id"] for r in runs})
@@ -158,7 +160,7 @@ async def test_days_leave_the_rolling_window_in_every_store(
     await replay(runtime.runlog, runtime.applier, first)
     await wait_consumer_idle(client, runtime)
     assert await standing(client, board) == expected
-    again = await rolling.roll(runtime.pg, runtime.rebuilder, config, later)
+    again = await rolling.roll(runtime.pg, runtime.redis, runtime.rebuilder, config, later)
     assert again is not None and again.changed > 0
     assert await standing(client, board) == after
     assert await durable(pg, board) == after
@@ -169,7 +171,7 @@ async def test_days_leave_the_rolling_window_in_every_store(
         f"/v1/boards/{board}/entries/{gone}", params={"window": "rolling-7d"}, headers=ADMIN_H
     )
     assert removed.status_code == 200, removed.text
-    assert await rolling.roll(runtime.pg, runtime.rebuilder, config, later + DAY_MS)
+    assert await rolling.roll(runtime.pg, runtime.redis, runtime.rebuilder, config, later + DAY_MS)
     last = [e for e in model(runs, today - 2, today) if e[0] != gone]
     assert await standing(client, board) == last
     assert await durable(pg, board) == last
@@ -225,10 +227,59 @@ async def test_a_pass_that_died_before_its_rebuild_is_finished_by_the_next(
     later = now_ms + 3 * DAY_MS
     first = (later // DAY_MS) - 6
     async with runtime.pg.apply_lock(exclusive=True) as conn:
-        assert await stores_rolling.roll(conn, board, first) == 1
+        assert len((await stores_rolling.roll(conn, board, first)).gone) == 1
         await stores_rolling.record(conn, board, pg_day=first, redis_day=-1)
     assert await standing(client, board) == [("dp0", 900), ("dp1", 300)]  # Redis: not yet
-    rolled = await rolling.roll(runtime.pg, runtime.rebuilder, config, later)
+    rolled = await rolling.roll(runtime.pg, runtime.redis, runtime.rebuilder, config, later)
     assert rolled is not None and rolled.rebuilt and rolled.changed == 0
     assert await standing(client, board) == [("dp0", 500), ("dp1", 300)]
-    assert await rolling.roll(runtime.pg, runtime.rebuilder, config, later) is None
+    assert await rolling.roll(runtime.pg, runtime.redis, runtime.rebuilder, config, later) is None
+
+
+async def test_a_day_leaving_takes_its_shadow_entries_metadata_and_times_and_says_so(
+    client: httpx.AsyncClient, make_board: MakeBoard, runtime: Runtime, redis: Redis
+) -> None:
+    board = await make_board(windows=["rolling-7d"])
+    config = await runtime.boards.reload(board)
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    gone, stays, banned = new_board_id("rg"), new_board_id("rs"), new_board_id("rb")
+    for i, (player, days_ago, score) in enumerate(
+        [(gone, 5, 900), (stays, 5, 800), (stays, 0, 100), (banned, 5, 950)]
+    ):
+        ended = datetime.fromtimestamp((now_ms - days_ago * DAY_MS) / 1000, UTC)
+        body = {"run_id": f"x{i}", "player_id": player, "score": score, "metadata": {"i": i}}
+        body["ended_at"] = ended.isoformat()
+        response = await client.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+        assert response.status_code == 200, response.text
+    try:
+        await ban(client, banned)
+        await wait_consumer_idle(client, runtime)
+        assert await standing(client, board) == [(gone, 900), (stays, 800)]
+        notices = redis.pubsub(ignore_subscribe_messages=True)
+        await notices.subscribe(keys.CHANGES)
+        later = now_ms + 3 * DAY_MS
+        rolled = await rolling.roll(runtime.pg, runtime.redis, runtime.rebuilder, config, later)
+        assert rolled is not None and rolled.changed == 3
+        # every instance's live streams are told to read again
+        told = None
+        for _ in range(50):  # the subscription's own confirmation reads as None first
+            told = told or await notices.get_message(timeout=0.1)
+        await notices.aclose()
+        assert told is not None and told["channel"] == keys.CHANGES.encode()
+        assert await standing(client, board) == [(stays, 100)]
+    finally:
+        await ban(client, banned, False)
+    # the banned player's departed entry did not wait on :shadow to be published by the unban
+    await asyncio.sleep(0.3)
+    assert await standing(client, board) == [(stays, 100)]
+    # nothing of the departed entries is left beside the board: metadata, times
+    leftovers: list[bytes] = []
+    for pattern in keys.board_patterns(board):
+        async for key in redis.scan_iter(match=pattern):
+            kind = await redis.type(key)
+            if kind == b"hash":
+                fields: list[bytes] = await redis.hkeys(key)  # type: ignore[assignment]
+                leftovers += [f for f in fields if f != b"#"]
+    assert not [f for f in leftovers if gone.encode() in f or banned.encode() in f], leftovers
+    assert stays.encode() in leftovers  # the kept entry's time (its metadata: its member)
+    assert [f for f in leftovers if f.endswith(stays.encode()) and f != stays.encode()]

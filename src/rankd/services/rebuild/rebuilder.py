@@ -26,7 +26,7 @@ from typing import Literal
 from rankd import metrics
 from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
-from rankd.periods import ALL_TIME, PeriodError, PeriodRef, start_ms_of
+from rankd.periods import ALL_TIME, ENDLESS, PeriodError, PeriodRef, start_ms_of
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
 from rankd.services.rebuild import one_period, small
 from rankd.services.rebuild import parallel as parallel_rebuild
@@ -187,12 +187,15 @@ class Rebuilder:
         *,
         when: Literal["always", "redis_changed", "missing"] = "always",
         fresh_config: BoardConfig | None = None,
+        serve_meanwhile: bool = False,
     ) -> RebuildReport | None:
         """Restore the selected periods (default: all). Returns None if nothing was needed.
 
         ``redis_changed``: only if Redis is not the process the boards were verified on.
         ``missing``: only periods whose board key is gone. ``fresh_config``: the board's
         config as the caller just read it (else the registry's, which may be seconds old).
+        ``serve_meanwhile``: the periods' keys are whole (a rolling window's day change),
+        so reads keep being answered from them until the swap, not 503.
         """
         started = time.perf_counter()
         report = RebuildReport()
@@ -253,8 +256,8 @@ class Rebuilder:
                 missing = await self.redis.loads.missing_periods([ref for ref, _, _ in todo])
                 todo = [t for t in todo if t[0] in missing]
             # the current periods first: each is served as soon as it is in place
-            todo.sort(key=lambda t: (t[0][1] != ALL_TIME, -t[1]))
-            self.restoring = {ref for ref, _, _ in todo}
+            todo.sort(key=lambda t: (t[0][1] not in ENDLESS, -t[1]))
+            self.restoring = set() if serve_meanwhile else {ref for ref, _, _ in todo}
             try:
                 await entry_metadata.restore(conn, self.redis.loads, todo, board, window, period)
                 await restore_admission(conn, self.redis.tournaments, todo, board, window, period)

@@ -889,7 +889,7 @@
           el("td", {}, closing ? el("span", { class: "pill warn" }, "closing…")
             : el("span", { class: `pill ${p.status === "open" ? "ok" : ""}` }, p.status)),
           el("td", {}, local(p.starts_at)), el("td", {}, local(p.ends_at)),
-          el("td", {}, p.status === "open" && window !== "all-time"
+          el("td", {}, p.status === "open" && window !== "all-time" && window !== "rolling-7d"
             ? el("button", {
               type: "button", class: "danger ghost small", disabled: closing,
               title: `Close ${window} period ${p.period} of ${board.board_id} now, as if it had ended`,

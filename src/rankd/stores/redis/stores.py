@@ -16,6 +16,7 @@ from rankd.stores.redis.notices import Notices
 from rankd.stores.redis.positions import Positions
 from rankd.stores.redis.profiles import Profiles
 from rankd.stores.redis.reads import Reads
+from rankd.stores.redis.rolling import RollingKeys
 from rankd.stores.redis.seasons import SeasonKeys
 from rankd.stores.redis.sharded import ShardedReads
 from rankd.stores.redis.staging import Loads
@@ -64,6 +65,7 @@ class RedisStores:
         self.loads = Loads(conn, shards)
         self.tournaments = TournamentKeys(conn)
         self.histograms = HistogramKeys(conn)
+        self.rolling = RollingKeys(conn, shards)
 
     @property
     def client(self) -> Redis:
