@@ -42,6 +42,8 @@ async def record(conn: Conn, board_id: str, runs: Sequence[Run], memory_ms: int)
             "CREATE TEMP TABLE IF NOT EXISTS fingerprints_in (run_id text, player_id text,"
             " score bigint, ended_ms bigint, received_ms bigint) ON COMMIT DELETE ROWS"
         )
+        # emptied first: a consumer batch records each of its boards in one transaction
+        await conn.execute("TRUNCATE fingerprints_in")
         async with conn.cursor().copy("COPY fingerprints_in FROM STDIN") as copy:
             for run_id, held in changed.items():
                 await copy.write_row((run_id, *held))

@@ -60,6 +60,7 @@ async def write_days(
         " player_id text, composite bigint, score bigint, achieved_ms bigint, run_id text,"
         " time_bucket int, metadata text) ON COMMIT DELETE ROWS"
     )
+    await conn.execute("TRUNCATE rolling_in")  # one transaction may write more than once
     async with conn.cursor().copy("COPY rolling_in FROM STDIN") as copy:
         for (ref, day), rows in days.items():
             for r in rows.values():
@@ -137,6 +138,7 @@ async def roll(conn: Conn, board_id: str, first_day: int) -> Rolled:
         "CREATE TEMP TABLE IF NOT EXISTS rolling_gone (segment text, player_id text)"
         " ON COMMIT DELETE ROWS"
     )
+    await conn.execute("TRUNCATE rolling_gone")
     async with conn.cursor().copy("COPY rolling_gone FROM STDIN") as copy:
         for segment, player, _ in gone:
             await copy.write_row((segment, player))
