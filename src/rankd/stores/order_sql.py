@@ -15,6 +15,18 @@ def stamp_offset_sql(achieved_ms: str) -> str:
     return f"LEAST(GREATEST({achieved_ms} - {STAMP_EPOCH_MS}::bigint, 0), {STAMP_MAX}::bigint)"
 
 
+def better_where_sql(table: str) -> str:
+    """An upsert's ``WHERE``: the new row (EXCLUDED) ranks before ``table``'s: a higher
+    composite, or an equal one reached earlier (Redis's order, lua/lib.lua better; the
+    time clamped as the member's stamp clamps it)."""
+    return (
+        f" WHERE EXCLUDED.composite > {table}.composite"
+        f"  OR (EXCLUDED.composite = {table}.composite"
+        f"   AND {stamp_offset_sql('EXCLUDED.achieved_ms')}"
+        f"    < {stamp_offset_sql(f'{table}.achieved_ms')})"
+    )
+
+
 def shard_sql(player: str) -> str:
     """SQL for a player's shard on a board of ``%(n)s`` shards, as placement.py shard_of
     computes it (the first 4 bytes of the id's MD5, big-endian, modulo the shards)."""

@@ -18,7 +18,7 @@ from psycopg import AsyncConnection
 
 from rankd.periods import DAY_MS, ROLLING, ROLLING_PERIOD_ID, PeriodRef
 from rankd.placement import time_bucket
-from rankd.stores.order_sql import stamp_offset_sql
+from rankd.stores.order_sql import better_where_sql, stamp_offset_sql
 
 Conn = AsyncConnection[Any]
 
@@ -40,14 +40,7 @@ class DayRow(Protocol):
     def metadata(self) -> str | None: ...
 
 
-# the better row of the two (lua/lib.lua better): a higher composite, or an equal one
-# reached earlier
-_BETTER = (
-    " WHERE EXCLUDED.composite > rolling_days.composite"
-    "  OR (EXCLUDED.composite = rolling_days.composite"
-    f"   AND {stamp_offset_sql('EXCLUDED.achieved_ms')}"
-    f"    < {stamp_offset_sql('rolling_days.achieved_ms')})"
-)
+_BETTER = better_where_sql("rolling_days")
 
 
 async def write_days(

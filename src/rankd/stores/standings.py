@@ -22,13 +22,13 @@ from rankd.codec import stamp_offset
 from rankd.periods import DAY_MS, ROLLING, PeriodRef, start_ms_of
 from rankd.placement import time_bucket
 from rankd.stores import rolling
+from rankd.stores.order_sql import better_where_sql
 
 # member_sql, shard_sql, ENTRY_PAGE_SQL and pages are named here too for the tests
 # (test_standings.py, test_sharded.py, test_ties.py); they live in order_sql.py and
 # rebuild/pages.py.
 from rankd.stores.order_sql import member_sql as member_sql
 from rankd.stores.order_sql import shard_sql as shard_sql
-from rankd.stores.order_sql import stamp_offset_sql
 from rankd.stores.rebuild.pages import ENTRY_PAGE_SQL as ENTRY_PAGE_SQL
 from rankd.stores.rebuild.pages import pages as pages
 
@@ -185,14 +185,7 @@ async def _write_best(
     )
 
 
-# the better entry: a higher composite, or an equal one reached earlier (Redis's order,
-# lua/lib.lua better; the time clamped as the member's stamp clamps it)
-_BETTER = (
-    " WHERE EXCLUDED.composite > player_best.composite"
-    "  OR (EXCLUDED.composite = player_best.composite"
-    f"   AND {stamp_offset_sql('EXCLUDED.achieved_ms')}"
-    f"    < {stamp_offset_sql('player_best.achieved_ms')})"
-)
+_BETTER = better_where_sql("player_best")
 # the later run (lua/lib.lua later)
 _LATER = (
     ' WHERE (EXCLUDED.achieved_ms, EXCLUDED.run_id COLLATE "C")'
