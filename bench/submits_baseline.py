@@ -25,7 +25,7 @@ from bench.submits_base import (
 from rankd.boards import BoardConfig
 from rankd.plan import plan
 from rankd.runs import Run
-from rankd.stores.redis.scripts import SUBMIT_BEST
+from rankd.stores.redis.scripts import SUBMIT_BEST, SUBMIT_REPLY_WIDTH
 from rankd.stores.redis.writes import script_call
 
 # --- the baseline: the same script, straight to Redis -----------------------------------------
@@ -41,7 +41,7 @@ class _WindowTemplate:
     time_key: int  # the low bits of the composite for a run ending now
     time_bits: int
     tail: bytes  # the argument after the member (the exact end time), RESP-encoded
-    clock: bytes  # the arguments after the mark (now, forget marks before), RESP-encoded
+    clock: bytes  # the arguments after the mark (now, forget marks before, metadata), RESP
 
 
 def _templates(board: BoardConfig, now_ms: int) -> list[_WindowTemplate]:
@@ -53,13 +53,14 @@ def _templates(board: BoardConfig, now_ms: int) -> list[_WindowTemplate]:
         call = script_call(board, target, now_ms, 15_000)
         assert target.applies and call[0] is SUBMIT_BEST, target
         _, keys, args = call
-        composite, _, ended, _, now, forget = args
+        composite, _, ended, _, now, forget, metadata = args
         codec = board.codecs[target.window]
         assert codec.order == "desc" and codec.score_key(0) == 0
         prefix = b"*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%b\r\n" % (3 + len(keys) + len(args), sha)
         prefix += _bulk(str(len(keys)).encode()) + b"".join(_bulk(k.encode()) for k in keys)
         tail = _bulk(str(ended).encode())
         clock = _bulk(str(now).encode()) + _bulk(str(forget).encode())
+        clock += _bulk(str(metadata).encode())  # none: the baseline's runs carry no metadata
         out.append(_WindowTemplate(prefix, int(composite), codec.time_bits, tail, clock))
     return out
 
@@ -112,7 +113,7 @@ async def script_baseline(redis_url: str, seconds: float) -> dict[str, Any]:
                     parser.feed(data)
                     while (reply := parser.gets()) is not False:
                         got += 1
-                        if not (isinstance(reply, list) and len(reply) == 5):
+                        if not (isinstance(reply, list) and len(reply) == SUBMIT_REPLY_WIDTH):
                             raise RuntimeError(f"submit_best answered {reply!r}")
                 if measuring:
                     done += depth
