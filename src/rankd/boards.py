@@ -7,11 +7,11 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal
 
-from rankd import unbuilt
 from rankd.codec import MAX_SCORE_LIMIT, Codec
 from rankd.errors import InvalidRequest
 from rankd.formats import SEGMENT_DIMENSION_PATTERN, check_board_id, clip, is_segment_dimension
 from rankd.hooks import parse_hooks
+from rankd.leagues import League, parse_league
 from rankd.periods import (
     ENDLESS,
     ROLLING,
@@ -37,7 +37,7 @@ DEFAULT_RETENTION = {"daily": 8, "weekly": 35, "monthly": 100}
 # the windows a retention may be set for; an hourly period with none set leaves Redis once
 # it is archived (plan.expires_at_ms), its hours then read from the archive
 RETAINED = frozenset({*DEFAULT_RETENTION, "hourly", "scheduled"})
-IMMUTABLE_FIELDS = ("order", "policy", "window_policies", "max_score", "shards")
+IMMUTABLE_FIELDS = ("order", "policy", "window_policies", "max_score", "shards", "league")
 POLICIES: tuple[Policy, ...] = ("best", "sum", "latest")
 # The user-settable fields: what a PUT body may hold and what is stored.
 SETTING_FIELDS = (
@@ -59,6 +59,7 @@ SETTING_FIELDS = (
     "join_required",
     "max_entrants",
     "max_attempts",
+    "league",
 )
 MAX_ENTRANTS = 10_000_000
 MAX_ATTEMPTS = 10_000
@@ -94,6 +95,8 @@ class BoardConfig:
     join_required: bool = False
     max_entrants: int = 0
     max_attempts: int = 0
+    # the board's periodic window as league seasons (rankd/leagues.py); None: no league
+    league: League | None = None
 
     @property
     def admits(self) -> bool:
@@ -184,6 +187,7 @@ class BoardConfig:
         values["segments"] = list(self.segments)
         values["hooks"] = dict(self.hooks)
         values["schedule"] = None if self.schedule is None else self.schedule.as_json()
+        values["league"] = None if self.league is None else self.league.as_json()
         return values
 
 
@@ -198,10 +202,6 @@ def _int_field(body: dict[str, Any], name: str, low: int, high: int) -> int | No
 
 def _window_policies(value: object) -> dict[str, Policy]:
     """``{"weekly": "sum"}``: windows mapped to a policy of their own."""
-    if isinstance(value, dict):
-        for policy in value.values():
-            if isinstance(policy, str) and policy in unbuilt.POLICIES:
-                raise unbuilt.not_built(f"the policy {policy!r}")
     if not isinstance(value, dict) or any(
         w not in WINDOWS or p not in POLICIES for w, p in value.items()
     ):
@@ -221,7 +221,6 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
     check_board_id(board_id)
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
-    unbuilt.refuse_fields(body, unbuilt.BOARD_FIELDS, "board")
     unknown = sorted(set(body) - set(SETTING_FIELDS))
     if unknown:
         raise InvalidRequest(
@@ -232,10 +231,6 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
 
     if "windows" in body:
         windows = body["windows"]
-        if isinstance(windows, list):
-            for window in windows:
-                if isinstance(window, str) and window in unbuilt.WINDOWS:
-                    raise unbuilt.not_built(f"the window {window!r}")
         if (
             not isinstance(windows, list)
             or not windows
@@ -252,8 +247,6 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
         ("score_format", SCORE_FORMATS),
     ):
         if name in body:
-            if name == "policy" and isinstance(body[name], str) and body[name] in unbuilt.POLICIES:
-                raise unbuilt.not_built(f"the policy {body[name]!r}")
             if body[name] not in allowed:
                 raise InvalidRequest(f"{name} must be one of {', '.join(allowed)}")
             values[name] = body[name]
@@ -335,6 +328,10 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
                 f"in 0..{MAX_RETENTION_DAYS} (0: a period leaves Redis once archived)"
             )
         values["retention_days"] = {**values["retention_days"], **retention}
+    if "league" in body:
+        values["league"] = body["league"]
+    if values.get("league") is not None:  # checked against the windows as they now are
+        values["league"] = parse_league(values["league"], values["windows"]).as_json()
     if "segments" in body:
         dimensions = body["segments"]
         if (
@@ -378,6 +375,9 @@ def from_settings(
         join_required=values.get("join_required", False),
         max_entrants=values.get("max_entrants", 0),
         max_attempts=values.get("max_attempts", 0),
+        league=None
+        if values.get("league") is None
+        else parse_league(values["league"], values["windows"]),
         created_at=created_at,
         generation=generation,
         closes=dict(closes or {}),

@@ -112,13 +112,6 @@ class NotEnabled(RankdError):
     code = "not_enabled"
 
 
-class NotBuilt(RankdError):
-    """A field or route the contract names that this version does not build yet: refused
-    rather than accepted and ignored."""
-
-    code = "not_implemented"
-
-
 class UnsupportedMediaType(RankdError):
     code = "unsupported_media_type"
 

@@ -1,18 +1,14 @@
-"""The wire contract (CONTRACT.md), once: every JSON shape the HTTP API takes and answers.
+"""The wire contract (CONTRACT.md), once: every JSON shape the HTTP API takes and answers
+(results_admin.py and results_leagues.py have the rest). TypedDicts: the services build
+plain dicts that orjson renders as they are, mypy checks each against its shape, and the
+routes name them as FastAPI response models, so /openapi.json documents exactly them
+(api/schemas.py adds the examples); the Python client re-exports them. The input rules
+stated (patterns, bounds) are the validators' constants.
 
-TypedDicts rather than classes: the services build plain dicts that orjson renders as they
-are, and mypy checks each one against its shape. The routes name these shapes as their
-FastAPI response models, so /openapi.json documents exactly them (pydantic reads TypedDicts;
-api/schemas.py adds the examples /docs shows), and the Python client re-exports them
-(rankd.client.types). The input rules the document states (patterns, bounds, formats) are
-the constants the validators check: the limits below, the id patterns of formats.py.
-
-A key that may be left out (``NotRequired``, every key of a ``total=False`` body) is
-documented as also taking null (api/schemas.py, ``nullable_optionals``), as the document has
-always said: the service leaves such keys out of its answers and takes null for them in a
-body (except a board's settings, which must be left out rather than null).
-
-Class docstrings become schema descriptions in the document, so only ``Ready`` has one.
+A key that may be left out (``NotRequired``, any key of a ``total=False`` body) is
+documented as also taking null (api/schemas.py ``nullable_optionals``): answers leave it
+out, bodies may send null (a board's settings must leave it out). Only ``Ready`` has a
+docstring: class docstrings become schema descriptions.
 """
 
 from __future__ import annotations
@@ -23,6 +19,7 @@ from typing_extensions import TypedDict  # pydantic reads typing's only from Pyt
 
 from rankd.codec import MAX_SCORE_LIMIT
 from rankd.formats import PLAYER_ID_PATTERN, RUN_ID_PATTERN
+from rankd.leagues import LeagueSettings
 from rankd.periods import Window
 from rankd.wire_doc import MAX_BAN_REASON as MAX_BAN_REASON
 from rankd.wire_doc import MAX_BATCH as MAX_BATCH
@@ -103,6 +100,10 @@ class BoardSettings(TypedDict, total=False):
             description="webhooks: `period_closed`, an http(s) URL POSTed each period's total"
             " and top 100 once it is frozen (null: none); needs RANKD_WEBHOOK_SECRET"
         ),
+    ]
+    league: Annotated[
+        LeagueSettings | None,
+        Doc(description="league seasons over the one periodic window; fixed once it has runs"),
     ]
 
 
@@ -197,6 +198,7 @@ class Board(TypedDict):
     join_required: bool
     max_entrants: int
     max_attempts: int
+    league: LeagueSettings | None
     # shown to admins only: a receiver's URL is the game's business
     hooks: NotRequired[dict[str, str]]
     # a board with a schedule: its occurrence open now, and the next one (null: none)

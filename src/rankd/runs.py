@@ -8,6 +8,7 @@ replay puts it in the same standings whatever the profile says later.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,13 +18,16 @@ import orjson
 # A run held for review carries a 7th field, the windows it is held in (version 2 readers
 # before holds refuse it, which parks it rather than publishing it unreviewed). A run with
 # metadata carries it as an 8th (the 7th then [] when it is not held); readers from before
-# metadata refuse it likewise, rather than dropping what the client sent.
+# metadata refuse it likewise, rather than dropping what the client sent. A league board's
+# run carries its placement as a 10th (the 9th then "" when the run is not refused).
 LOG_FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 
 Segments = tuple[tuple[str, str], ...]  # (dimension, value) pairs, in the board's order
 # why a scheduled board's occurrence does not count a run (a standing's status there)
 REFUSALS = ("not_joined", "full", "attempts_exhausted")
+# a league placement in the log: "<tier>:<ordinal>" or "wait"
+PLACEMENT = re.compile(r"wait|(?:[0-9]|1[0-5]):(?:0|[1-9][0-9]{0,9})")
 
 
 @dataclass(slots=True)  # one per submitted run: frozen dataclasses construct slower
@@ -45,6 +49,10 @@ class Run:
     # why the scheduled window does not count the run ("" : it does): not_joined, full or
     # attempts_exhausted, decided before logging (services/tournaments.py)
     refused: str = ""
+    # a league board's placement of the player in the run's period, decided before logging
+    # (services/leagues.py): "<tier>:<ordinal>", "wait" (their tier is not known yet), or
+    # "" (no league, or the run places no one)
+    league: str = ""
 
 
 def encode_message(board_id: str, runs: list[Run], generation: int = 0) -> bytes:
@@ -74,7 +82,10 @@ def encode_message(board_id: str, runs: list[Run], generation: int = 0) -> bytes
 def _tail(run: Run) -> list[Any]:
     """A run's optional fields: the windows it is held in, its metadata (embedded as the
     JSON it already is, not parsed and encoded again; null for none), then why the
-    scheduled window refuses it; trailing empty ones left out."""
+    scheduled window refuses it, then its league placement; trailing empty ones left out."""
+    if run.league:
+        meta = orjson.Fragment(run.metadata) if run.metadata else None
+        return [list(run.held), meta, run.refused, run.league]
     if run.refused:
         meta = orjson.Fragment(run.metadata) if run.metadata else None
         return [list(run.held), meta, run.refused]
@@ -99,11 +110,16 @@ def _run(fields: list[Any]) -> Run:
             raise TypeError("metadata must be an object")
         run.metadata = orjson.dumps(fields[7]).decode()
     if len(fields) > 8:
-        if fields[8] not in REFUSALS:
+        # "" only before a league placement
+        if fields[8] not in REFUSALS and not (fields[8] == "" and len(fields) > 9):
             raise TypeError(f"unknown refusal {fields[8]!r}")
         run.refused = fields[8]
-    if len(fields) not in (5, 6, 7, 8, 9):
-        raise TypeError(f"a run has 5 to 9 fields, not {len(fields)}")
+    if len(fields) > 9:
+        if not isinstance(fields[9], str) or not PLACEMENT.fullmatch(fields[9]):
+            raise TypeError(f"unknown league placement {fields[9]!r}")
+        run.league = fields[9]
+    if len(fields) not in (5, 6, 7, 8, 9, 10):
+        raise TypeError(f"a run has 5 to 10 fields, not {len(fields)}")
     return run
 
 

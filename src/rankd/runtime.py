@@ -18,6 +18,7 @@ from rankd.services.deletion import Deletions
 from rankd.services.group_commit import GroupCommitter
 from rankd.services.heals import Heals
 from rankd.services.invalidation import Invalidations
+from rankd.services.leagues import Leagues
 from rankd.services.live import LiveHub
 from rankd.services.log_retention import LogRetention
 from rankd.services.moderation import Moderation
@@ -218,6 +219,7 @@ class Runtime:
                 SegmentValues(redis.admission, pg, s.segment_values_max),
                 answer_timeout_s=s.redis_answer_timeout_s,
                 tournaments=Tournaments(redis.tournaments, pg),
+                leagues=Leagues(redis.leagues, pg),
             ),
             reader=Reader(
                 redis.reads,

@@ -243,3 +243,10 @@ async def all_reads(
                 reads[("player", window, item["period"], player)] = (one.status_code, one.json())
                 reads[("around", window, item["period"], player)] = (near.status_code, near.json())
     return reads
+
+
+async def wipe_board(redis: Redis, board_id: str) -> None:
+    """Redis loses every key of the board (entries, side keys, admission, leagues)."""
+    for pattern in keys.board_patterns(board_id):
+        async for key in redis.scan_iter(match=pattern):
+            await redis.unlink(key)

@@ -22,6 +22,7 @@ from rankd.api import (
     openapi,
     routes_boards,
     routes_console,
+    routes_leagues,
     routes_live,
     routes_moderation,
     routes_ops,
@@ -31,7 +32,6 @@ from rankd.api import (
     routes_runs,
     routes_tokens,
     routes_tournaments,
-    routes_unbuilt,
 )
 from rankd.api.fastpath import HotRoutes
 from rankd.api.http import JSONBody
@@ -138,13 +138,13 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
         routes_players,
         routes_tokens,
         routes_tournaments,
+        routes_leagues,
         routes_moderation,
         routes_live,
         routes_player_events,
         routes_ops,
         docs_pages,
         routes_console,
-        routes_unbuilt,
     ):
         app.include_router(module.router)
 

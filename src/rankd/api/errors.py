@@ -38,7 +38,6 @@ STATUS: dict[type[errors.RankdError], int] = {
     errors.RateLimited: 429,
     errors.ClientGone: 499,  # nginx's code for it; the client never sees the answer
     errors.NotEnabled: 501,
-    errors.NotBuilt: 501,
     errors.Unavailable: 503,
     errors.TooManyStreams: 503,
 }

@@ -72,6 +72,13 @@ ROUTES: dict[str, Doc] = {
         "viewer", (*READ, "player_not_ranked"), player=True
     ),
     "GET /v1/boards/{board_id}/players/{player_id}/friends": Doc("viewer", READ, player=True),
+    "GET /v1/boards/{board_id}/players/{player_id}/league": Doc(
+        "viewer", (*READ, "player_not_ranked"), player=True
+    ),
+    "GET /v1/boards/{board_id}/cohorts/{cohort}": Doc("viewer", READ, player=True),
+    "GET /v1/players/{player_id}/leagues": Doc(
+        "public", ("invalid_request", "board_not_found", "unauthorized", "unavailable")
+    ),
     "GET /v1/boards/{board_id}/rank-of": Doc("public", (*READ, "score_out_of_range")),
     "GET /v1/boards/{board_id}/periods": Doc("public", READ),
     "GET /v1/boards/{board_id}/events": Doc("public", READ),
@@ -144,7 +151,6 @@ MESSAGES: dict[str, str] = {
     "rate_limited": "too many requests for this key; retry after the Retry-After seconds",
     "unavailable": "the run log did not answer in time; nothing was accepted, retry",
     "not_enabled": "player tokens are off: set RANKD_PLAYER_TOKEN_SECRET to turn them on",
-    "not_implemented": "cursor is not built in this version yet; page with offset",
 }
 # Examples of a route's own non-2xx models (their model's example is a 200's).
 OWN_EXAMPLES: dict[str, dict[str, Any]] = {

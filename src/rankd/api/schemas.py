@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from rankd import results, results_admin
+from rankd import results, results_admin, results_leagues
 
 BOARD_EXAMPLE: dict[str, Any] = {
     "board_id": "arena",
@@ -34,6 +34,7 @@ BOARD_EXAMPLE: dict[str, Any] = {
     "join_required": False,
     "max_entrants": 0,
     "max_attempts": 0,
+    "league": None,
     "created_at": "2026-11-03T18:00:00.000Z",
     "tie_resolution_ms": {"all-time": 1, "weekly": 1},
 }
@@ -135,6 +136,31 @@ EXAMPLES: dict[type, list[dict[str, Any]]] = {
             "total": 1042311,
             "entries": [ENTRY_EXAMPLE],
             "next_cursor": "q2xJb0FZ1mH3v0hQ8U3Jz1syImFyZW5hIiwxLCJ3ZWVrbHkiXQ",
+        }
+    ],
+    results_leagues.Cohort: [
+        {
+            **HEAD_EXAMPLE,
+            "tier": "silver",
+            "cohort": "silver-412",
+            "ends_at": "2026-11-09T00:00:00.000Z",
+            "entries": [{**ENTRY_EXAMPLE, "rank": 1, "zone": "promote"}],
+        }
+    ],
+    results_leagues.LeagueHistory: [
+        {
+            "board_id": "arena",
+            "player_id": "48213377",
+            "tier": "gold",
+            "history": [
+                {
+                    "period": "2026-W44",
+                    "tier": "silver",
+                    "cohort": "silver-412",
+                    "rank": 2,
+                    "moved": "up",
+                }
+            ],
         }
     ],
     results.RankOf: [{**HEAD_EXAMPLE, "score": 1284500, "rank": 12, "total": 1042311}],

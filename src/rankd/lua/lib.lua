@@ -311,3 +311,16 @@ local function with_times(slice)
   end
   return out
 end
+
+-- league_place(K, player): place ``player`` in a league period whose tiers are known (the
+-- league scripts' KEYS, see league_place.lua): their existing "<tier>:<ordinal>", else the
+-- next ordinal of their tier (K[1], first tier when absent), recorded both ways.
+local function league_place(K, player)
+  local at = redis.call('HGET', K[2], player)
+  if at then return at end
+  local tier = redis.call('HGET', K[1], player) or '0'
+  at = tier .. ':' .. (redis.call('HINCRBY', K[4], tier, 1) - 1)
+  redis.call('HSET', K[2], player, at)
+  redis.call('HSET', K[3], at, player)
+  return at
+end

@@ -28,6 +28,7 @@ from rankd.formats import clip, is_board_id
 from rankd.periods import PeriodRef
 from rankd.plan import Target, Visibility, plan
 from rankd.runs import decode_batch
+from rankd.services.leagues import Leagues, carried_placements
 from rankd.services.moderation import Moderation
 from rankd.services.rebuild.repairs import busy_in
 from rankd.services.registry import BoardRegistry
@@ -36,6 +37,7 @@ from rankd.services.write_pipeline import WritePipeline
 from rankd.stores import corrections, deletions, fingerprints, standings
 from rankd.stores import tournaments as tournaments_db
 from rankd.stores.postgres import Conn, PostgresStore
+from rankd.stores.redis.leagues import LeagueKeys
 from rankd.stores.redis.marks import Marks
 from rankd.stores.redis.reads import Reads
 from rankd.stores.redis.tournaments import TournamentKeys
@@ -127,6 +129,7 @@ class Applier:
         self.moderation = moderation
         self.pipeline = WritePipeline(writes, marks, reads, pg, moderation)
         self.tournament_keys = TournamentKeys(writes.conn)
+        self.leagues = Leagues(LeagueKeys(writes.conn), pg)
         self.mark_wait_ms = None if mark_wait_s is None else int(mark_wait_s * 1000)
         # how long a run id's first content is binding (services/run_ids.py)
         self.run_memory_ms = int(run_memory_s * 1000)
@@ -369,6 +372,9 @@ class Applier:
                 _collect(batch, board_id, [t for p in written.plans for t in p])
                 if config.admits:
                     tries += counted_runs(board_id, written.plans)
+                if config.league is not None:  # under the lock, like the admission below
+                    placed = carried_placements(config, written.plans)
+                    await self.leagues.apply(conn, board_id, placed)
             await standings.write(conn, batch)
             await tournaments_db.add_tries(conn, tries)
             # under the lock: an erasure (which takes it exclusively) cannot run in between

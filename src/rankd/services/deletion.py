@@ -43,6 +43,7 @@ from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from rankd.aio import keep_task, stop_tasks, wait_or_stop
+from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound, Unavailable
 from rankd.periods import PeriodRef
 from rankd.runs import decode_batch, encode_message
@@ -52,6 +53,7 @@ from rankd.services.names import NameCache
 from rankd.services.registry import BoardRegistry
 from rankd.services.seasons import SEASON_LOCK
 from rankd.stores import deletions as db
+from rankd.stores import leagues as leagues_db
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import LogMessage, RunLog
@@ -178,17 +180,36 @@ class Deletions:
         async with self._exclusive() as conn:
             log_seq = await self.runlog.last_sequence()
             refs = await db.erase_player(conn, player_id, log_seq, _now_ms())
+            placed = set(await leagues_db.forget_player(conn, player_id))
         refs |= live
         await self.redis.moves.drop_entries(sorted(refs), [player_id])
         for ref in refs:  # the scheduled occurrences' admission keys too
             if ref.window == "scheduled" and not ref.segment:
                 await self.redis.tournaments.forget_player(ref.board, ref.period, player_id)
+        await self._leave_leagues(player_id, configs, refs, placed)
         await self.redis.profiles.forget_player(player_id)
         self.names.forget(player_id)
         await self.moderation.bans.refresh()
         await self._in_background(self._sweep_player(player_id, refs), f"erase-{player_id}")
         self._scrub_now.set()
         self.invalidations.publish()
+
+    async def _leave_leagues(
+        self,
+        player_id: str,
+        configs: list[BoardConfig],
+        refs: set[PeriodRef],
+        placed: set[tuple[str, str]],
+    ) -> None:
+        """The player leaves every league board's cohorts, queues and tiers in Redis: where
+        the durable copy placed them, and in every league period they had an entry in."""
+        for config in configs:
+            if config.league is not None:
+                window = config.league.window
+                periods = {p for b, p in placed if b == config.board_id} | {
+                    r.period for r in refs if r.board == config.board_id and r.window == window
+                }
+                await self.redis.leagues.forget_player(config.board_id, sorted(periods), player_id)
 
     async def _sweep_player(self, player_id: str, refs: set[PeriodRef]) -> None:
         """Again once every instance has applied what it logged before the erasure: a

@@ -46,9 +46,11 @@ from rankd.codec import Codec
 from rankd.periods import SPAN_MS, Period, PeriodRef
 from rankd.plan import expires_at_ms
 from rankd.services import rolling, webhooks
+from rankd.services.leagues import Leagues
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.stores import archive_job, fingerprints
+from rankd.stores import leagues as leagues_db
 from rankd.stores.archive import ArchiveState, FrozenEntry
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis.reads import Reads
@@ -128,6 +130,7 @@ class SeasonReport:
     thawed: int = 0  # frozen periods reopened by a raised grace
     waiting: int = 0  # closed periods waiting for the log consumer
     rolled: int = 0  # rolling-7d periods a day left (services/rolling.py)
+    advanced: int = 0  # league boards whose tiers or waiting players Redis got
     failed: int = 0  # periods whose step failed (logged; retried next pass)
     seconds: float = 0.0
     freeze_seconds: float = 0.0  # time spent freezing (for the archive rate)
@@ -162,6 +165,7 @@ class SeasonJob:
         self.settle_ms = settle_ms
         self.clock = clock
         self.page_size = page_size
+        self.leagues = Leagues(rebuilder.redis.leagues, pg)
 
     async def run_forever(self, interval_s: float, stop: asyncio.Event) -> None:
         """A pass every ``interval_s`` until ``stop`` is set."""
@@ -222,24 +226,40 @@ class SeasonJob:
             for board in configs.values():  # occurrences with no run: announced all the same
                 if boards is None or board.board_id in boards:
                     await webhooks.announce_empty_occurrences(conn, board, now, self.settle_ms)
-            for board in configs.values():  # days leaving rolling windows (services/rolling.py)
+            for board in configs.values():  # each board's own steps
                 if boards is None or board.board_id in boards:
-                    try:
-                        redis = self.rebuilder.redis
-                        announce = redis.notices.announce_everything
-                        if await rolling.roll(self.pg, redis, self.rebuilder, board, now, announce):
-                            report.rolled += 1
-                    except Exception as exc:
-                        report.failed += 1
-                        logger.warning(
-                            "season job: %s rolling-7d: %s: %s",
-                            board.board_id,
-                            type(exc).__name__,
-                            exc,
-                        )
+                    await self._board_pass(conn, board, now, through, report)
         report.seconds = time.perf_counter() - started
         metrics.SEASON_LAST_PASS.set(time.time())
         return report
+
+    async def _board_pass(
+        self, conn: Conn, board: BoardConfig, now: int, through: int | None, report: SeasonReport
+    ) -> None:
+        """Days leaving the board's rolling-7d window (services/rolling.py); its league's
+        tiers and waiting players (services/leagues.py)."""
+        try:
+            redis = self.rebuilder.redis
+            announce = redis.notices.announce_everything
+            if await rolling.roll(self.pg, redis, self.rebuilder, board, now, announce):
+                report.rolled += 1
+            if board.league is not None:
+
+                def settled(period: Period) -> bool:
+                    closes = board.closes_at_ms(period)
+                    return (
+                        closes is not None
+                        and now >= closes + self.settle_ms
+                        and (through is None or through >= closes)
+                    )
+
+                if await self.leagues.advance(conn, board, now, settled):
+                    report.advanced += 1
+        except Exception as exc:
+            if conn.closed:
+                raise  # the lease went with its connection: stop here
+            report.failed += 1
+            logger.warning("season job: %s: %s: %s", board.board_id, type(exc).__name__, exc)
 
     async def _applied_through(self) -> int | None:
         try:
@@ -312,6 +332,12 @@ class SeasonJob:
 
         async def announce(tx: Conn, archive_id: int, total: int) -> None:
             await webhooks.record_period_closed(tx, board, ref, archive_id, total, now)
+            league = board.league
+            if league is not None and ref.window == league.window and not ref.segment:
+                # the moves, exactly once with the freeze (services/leagues.py)
+                await leagues_db.make_moves(
+                    tx, board.board_id, league, ref.period, period.start_ms, archive_id, now
+                )
 
         return await archive_job.freeze(
             conn, ref, period.start_ms, source, now, pages, progress, announce

@@ -31,6 +31,7 @@ from rankd.plan import standing
 from rankd.results import Standing
 from rankd.runs import Run
 from rankd.services.group_commit import GroupCommitter
+from rankd.services.leagues import Leagues
 from rankd.services.moderation import Moderation
 from rankd.services.players import Players
 from rankd.services.run_ids import RunIds
@@ -58,10 +59,13 @@ class Submitter:
         *,
         answer_timeout_s: float = 5.0,
         tournaments: Tournaments | None = None,
+        leagues: Leagues | None = None,
     ) -> None:
         self.answer_timeout_s = answer_timeout_s
         # scheduled boards' joins and caps, decided before logging (services/tournaments.py)
         self.tournaments = tournaments
+        # league boards' placements, decided before logging (services/leagues.py)
+        self.leagues = leagues
         self.writes = writes
         self.reads = reads
         self.pg = pg
@@ -139,6 +143,8 @@ class Submitter:
             accepted = await self.moderation.decide_holds(board, accepted)
             if self.tournaments is not None:
                 accepted, taken = await self.tournaments.admit(board, accepted)
+            if self.leagues is not None:
+                accepted = await self.leagues.place(board, accepted)
         return refused, accepted, taken
 
     async def apply(

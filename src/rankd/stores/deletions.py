@@ -88,6 +88,10 @@ async def delete_board(conn: Conn, board_id: str, generation: int, now_ms: int) 
         "tournament_tries",
         "rolling_days",
         "rolling_state",
+        "league_members",
+        "league_tiers",
+        "league_history",
+        "league_moves",
     ):
         await conn.execute(f"DELETE FROM {table} WHERE board_id = %s", (board_id,))
     await conn.execute("DELETE FROM boards WHERE board_id = %s", (board_id,))

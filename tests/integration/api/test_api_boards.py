@@ -584,3 +584,14 @@ async def test_a_bad_score_format_is_refused_and_changes_nothing(
     assert "score_format" in response.json()["error"]["message"]
     after = await get_board(client, board_id)
     assert after["score_format"] == "decimal_1" and after["grace_seconds"] == 3600
+
+
+async def test_unhashable_values_are_plain_400s(client: httpx.AsyncClient) -> None:
+    bodies: list[dict[str, object]] = [
+        {"windows": [["daily"]]},
+        {"policy": ["best"]},
+        {"windows": [{}]},
+    ]
+    for body in bodies:
+        response = await client.put(f"/v1/boards/{new_board_id()}", json=body, headers=ADMIN_H)
+        assert response.status_code == 400, (body, response.text)

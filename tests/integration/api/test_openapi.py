@@ -249,10 +249,11 @@ async def test_real_answers_of_every_route_match_the_document(
     seen: set[str] = set()
     player_id = "p1"
     period_id = "all-time"
+    cohort = "bronze-1"
 
     async def call(method: str, template: str, *, status: int, **kwargs: Any) -> httpx.Response:
         url = template.format(
-            board_id=board, player_id=player_id, run_id="r-held", period=period_id
+            board_id=board, player_id=player_id, run_id="r-held", period=period_id, cohort=cohort
         )
         response = await client.request(method, url, **kwargs)
         assert response.status_code == status, (method, url, response.text)
@@ -388,7 +389,41 @@ async def test_real_answers_of_every_route_match_the_document(
     await call("DELETE", board_path, status=404, headers=ADMIN_H)
     await call("DELETE", board_path, status=401)
 
+    # a league board's reads
+    board = new_board_id("oa-league")
+    league = {"window": "weekly", "tiers": ["bronze", "silver"]}
+    await call(
+        "PUT",
+        board_path,
+        status=201,
+        json={"windows": ["weekly"], "league": league},
+        headers=ADMIN_H,
+    )
+    await call(
+        "POST",
+        runs,
+        status=200,
+        json={"run_id": "l1", "player_id": "p1", "score": 3},
+        headers=SERVER_H,
+    )
+    mine = "/v1/boards/{board_id}/players/{player_id}/league"
+    await call("GET", mine, status=200)
+    await call("GET", mine, status=200, params={"viewer": "p1"}, headers=SERVER_H)
+    await call("GET", mine, status=401, params={"viewer": "p1"})
+    await call("GET", mine, status=404, params={"period": "2020-W01"})
+    cohorts = "/v1/boards/{board_id}/cohorts/{cohort}"
+    await call("GET", cohorts, status=200)
+    cohort = "gold-1"
+    await call("GET", cohorts, status=400)
+    leagues = "/v1/players/{player_id}/leagues"
+    await call("GET", leagues, status=200, params={"board": board})
+    await call("GET", leagues, status=400)
+    await call(
+        "GET", leagues, status=401, params={"board": board}, headers={"Authorization": "Bearer x"}
+    )
     board = new_board_id("missing")
+    await call("GET", leagues, status=404, params={"board": board})
+    await call("GET", mine, status=404)
     await call("GET", segments, status=404)
     await call("GET", board_path, status=404)
     await call("POST", runs, status=404, json=run, headers=SERVER_H)

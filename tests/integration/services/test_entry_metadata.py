@@ -19,7 +19,7 @@ from rankd.services.replay import replay
 from rankd.stores.redis import keys
 from tests.integration.services.test_admin import ban, freeze
 from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id
-from tests.support.durable import wait_consumer_idle
+from tests.support.durable import wait_consumer_idle, wipe_board
 from tests.support.wire import assert_error
 
 
@@ -181,16 +181,10 @@ async def test_metadata_survives_a_rebuild_a_replay_and_a_lost_redis(
     )
     assert (await cur.fetchone()) == (20 * 4,)  # two windows, each global and a segment
 
-    async def wipe() -> None:
-        """Redis loses the board's metadata and entries (its every key)."""
-        for pattern in keys.board_patterns(board):
-            async for key in redis.scan_iter(match=pattern):
-                await redis.unlink(key)
-
-    await wipe()
+    await wipe_board(redis, board)
     await runtime.rebuilder.rebuild(board=board)
     assert [await metas(client, board, **params) for params in reads] == before
-    await wipe()
+    await wipe_board(redis, board)
     await replay(runtime.runlog, runtime.applier, first)
     assert [await metas(client, board, **params) for params in reads] == before
 

@@ -17,10 +17,9 @@ from redis.asyncio import Redis
 
 from rankd.runtime import Runtime
 from rankd.services.replay import replay
-from rankd.stores.redis import keys
 from tests.integration.services.test_admin import ban
 from tests.support.common import SERVER_H, MakeBoard, new_board_id
-from tests.support.durable import wait_consumer_idle
+from tests.support.durable import wait_consumer_idle, wipe_board
 
 
 @pytest.fixture
@@ -132,19 +131,14 @@ async def test_the_latest_run_holds_the_entry_whatever_the_order(
     await asyncio.sleep(0.3)
     assert {w: await standing(client, board, w) for w in expected} == expected
 
-    async def wipe() -> None:
-        for pattern in keys.board_patterns(board):
-            async for key in redis.scan_iter(match=pattern):
-                await redis.unlink(key)
-
     await wait_consumer_idle(client, runtime)
-    await wipe()
+    await wipe_board(redis, board)
     await runtime.rebuilder.rebuild(board=board)
     assert {w: await standing(client, board, w) for w in expected} == expected
     # after the rebuild, ties at one ms still go to the greater run id
     for run in runs[:40]:
         await send(run)
     assert {w: await standing(client, board, w) for w in expected} == expected
-    await wipe()
+    await wipe_board(redis, board)
     await replay(runtime.runlog, runtime.applier, first)
     assert {w: await standing(client, board, w) for w in expected} == expected

@@ -24,7 +24,7 @@ from rankd.stores import rolling as stores_rolling
 from rankd.stores.redis import keys
 from tests.integration.services.test_admin import ban
 from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id
-from tests.support.durable import wait_consumer_idle
+from tests.support.durable import wait_consumer_idle, wipe_board
 
 
 @pytest.fixture
@@ -145,18 +145,13 @@ async def test_days_leave_the_rolling_window_in_every_store(
     await asyncio.sleep(0.3)
     assert await standing(client, board) == after
 
-    async def wipe() -> None:
-        for pattern in keys.board_patterns(board):
-            async for key in redis.scan_iter(match=pattern):
-                await redis.unlink(key)
-
     # Redis lost: rebuilt from the durable copy as it was rolled
-    await wipe()
+    await wipe_board(redis, board)
     await runtime.rebuilder.rebuild(board=board)
     assert await standing(client, board) == after
     # a replay into an empty Redis applies every run as it came (counted then), bringing
     # back the days that left; the next pass rolls them out again
-    await wipe()
+    await wipe_board(redis, board)
     await replay(runtime.runlog, runtime.applier, first)
     await wait_consumer_idle(client, runtime)
     assert await standing(client, board) == expected

@@ -21,7 +21,7 @@ from rankd.services.webhooks import Webhooks
 from rankd.stores.redis import keys
 from tests.integration.services.test_admin import freeze
 from tests.support.common import ADMIN_H, SERVER_H, WEBHOOK_SECRET, MakeBoard, new_board_id
-from tests.support.durable import wait_consumer_idle
+from tests.support.durable import wait_consumer_idle, wipe_board
 from tests.support.receiver import receiver
 from tests.support.wire import assert_error
 
@@ -118,23 +118,18 @@ async def test_runs_count_in_the_occurrence_they_ended_in(
     active = await client.get("/v1/boards", params={"active": "true"})
     assert board in [b["board_id"] for b in active.json()["boards"]]
 
-    async def wipe() -> None:
-        for pattern in keys.board_patterns(board):
-            async for key in redis.scan_iter(match=pattern):
-                await redis.unlink(key)
-
     expected = {
         "current": await top(client, board, window="scheduled"),
         "previous": await top(client, board, window="scheduled", period=basic(previous)),
     }
     await wait_consumer_idle(client, runtime)
-    await wipe()
+    await wipe_board(redis, board)
     await runtime.rebuilder.rebuild(board=board)
     assert await top(client, board, window="scheduled") == expected["current"]
     assert (
         await top(client, board, window="scheduled", period=basic(previous)) == expected["previous"]
     )
-    await wipe()
+    await wipe_board(redis, board)
     await replay(runtime.runlog, runtime.applier, first)
     assert await top(client, board, window="scheduled") == expected["current"]
     assert (

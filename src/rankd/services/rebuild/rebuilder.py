@@ -28,6 +28,7 @@ from rankd.boards import BoardConfig
 from rankd.errors import BoardNotFound
 from rankd.periods import ALL_TIME, ENDLESS, PeriodError, PeriodRef, start_ms_of
 from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
+from rankd.services.leagues import Leagues
 from rankd.services.rebuild import one_period, small
 from rankd.services.rebuild import parallel as parallel_rebuild
 from rankd.services.rebuild.small import SmallBatches
@@ -261,6 +262,9 @@ class Rebuilder:
             try:
                 await entry_metadata.restore(conn, self.redis.loads, todo, board, window, period)
                 await restore_admission(conn, self.redis.tournaments, todo, board, window, period)
+                leagues = Leagues(self.redis.leagues, self.pg)
+                for config in {c.board_id: c for _, _, c in todo if c.league}.values():
+                    await leagues.restore(conn, config)  # the boards' placements and tiers
                 await self._load(conn, todo, banned, held, now_ms, report, progress, whole)
             finally:
                 self.restoring = set()

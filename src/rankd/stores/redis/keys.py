@@ -166,6 +166,23 @@ def tournament(board: str, period: str) -> tuple[str, str, str]:
     return f"{tag}:entrants", f"{tag}:tries", f"{tag}:counts"
 
 
+def league(board: str, period: str) -> tuple[str, str, str, str, str, str, str]:
+    """A league board's placement keys for one period (lua/league_place.lua), with the
+    board's tiers, in one hash tag per board: tiers, members, roster, fill, ready, the
+    waiting queue and its set. Apart from the standings' keys, like admission."""
+    tag = f"lg:{{{board}:league}}"
+    p = f"{tag}:{period}"
+    return (
+        f"{tag}:tiers",
+        f"{p}:members",
+        f"{p}:roster",
+        f"{p}:fill",
+        f"{p}:ready",
+        f"{p}:wait",
+        f"{p}:wset",
+    )
+
+
 def run_ids_armed(board: str) -> str:
     """Present once the board's run-id registry is complete for this Redis (see
     services/run_ids.py); a Redis that lost it restores the registry before any claim."""
@@ -194,13 +211,15 @@ def rate_limit(identity: str) -> str:
 def board_patterns(board: str) -> tuple[str, ...]:
     """SCAN patterns matching every key of a board: its periods and segments with their
     side keys and exact-times hashes, its periods index and its ``rk:`` keys (the run-id
-    registry, segment values; board ids hold no glob characters)."""
+    registry, segment values; board ids hold no glob characters), its ``tn:`` and ``lg:``
+    keys (admission, leagues)."""
     return (
         f"lb:{{{board}:*",
         f"lb:{{{board}/*",
         f"lb:periods:{{{board}}}:*",
         f"rk:{{{board}}}:*",
         f"tn:{{{board}:*",
+        f"lg:{{{board}:league}}:*",
     )
 
 

@@ -47,6 +47,10 @@ ADMIT = Script.load("admit")
 JOIN = Script.load("join")
 ADMITTED = Script.load("admitted")
 UNADMIT = Script.load("unadmit")
+LEAGUE_PLACE = Script.load("league_place")
+LEAGUE_PLACED = Script.load("league_placed")
+LEAGUE_ADVANCE = Script.load("league_advance")
+LEAGUE_COHORT = Script.load("league_cohort")
 # values a submit script answers per run (submit_best.lua): changed, rank, stored, mine or
 # counted, achieved, and the previous entry's rank, composite and time
 SUBMIT_REPLY_WIDTH = 8
@@ -74,6 +78,10 @@ ALL_SCRIPTS = (
     JOIN,
     ADMITTED,
     UNADMIT,
+    LEAGUE_PLACE,
+    LEAGUE_PLACED,
+    LEAGUE_ADVANCE,
+    LEAGUE_COHORT,
     AROUND,
     TOP,
     FRIENDS,

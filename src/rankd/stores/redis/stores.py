@@ -9,6 +9,7 @@ from rankd.stores.redis.common import Shards
 from rankd.stores.redis.connection import RedisConn
 from rankd.stores.redis.erase import BoardKeys
 from rankd.stores.redis.histograms import HistogramKeys
+from rankd.stores.redis.leagues import LeagueKeys
 from rankd.stores.redis.limits import RateLimits
 from rankd.stores.redis.marks import Marks, PeriodsIndex
 from rankd.stores.redis.moves import Moves
@@ -64,6 +65,7 @@ class RedisStores:
         self.positions = Positions(conn)
         self.loads = Loads(conn, shards)
         self.tournaments = TournamentKeys(conn)
+        self.leagues = LeagueKeys(conn)
         self.histograms = HistogramKeys(conn)
         self.rolling = RollingKeys(conn, shards)
 

@@ -1,0 +1,235 @@
+"""League boards (CONTRACT v1.3 "Leagues"; the rules are rankd/leagues.py).
+
+Placement is decided before a run is logged, in one Redis script per period
+(lua/league_place.lua): a player's first run of a period takes the next place of their
+tier, and the run carries the placement (``Run.league``) into the log, so the log consumer,
+a replay and a rebuild all place everyone where the submit path did. The tiers of a period
+are those the previous period's moves left, so until that period is frozen and its moves
+made (its grace over) a new player waits, queued in arrival order; the season job then
+places the queue in order (``advance``) and writes those placements to PostgreSQL itself.
+
+The moves are made in the transaction that freezes the period (``make_moves``, from the
+archive's public ranks, so a banned player never takes a promotion place): exactly once,
+whichever instance freezes it and wherever it crashed before. Redis then learns the tiers
+they left (``advance``; a pass that died in between is finished by the next).
+
+Reads find the cohort in Redis (lua/league_cohort.lua) and rank its members with the group
+read friends lists use, so bans, holds, own views and archived periods act as on any read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from rankd.boards import BoardConfig
+from rankd.errors import InvalidRequest
+from rankd.leagues import League
+from rankd.periods import Period, previous
+from rankd.plan import Target
+from rankd.runs import Run
+from rankd.stores import leagues as db
+from rankd.stores.postgres import Conn, PostgresStore
+from rankd.stores.redis.leagues import LeagueKeys, Placement
+
+logger = logging.getLogger("rankd.leagues")
+
+# periods of a league window a season pass looks at (an hourly league's grace of 16 days);
+# older ones with players still waiting are left to a rebuild
+MAX_OPEN_PERIODS = 400
+# (period, player, placement) a logged run carries
+Carried = tuple[str, str, str]
+
+
+def league_of(board: BoardConfig) -> League:
+    if board.league is None:
+        raise InvalidRequest(f"board {board.board_id!r} is not a league (it has no league field)")
+    return board.league
+
+
+def is_first(board: BoardConfig, period: Period) -> bool:
+    """Whether ``period`` holds the board's creation: no earlier period has league moves,
+    so its tiers are known at once."""
+    if board.created_at is None:
+        return False
+    created_ms = int(board.created_at.timestamp() * 1000)
+    return period.start_ms <= created_ms < period.end_ms
+
+
+def open_periods(board: BoardConfig, window: str, now_ms: int) -> list[Period]:
+    """The league window's periods still taking runs at ``now_ms`` (the current one and
+    those within their grace), oldest first; at most MAX_OPEN_PERIODS."""
+    period = board.period_at(window, now_ms)
+    assert period is not None
+    found = [period]
+    while len(found) < MAX_OPEN_PERIODS:
+        period = previous(period)
+        if board.period_status(period, now_ms) == "closed":
+            break
+        found.append(period)
+    return found[::-1]
+
+
+def members_of(board_id: str, found: Sequence[Placement], period: str) -> list[db.Member]:
+    rows: list[db.Member] = []
+    for player, at in found:
+        if at != "wait":
+            tier, _, ordinal = at.partition(":")
+            rows.append((board_id, period, player, int(tier), int(ordinal)))
+    return rows
+
+
+def carried_placements(board: BoardConfig, plans: Sequence[Sequence[Target]]) -> list[Carried]:
+    """The placements logged runs carry, as the log consumer applies them."""
+    league = board.league
+    if league is None:
+        return []
+    return [
+        (t.period.id, t.run.player_id, t.run.league)
+        for p in plans
+        for t in p
+        if t.window == league.window and not t.segment and t.run.league
+    ]
+
+
+class Leagues:
+    def __init__(self, keys: LeagueKeys, pg: PostgresStore) -> None:
+        self.keys = keys
+        self.pg = pg
+
+    # -- the write path
+
+    async def place(self, board: BoardConfig, runs: Sequence[Run]) -> list[Run]:
+        """``runs``, each that its league period counts carrying its player's placement."""
+        league = board.league
+        if league is None:
+            return list(runs)
+        asked: dict[str, list[int]] = {}
+        periods: dict[str, Period] = {}
+        for i, run in enumerate(runs):
+            period = board.period_at(league.window, run.ended_at_ms)
+            if period is None or board.period_status(period, run.received_at_ms) == "closed":
+                continue  # the run counts nowhere in the league: it places no one
+            asked.setdefault(period.id, []).append(i)
+            periods[period.id] = period
+        if not asked:
+            return list(runs)
+        replies = await self.keys.place(
+            board.board_id,
+            [
+                (pid, is_first(board, periods[pid]), [runs[i].player_id for i in idx])
+                for pid, idx in asked.items()
+            ],
+        )
+        out = list(runs)
+        for idx, found in zip(asked.values(), replies, strict=True):
+            for i, at in zip(idx, found, strict=True):
+                out[i] = replace(out[i], league=at)
+        return out
+
+    async def apply(self, conn: Conn, board_id: str, carried: Sequence[Carried]) -> None:
+        """The log consumer's part, in its transaction: Redis gets the placements back
+        (the submit path put most there already), PostgreSQL records them, with those
+        Redis made now for waiting players whose tiers are known by now."""
+        by_period: dict[str, list[Placement]] = {}
+        for period, player, at in carried:
+            by_period.setdefault(period, []).append((player, at))
+        rows: list[db.Member] = []
+        for period, found in by_period.items():
+            made = await self.keys.placed(board_id, period, found)
+            rows += members_of(board_id, [*found, *made], period)
+        await db.add_members(conn, rows)
+
+    # -- the season job
+
+    async def advance(
+        self, conn: Conn, board: BoardConfig, now_ms: int, settled: Callable[[Period], bool]
+    ) -> bool:
+        """Bring Redis up to the moves made: the tiers of every moved period, then, for each
+        period still taking runs, its tiers known and its waiting players placed once the
+        period before it is moved (or had no one and is ``settled``: closed, and every run
+        received in time applied). True if it did anything."""
+        league = board.league
+        if league is None:
+            return False
+        did = False
+        for moved in await db.unpushed(conn, board.board_id):
+            await self.keys.set_tiers(board.board_id, await db.movers(conn, board.board_id, moved))
+            await db.mark_pushed(conn, board.board_id, moved)
+            did = True
+        for period in open_periods(board, league.window, now_ms):
+            did = await self._advance(conn, board, period, now_ms, settled) or did
+        return did
+
+    async def _advance(
+        self,
+        conn: Conn,
+        board: BoardConfig,
+        period: Period,
+        now_ms: int,
+        settled: Callable[[Period], bool],
+    ) -> bool:
+        board_id = board.board_id
+        if await self.keys.is_ready(board_id, period.id):
+            if not await self.keys.waiting(board_id, period.id):
+                return False
+        else:
+            before = previous(period)
+            if not await db.is_moved(conn, board_id, before.id):
+                if await db.has_members(conn, board_id, before.id) or not settled(before):
+                    return False  # its moves come with its freeze
+                await db.record_moved(
+                    conn, board_id, before.id, before.start_ms, now_ms, pushed=True
+                )
+        placed = await self.keys.advance(board_id, period.id)
+        await db.add_members(conn, members_of(board_id, placed, period.id))
+        await self.keys.done_waiting(board_id, period.id)
+        if placed:
+            logger.info(
+                "league %s %s: %d waiting player(s) placed", board_id, period.id, len(placed)
+            )
+        return True
+
+    async def restore(self, conn: Conn, board: BoardConfig) -> None:
+        """A rebuild's part: the board's tiers and every period's placements as the durable
+        copy has them (players who were waiting queue again, in their entries' order)."""
+        league = board.league
+        if league is None:
+            return
+        periods: list[tuple[str, Sequence[Placement], bool]] = []
+        for period in await db.member_periods(conn, board.board_id):
+            found = await db.placements(conn, board.board_id, period, league.window)
+            placed = any(at != "wait" for _, at in found)
+            periods.append((period, found, placed))
+        await self.keys.restore(board.board_id, await db.tiers(conn, board.board_id), periods)
+
+    # -- reads
+
+    async def cohort(
+        self, board: BoardConfig, period: Period, by: tuple[str, ...]
+    ) -> tuple[int, int, list[str]] | None:
+        league = league_of(board)
+        return await self.keys.cohort(board.board_id, period.id, league.cohort_size, by)
+
+    async def history(self, board: BoardConfig, player_id: str) -> dict[str, Any]:
+        league = league_of(board)
+        async with self.pg.connection() as conn:
+            tier = await db.tier_of(conn, board.board_id, player_id)
+            rows = await db.history(conn, board.board_id, player_id)
+        return {
+            "board_id": board.board_id,
+            "player_id": player_id,
+            "tier": league.tiers[tier],
+            "history": [
+                {
+                    "period": period,
+                    "tier": league.tiers[t],
+                    "cohort": league.cohort_id(t, c),
+                    "rank": rank,
+                    "moved": moved,
+                }
+                for period, t, c, rank, moved in rows
+            ],
+        }
