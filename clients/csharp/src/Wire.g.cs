@@ -286,6 +286,9 @@ namespace Rankd
         /// <summary><c>max_attempts</c>, required.</summary>
         public long MaxAttempts { get; set; }
 
+        /// <summary><c>league</c>, required.</summary>
+        public LeagueSettings League { get; set; }
+
         /// <summary><c>hooks</c>, optional.</summary>
         public Dictionary<string, string> Hooks { get; set; }
 
@@ -330,6 +333,7 @@ namespace Rankd
             it.JoinRequired = global::Rankd.Json.AsBool(o["join_required"]);
             it.MaxEntrants = global::Rankd.Json.AsLong(o["max_entrants"]);
             it.MaxAttempts = global::Rankd.Json.AsLong(o["max_attempts"]);
+            it.League = LeagueSettings.FromJson(o["league"]);
             it.Hooks = global::Rankd.Json.AsMap(o["hooks"], x => global::Rankd.Json.AsString(x));
             it.Schedule = global::Rankd.Json.AsMap(o["schedule"], x => global::Rankd.Json.AsString(x));
             it.CurrentPeriod = Occurrence.FromJson(o["current_period"]);
@@ -360,6 +364,7 @@ namespace Rankd
             o["join_required"] = JoinRequired;
             o["max_entrants"] = MaxEntrants;
             o["max_attempts"] = MaxAttempts;
+            if (League != null) o["league"] = League;
             if (Hooks != null) o["hooks"] = Hooks;
             if (Schedule != null) o["schedule"] = Schedule;
             if (CurrentPeriod != null) o["current_period"] = CurrentPeriod;
@@ -460,6 +465,9 @@ namespace Rankd
         /// <summary><c>hooks</c>, optional.</summary>
         public Dictionary<string, string> Hooks { get; set; }
 
+        /// <summary><c>league</c>, optional.</summary>
+        public JsonObject League { get; set; }
+
         /// <summary>The object as it came (members this version does not know included);
         /// null when built here.</summary>
         public JsonObject Raw { get; private set; }
@@ -487,6 +495,7 @@ namespace Rankd
             it.MaxEntrants = global::Rankd.Json.AsLongOrNull(o["max_entrants"]);
             it.MaxAttempts = global::Rankd.Json.AsLongOrNull(o["max_attempts"]);
             it.Hooks = global::Rankd.Json.AsMap(o["hooks"], x => global::Rankd.Json.AsString(x));
+            it.League = global::Rankd.Json.AsObject(o["league"]);
             return it;
         }
 
@@ -512,6 +521,7 @@ namespace Rankd
             if (MaxEntrants != null) o["max_entrants"] = MaxEntrants;
             if (MaxAttempts != null) o["max_attempts"] = MaxAttempts;
             if (Hooks != null) o["hooks"] = Hooks;
+            if (League != null) o["league"] = League;
             return o;
         }
     }
@@ -598,6 +608,64 @@ namespace Rankd
         {
             var o = new JsonObject();
             if (Boards != null) o["boards"] = Boards;
+            return o;
+        }
+    }
+
+    /// <summary>Cohort (components.schemas).</summary>
+    public sealed partial class CohortResult : IJsonWritable
+    {
+        /// <summary><c>board_id</c>, required.</summary>
+        public string BoardId { get; set; }
+
+        /// <summary><c>window</c>, required.</summary>
+        public string Window { get; set; }
+
+        /// <summary><c>period</c>, required.</summary>
+        public string Period { get; set; }
+
+        /// <summary><c>tier</c>, required.</summary>
+        public string Tier { get; set; }
+
+        /// <summary><c>cohort</c>, required.</summary>
+        public string Cohort { get; set; }
+
+        /// <summary><c>ends_at</c>, required.</summary>
+        public string EndsAt { get; set; }
+
+        /// <summary><c>entries</c>, required.</summary>
+        public List<LeagueEntry> Entries { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static CohortResult FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new CohortResult { Raw = o };
+            it.BoardId = global::Rankd.Json.AsString(o["board_id"]);
+            it.Window = global::Rankd.Json.AsString(o["window"]);
+            it.Period = global::Rankd.Json.AsString(o["period"]);
+            it.Tier = global::Rankd.Json.AsString(o["tier"]);
+            it.Cohort = global::Rankd.Json.AsString(o["cohort"]);
+            it.EndsAt = global::Rankd.Json.AsString(o["ends_at"]);
+            it.Entries = global::Rankd.Json.AsList(o["entries"], x => LeagueEntry.FromJson(x));
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (BoardId != null) o["board_id"] = BoardId;
+            if (Window != null) o["window"] = Window;
+            if (Period != null) o["period"] = Period;
+            if (Tier != null) o["tier"] = Tier;
+            if (Cohort != null) o["cohort"] = Cohort;
+            if (EndsAt != null) o["ends_at"] = EndsAt;
+            if (Entries != null) o["entries"] = Entries;
             return o;
         }
     }
@@ -1210,6 +1278,203 @@ namespace Rankd
             if (PlayerId != null) o["player_id"] = PlayerId;
             if (Period != null) o["period"] = Period;
             o["joined"] = Joined;
+            return o;
+        }
+    }
+
+    /// <summary>LeagueEntry (components.schemas).</summary>
+    public sealed partial class LeagueEntry : IJsonWritable
+    {
+        /// <summary><c>rank</c>, required.</summary>
+        public long Rank { get; set; }
+
+        /// <summary><c>player_id</c>, required.</summary>
+        public string PlayerId { get; set; }
+
+        /// <summary><c>score</c>, required.</summary>
+        public long Score { get; set; }
+
+        /// <summary><c>achieved_at</c>, required.</summary>
+        public string AchievedAt { get; set; }
+
+        /// <summary><c>name</c>, required.</summary>
+        public string Name { get; set; }
+
+        /// <summary><c>metadata</c>, optional.</summary>
+        public JsonObject Metadata { get; set; }
+
+        /// <summary><c>zone</c>, required: one of "promote", "stay", "relegate".</summary>
+        public string Zone { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static LeagueEntry FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new LeagueEntry { Raw = o };
+            it.Rank = global::Rankd.Json.AsLong(o["rank"]);
+            it.PlayerId = global::Rankd.Json.AsString(o["player_id"]);
+            it.Score = global::Rankd.Json.AsLong(o["score"]);
+            it.AchievedAt = global::Rankd.Json.AsString(o["achieved_at"]);
+            it.Name = global::Rankd.Json.AsString(o["name"]);
+            it.Metadata = global::Rankd.Json.AsObject(o["metadata"]);
+            it.Zone = global::Rankd.Json.AsString(o["zone"]);
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            o["rank"] = Rank;
+            if (PlayerId != null) o["player_id"] = PlayerId;
+            o["score"] = Score;
+            if (AchievedAt != null) o["achieved_at"] = AchievedAt;
+            if (Name != null) o["name"] = Name;
+            if (Metadata != null) o["metadata"] = Metadata;
+            if (Zone != null) o["zone"] = Zone;
+            return o;
+        }
+    }
+
+    /// <summary>LeagueHistory (components.schemas).</summary>
+    public sealed partial class LeagueHistory : IJsonWritable
+    {
+        /// <summary><c>board_id</c>, required.</summary>
+        public string BoardId { get; set; }
+
+        /// <summary><c>player_id</c>, required.</summary>
+        public string PlayerId { get; set; }
+
+        /// <summary><c>tier</c>, required.</summary>
+        public string Tier { get; set; }
+
+        /// <summary><c>history</c>, required.</summary>
+        public List<LeaguePeriod> History { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static LeagueHistory FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new LeagueHistory { Raw = o };
+            it.BoardId = global::Rankd.Json.AsString(o["board_id"]);
+            it.PlayerId = global::Rankd.Json.AsString(o["player_id"]);
+            it.Tier = global::Rankd.Json.AsString(o["tier"]);
+            it.History = global::Rankd.Json.AsList(o["history"], x => LeaguePeriod.FromJson(x));
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (BoardId != null) o["board_id"] = BoardId;
+            if (PlayerId != null) o["player_id"] = PlayerId;
+            if (Tier != null) o["tier"] = Tier;
+            if (History != null) o["history"] = History;
+            return o;
+        }
+    }
+
+    /// <summary>LeaguePeriod (components.schemas).</summary>
+    public sealed partial class LeaguePeriod : IJsonWritable
+    {
+        /// <summary><c>period</c>, required.</summary>
+        public string Period { get; set; }
+
+        /// <summary><c>tier</c>, required.</summary>
+        public string Tier { get; set; }
+
+        /// <summary><c>cohort</c>, required.</summary>
+        public string Cohort { get; set; }
+
+        /// <summary><c>rank</c>, required.</summary>
+        public long? Rank { get; set; }
+
+        /// <summary><c>moved</c>, required: one of "up", "down", "stay".</summary>
+        public string Moved { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static LeaguePeriod FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new LeaguePeriod { Raw = o };
+            it.Period = global::Rankd.Json.AsString(o["period"]);
+            it.Tier = global::Rankd.Json.AsString(o["tier"]);
+            it.Cohort = global::Rankd.Json.AsString(o["cohort"]);
+            it.Rank = global::Rankd.Json.AsLongOrNull(o["rank"]);
+            it.Moved = global::Rankd.Json.AsString(o["moved"]);
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (Period != null) o["period"] = Period;
+            if (Tier != null) o["tier"] = Tier;
+            if (Cohort != null) o["cohort"] = Cohort;
+            if (Rank != null) o["rank"] = Rank;
+            if (Moved != null) o["moved"] = Moved;
+            return o;
+        }
+    }
+
+    /// <summary>LeagueSettings (components.schemas).</summary>
+    public sealed partial class LeagueSettings : IJsonWritable
+    {
+        /// <summary><c>window</c>, required: one of "hourly", "daily", "weekly", "monthly".</summary>
+        public string Window { get; set; }
+
+        /// <summary><c>tiers</c>, required.</summary>
+        public List<string> Tiers { get; set; }
+
+        /// <summary><c>cohort_size</c>, optional.</summary>
+        public long? CohortSize { get; set; }
+
+        /// <summary><c>promote</c>, optional.</summary>
+        public long? Promote { get; set; }
+
+        /// <summary><c>relegate</c>, optional.</summary>
+        public long? Relegate { get; set; }
+
+        /// <summary>The object as it came (members this version does not know included);
+        /// null when built here.</summary>
+        public JsonObject Raw { get; private set; }
+
+        public static LeagueSettings FromJson(object value)
+        {
+            var o = value as JsonObject;
+            if (o == null) return null;
+            var it = new LeagueSettings { Raw = o };
+            it.Window = global::Rankd.Json.AsString(o["window"]);
+            it.Tiers = global::Rankd.Json.AsList(o["tiers"], x => global::Rankd.Json.AsString(x));
+            it.CohortSize = global::Rankd.Json.AsLongOrNull(o["cohort_size"]);
+            it.Promote = global::Rankd.Json.AsLongOrNull(o["promote"]);
+            it.Relegate = global::Rankd.Json.AsLongOrNull(o["relegate"]);
+            return it;
+        }
+
+        /// <summary>The members that are set (null ones left out).</summary>
+        public JsonObject ToJson()
+        {
+            var o = new JsonObject();
+            if (Window != null) o["window"] = Window;
+            if (Tiers != null) o["tiers"] = Tiers;
+            if (CohortSize != null) o["cohort_size"] = CohortSize;
+            if (Promote != null) o["promote"] = Promote;
+            if (Relegate != null) o["relegate"] = Relegate;
             return o;
         }
     }
@@ -2186,6 +2451,8 @@ namespace Rankd
         public static readonly Operation Bans = new Operation("bans", "GET", "/v1/bans");
         // no body -> PeriodClosed
         public static readonly Operation ClosePeriod = new Operation("close_period", "POST", "/v1/boards/{board_id}/periods/{period}/close");
+        // no body -> CohortResult
+        public static readonly Operation Cohort = new Operation("cohort", "GET", "/v1/boards/{board_id}/cohorts/{cohort}");
         // no body -> BoardDeleted
         public static readonly Operation DeleteBoard = new Operation("delete_board", "DELETE", "/v1/boards/{board_id}");
         // no body -> EntryRemoved
@@ -2220,6 +2487,10 @@ namespace Rankd
         public static readonly Operation Player = new Operation("player", "GET", "/v1/boards/{board_id}/players/{player_id}");
         // no body -> string
         public static readonly Operation PlayerEvents = new Operation("player_events", "GET", "/v1/players/{player_id}/events");
+        // no body -> CohortResult
+        public static readonly Operation PlayerLeague = new Operation("player_league", "GET", "/v1/boards/{board_id}/players/{player_id}/league");
+        // no body -> LeagueHistory
+        public static readonly Operation PlayerLeagues = new Operation("player_leagues", "GET", "/v1/players/{player_id}/leagues");
         // BoardSettings -> Board
         public static readonly Operation PutBoard = new Operation("put_board", "PUT", "/v1/boards/{board_id}");
         // ProfileUpdate -> Profile

@@ -53,6 +53,7 @@ export interface Board {
   join_required: boolean;
   max_entrants: number;
   max_attempts: number;
+  league: LeagueSettings | null;
   hooks?: Record<string, string> | null;
   schedule?: Record<string, string | null> | null;
   current_period?: Occurrence | null;
@@ -85,6 +86,13 @@ export interface BoardSettings {
   max_entrants?: number | null;
   max_attempts?: number | null;
   hooks?: Record<string, string | null> | null;
+  league?: {
+  window: "hourly" | "daily" | "weekly" | "monthly";
+  tiers: string[];
+  cohort_size?: number | null;
+  promote?: number | null;
+  relegate?: number | null;
+} | null;
 }
 
 export interface BoardStanding {
@@ -99,6 +107,16 @@ export interface BoardStanding {
 
 export interface Boards {
   boards: Board[];
+}
+
+export interface Cohort {
+  board_id: string;
+  window: string;
+  period: string;
+  tier: string;
+  cohort: string;
+  ends_at: string;
+  entries: LeagueEntry[];
 }
 
 export interface ConsumerLag {
@@ -199,6 +217,39 @@ export interface Joined {
   player_id: string;
   period: string;
   joined: boolean;
+}
+
+export interface LeagueEntry {
+  rank: number;
+  player_id: string;
+  score: number;
+  achieved_at: string;
+  name: string | null;
+  metadata?: Record<string, unknown> | null;
+  zone: "promote" | "stay" | "relegate";
+}
+
+export interface LeagueHistory {
+  board_id: string;
+  player_id: string;
+  tier: string;
+  history: LeaguePeriod[];
+}
+
+export interface LeaguePeriod {
+  period: string;
+  tier: string;
+  cohort: string;
+  rank: number | null;
+  moved: "up" | "down" | "stay";
+}
+
+export interface LeagueSettings {
+  window: "hourly" | "daily" | "weekly" | "monthly";
+  tiers: string[];
+  cohort_size?: number | null;
+  promote?: number | null;
+  relegate?: number | null;
 }
 
 export interface Occurrence {
@@ -366,6 +417,7 @@ export interface Operations {
   ban: { method: "POST"; path: "/v1/players/{player_id}/ban"; request: BanRequest; response: Ban };
   bans: { method: "GET"; path: "/v1/bans"; request: never; response: Bans };
   close_period: { method: "POST"; path: "/v1/boards/{board_id}/periods/{period}/close"; request: never; response: PeriodClosed };
+  cohort: { method: "GET"; path: "/v1/boards/{board_id}/cohorts/{cohort}"; request: never; response: Cohort };
   delete_board: { method: "DELETE"; path: "/v1/boards/{board_id}"; request: never; response: BoardDeleted };
   delete_entry: { method: "DELETE"; path: "/v1/boards/{board_id}/entries/{player_id}"; request: never; response: EntryRemoved };
   erase_player: { method: "DELETE"; path: "/v1/players/{player_id}"; request: never; response: PlayerErased };
@@ -383,6 +435,8 @@ export interface Operations {
   periods: { method: "GET"; path: "/v1/boards/{board_id}/periods"; request: never; response: Periods };
   player: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}"; request: never; response: PlayerRank };
   player_events: { method: "GET"; path: "/v1/players/{player_id}/events"; request: never; response: string };
+  player_league: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/league"; request: never; response: Cohort };
+  player_leagues: { method: "GET"; path: "/v1/players/{player_id}/leagues"; request: never; response: LeagueHistory };
   put_board: { method: "PUT"; path: "/v1/boards/{board_id}"; request: BoardSettings; response: Board };
   put_profile: { method: "PUT"; path: "/v1/players/{player_id}"; request: ProfileUpdate; response: Profile };
   rank_of: { method: "GET"; path: "/v1/boards/{board_id}/rank-of"; request: never; response: RankOf };
