@@ -68,7 +68,8 @@ async def board_keys(redis: Redis, board_id: str) -> list[bytes]:
     return found
 
 
-async def freeze(rt: Runtime, board_id: str) -> None:
+async def freeze(rt: Runtime, board_id: str, wait_s: float = 0.0) -> None:
+    """One season pass over the board, settled at once (``wait_s``: for another's lease)."""
     job = SeasonJob(
         rt.redis.reads,
         rt.redis.seasons,
@@ -78,7 +79,7 @@ async def freeze(rt: Runtime, board_id: str) -> None:
         rt.seasons.applied_through,
         settle_ms=0,
     )
-    report = await job.run_pass(boards=[board_id])
+    report = await job.run_pass(boards=[board_id], wait_for_lease_s=wait_s)
     assert report.lease and not report.failed
 
 

@@ -15,12 +15,14 @@ from typing import Any
 
 import httpx
 import pytest
+from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
 from rankd.leagues import League
 from rankd.periods import period_at
 from rankd.runtime import Runtime
 from rankd.services.replay import replay
+from rankd.stores.redis import keys
 from tests.integration.services.test_admin import ban, freeze
 from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id
 from tests.support.durable import wait_consumer_idle, wipe_board
@@ -302,3 +304,66 @@ async def test_league_validation_and_reads_refuse_bad_input(
         headers=ADMIN_H,
     )
     assert_error(changed, 409, "board_immutable_field")
+
+
+async def placements(redis: Redis, pg: AsyncConnection[Any], board: str, period: str) -> Any:
+    """Every placement of the period, in Redis and in the durable copy."""
+    in_redis: dict[bytes, bytes] = await redis.hgetall(keys.league(board, period)[1])  # type: ignore[assignment]
+    cur = await pg.execute(
+        "SELECT player_id, tier || ':' || ordinal FROM league_members"
+        " WHERE board_id = %s AND period = %s",
+        (board, period),
+    )
+    durable = dict(await cur.fetchall())
+    text = {str(k, "utf-8"): str(v, "utf-8") for k, v in in_redis.items()}
+    return text, durable
+
+
+async def test_ten_thousand_players_are_placed_alike_by_a_rebuild_and_a_replay(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+) -> None:
+    first_seq = await runtime.runlog.last_sequence() + 1
+    board = new_board_id("lg-10k")
+    league = League("hourly", ("bronze", "silver"), cohort_size=30, promote=5, relegate=5)
+    body = {"windows": ["hourly"], "league": league.as_json()}
+    assert (await client.put(f"/v1/boards/{board}", json=body, headers=ADMIN_H)).status_code == 201
+    period = hour(int(datetime.now(UTC).timestamp() * 1000))
+
+    async def batch(first: int) -> None:
+        runs = [
+            {"run_id": f"r{i}", "player_id": f"p{i:05d}", "score": (i * 7919) % 10_007}
+            for i in range(first, first + 500)
+        ]
+        sent = await client.post(
+            f"/v1/boards/{board}/runs:batch", json={"runs": runs}, headers=SERVER_H
+        )
+        assert sent.status_code == 200, sent.text
+
+    # four requests at a time: their placements interleave as they come
+    for first in range(0, 10_000, 2_000):
+        await asyncio.gather(*(batch(f) for f in range(first, first + 2_000, 500)))
+    await wait_consumer_idle(client, runtime)
+    placed, durable = await placements(redis, pg, board, period)
+    assert placed == durable and len(placed) == 10_000
+    assert sorted(int(at.split(":")[1]) for at in placed.values()) == list(range(10_000))
+    sample = [league.cohort_id(0, n) for n in (0, 57, 333)]
+    reads = [await read_cohort(client, board, period, cohort) for cohort in sample]
+    assert [len(r) for r in reads] == [30, 30, 10]
+
+    # Redis lost, rebuilt from the durable copy
+    await wipe_board(redis, board)
+    await runtime.rebuilder.rebuild(board=board)
+    assert await placements(redis, pg, board, period) == (placed, durable)
+    assert [await read_cohort(client, board, period, c) for c in sample] == reads
+    # both stores emptied of the board's entries and placements, then the log replayed
+    await wipe_board(redis, board)
+    for table in ("league_members", "player_best"):
+        await pg.execute(f"DELETE FROM {table} WHERE board_id = %s", (board,))
+    await pg.commit()
+    await replay(runtime.runlog, runtime.applier, first_seq)
+    await wait_consumer_idle(client, runtime)
+    assert await placements(redis, pg, board, period) == (placed, durable)
+    assert [await read_cohort(client, board, period, c) for c in sample] == reads
