@@ -43,7 +43,8 @@ SELECTION = [
     # v1.3, on 4 shards (their keys on several primaries): entry metadata (the :meta hashes
     # beside every shard's key) through a rebuild and a replay; the caps race and attempts
     # (admission keys on slots of their own); the latest policy; a day leaving the rolling
-    # window (a period rebuilt on every primary); one webhook delivery
+    # window (a period rebuilt on every primary); a league (its keys in a slot of their own,
+    # the standings on every primary); one webhook delivery
     "tests/integration/services/test_entry_metadata.py::"
     "test_metadata_survives_a_rebuild_a_replay_and_a_lost_redis[shards4]",
     "tests/integration/services/test_entry_metadata.py::"
@@ -58,6 +59,8 @@ SELECTION = [
     "test_the_latest_run_holds_the_entry_whatever_the_order[shards4]",
     "tests/integration/services/test_rolling_window.py::"
     "test_days_leave_the_rolling_window_in_every_store[shards4]",
+    "tests/integration/services/test_leagues.py::"
+    "test_a_league_places_ranks_and_moves_players_against_a_model[shards4]",
     "tests/integration/services/test_webhooks.py::"
     "test_a_frozen_period_is_announced_once_signed_and_retried_until_a_2xx",
 ]

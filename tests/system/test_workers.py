@@ -324,3 +324,42 @@ async def test_a_capped_tournament_across_two_workers(urls: Urls, tmp_path: Path
             sent = await http.post(f"/v1/boards/{board}/runs", json=body, headers=fresh)
             statuses.append(sent.json()["standings"][-1]["status"])
         assert statuses == ["ranked", "ranked", "attempts_exhausted", "attempts_exhausted"]
+
+
+async def test_a_league_placed_from_two_workers(urls: Urls, tmp_path: Path) -> None:
+    """First runs racing over both processes (each request on a new connection) fill each
+    cohort exactly once, and either process reads the same cohorts."""
+    fresh = {"Connection": "close", **SERVER_H}
+    async with two_workers(urls, tmp_path) as http:
+        board = new_board_id("w13l")
+        league = {"window": "daily", "tiers": ["bronze", "silver"], "cohort_size": 10}
+        config = {"windows": ["daily", "all-time"], "league": league}
+        assert (await http.put(f"/v1/boards/{board}", json=config, headers=ADMIN_H)).is_success
+        sent = await asyncio.gather(
+            *(
+                http.post(
+                    f"/v1/boards/{board}/runs",
+                    json={"run_id": f"lr{i}", "player_id": f"l{i:02d}", "score": i},
+                    headers=fresh,
+                )
+                for i in range(60)
+            )
+        )
+        assert all(r.status_code == 200 for r in sent), [r.text for r in sent]
+        seen: dict[str, str] = {}
+        for n in range(1, 7):
+            reads = await asyncio.gather(
+                *(
+                    http.get(f"/v1/boards/{board}/cohorts/bronze-{n}", headers=fresh)
+                    for _ in range(4)
+                )
+            )
+            bodies = [r.json()["entries"] for r in reads]
+            assert all(b == bodies[0] for b in bodies)  # both processes answer alike
+            assert len(bodies[0]) == 10
+            for entry in bodies[0]:
+                assert entry["player_id"] not in seen
+                seen[entry["player_id"]] = f"bronze-{n}"
+        assert len(seen) == 60
+        mine = await http.get(f"/v1/boards/{board}/players/l07/league", headers=fresh)
+        assert mine.json()["cohort"] == seen["l07"]
