@@ -134,8 +134,9 @@ def parse_league(value: object, windows: list[str]) -> League:
             " lowest first"
         )
     size = _int(value, "cohort_size", 30, MIN_COHORT, MAX_COHORT)
-    promote = _int(value, "promote", 5, 0, size // 2)
-    relegate = _int(value, "relegate", 5, 0, size // 2)
+    # 5 each unless the cohort is too small for it: never a default that is refused
+    promote = _int(value, "promote", min(5, size // 2), 0, size // 2)
+    relegate = _int(value, "relegate", min(5, size // 2), 0, size // 2)
     return League(window, tuple(tiers), size, promote, relegate)
 
 

@@ -45,6 +45,10 @@ runs = st.builds(
     held=st.lists(st.sampled_from(["daily", "weekly", "all-time"]), unique=True).map(tuple),
     metadata=st.one_of(st.just(""), metadata.map(lambda m: orjson.dumps(m).decode())),
     refused=st.sampled_from(["", *REFUSALS]),
+    league=st.one_of(
+        st.sampled_from(["", "wait"]),
+        st.builds(lambda t, o: f"{t}:{o}", st.integers(0, 15), st.integers(0, 2**31)),
+    ),
 )
 
 
@@ -64,6 +68,19 @@ def test_a_run_without_metadata_or_holds_keeps_its_older_shape() -> None:
     with_meta = Run("r1", "p1", 5, 1000, 1001, metadata='{"a":1}')
     [fields] = orjson.loads(encode_message("b1", [with_meta]))["runs"]
     assert fields[6:] == [[], {"a": 1}]
+
+
+def _with_tail(tail: list[Any]) -> bytes:
+    run = ["r", "p", 1, 2, 3, {}, [], None, *tail]
+    return orjson.dumps({"v": 2, "board": "b", "runs": [run]})
+
+
+@pytest.mark.parametrize("tail", [["", "16:0"], ["", "0:01"], ["", "wait\n"], ["", 3], ["", ""]])
+def test_a_malformed_league_placement_is_refused(tail: list[Any]) -> None:
+    """A placement the log cannot trust parks the message rather than placing anyone."""
+    assert decode_batch(_with_tail(["", "7:1"]))[2][0].league == "7:1"
+    with pytest.raises(ValueError, match=r"placement|refusal"):
+        decode_batch(_with_tail(tail))
 
 
 @pytest.mark.parametrize("bad", [["x"], "x", {"a": 1}.keys()])

@@ -13,6 +13,7 @@ import httpx
 
 from rankd.client import calls
 from rankd.client.aio_admin import AsyncAdminCalls
+from rankd.client.aio_leagues import AsyncLeagueCalls
 from rankd.client.calls import Call, RetryPolicy
 from rankd.client.events import PlayerEvent
 from rankd.client.types import (
@@ -38,7 +39,7 @@ from rankd.client.types import (
 )
 
 
-class AsyncRankdClient(AsyncAdminCalls):
+class AsyncRankdClient(AsyncAdminCalls, AsyncLeagueCalls):
     """A Rankd service at ``base_url``. ``key`` is the bearer credential every call sends:
     an admin or server key, or a player token (``mint_token``'s ``token``, for a game
     client: reads are that player's own view, submits need a board with ``client_submits``

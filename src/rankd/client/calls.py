@@ -194,6 +194,19 @@ def friends(board_id: str, player_id: str, ids: Sequence[str], where: dict[str, 
     return Call("GET", path, params={**where, "ids": ",".join(ids)})
 
 
+def league(board_id: str, player_id: str, where: dict[str, str]) -> Call:
+    path = f"/v1/boards/{_part(board_id)}/players/{_part(player_id)}/league"
+    return Call("GET", path, params=where)
+
+
+def cohort(board_id: str, cohort_id: str, where: dict[str, str]) -> Call:
+    return Call("GET", f"/v1/boards/{_part(board_id)}/cohorts/{_part(cohort_id)}", params=where)
+
+
+def leagues(player_id: str, board_id: str) -> Call:
+    return Call("GET", f"/v1/players/{_part(player_id)}/leagues", params={"board": board_id})
+
+
 def rank_of(board_id: str, score: int, where: dict[str, str]) -> Call:
     params = {**where, "score": str(score)}
     return Call("GET", f"/v1/boards/{_part(board_id)}/rank-of", params=params)

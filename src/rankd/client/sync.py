@@ -15,6 +15,7 @@ from rankd.client import calls
 from rankd.client.calls import Call, RetryPolicy
 from rankd.client.events import PlayerEvent
 from rankd.client.sync_admin import AdminCalls
+from rankd.client.sync_leagues import LeagueCalls
 from rankd.client.types import (
     Around,
     BatchItem,
@@ -38,7 +39,7 @@ from rankd.client.types import (
 )
 
 
-class RankdClient(AdminCalls):
+class RankdClient(AdminCalls, LeagueCalls):
     """A Rankd service at ``base_url``. ``key`` is the bearer credential every call sends:
     an admin or server key, or a player token (``mint_token``'s ``token``, for a game
     client: reads are that player's own view, submits need a board with ``client_submits``

@@ -3,6 +3,7 @@ the module /openapi.json is documented from), re-exported for client code."""
 
 from __future__ import annotations
 
+from rankd.leagues import LeagueSettings
 from rankd.results import (
     MAX_BATCH,
     Around,
@@ -53,6 +54,7 @@ from rankd.results_admin import (
     PlayerErased,
     Ready,
 )
+from rankd.results_leagues import Cohort, LeagueEntry, LeagueHistory, LeaguePeriod
 
 __all__ = [
     "MAX_BATCH",
@@ -65,6 +67,7 @@ __all__ = [
     "BoardDeleted",
     "BoardSettings",
     "BoardStanding",
+    "Cohort",
     "ConsumerLag",
     "Deliveries",
     "Delivery",
@@ -78,6 +81,10 @@ __all__ = [
     "HoldDecision",
     "Holds",
     "Joined",
+    "LeagueEntry",
+    "LeagueHistory",
+    "LeaguePeriod",
+    "LeagueSettings",
     "Page",
     "PeriodClosed",
     "PeriodInfo",

@@ -785,6 +785,41 @@ async def test_the_blocking_client_joins(app: FastAPI, admin: AsyncRankdClient) 
         await asyncio.to_thread(blocking, base)
 
 
+async def test_league_reads_of_both_clients(
+    app: FastAPI, admin: AsyncRankdClient, server: AsyncRankdClient
+) -> None:
+    league = {"window": "weekly", "tiers": ["bronze", "silver"], "cohort_size": 5}
+    board_id = await new_board(admin, windows=["weekly"], league=league)
+    # promote and relegate default to 5, or half a smaller cohort
+    assert (await admin.get_board(board_id))["league"] == {**league, "promote": 2, "relegate": 2}
+    players = [new_player(f"lg-{i}") for i in range(7)]
+    for i, player in enumerate(players):
+        await server.submit(board_id, f"r{i}", player, 10 * i, metadata={"car": f"c{i}"})
+    mine = await server.league(board_id, players[6], include="metadata")
+    assert (mine["tier"], mine["cohort"]) == ("bronze", "bronze-2")
+    assert [e["player_id"] for e in mine["entries"]] == [players[6], players[5]]
+    assert [e["zone"] for e in mine["entries"]] == ["promote", "promote"]  # two of two
+    assert mine["entries"][0]["metadata"] == {"car": "c6"}
+    first = await server.cohort(board_id, "bronze-1")
+    assert [e["rank"] for e in first["entries"]] == [1, 2, 3, 4, 5]
+    history = await server.leagues(players[0], board_id)
+    assert (history["tier"], history["history"], history["player_id"]) == ("bronze", [], players[0])
+    with pytest.raises(PlayerNotRanked):
+        await server.league(board_id, new_player("lg-none"))
+    with pytest.raises(InvalidRequest):
+        await server.cohort(board_id, "gold-1")
+
+    def blocking(base: str) -> None:
+        with RankdClient(base, SERVER) as client:
+            plain = [{k: v for k, v in e.items() if k != "metadata"} for e in mine["entries"]]
+            assert client.league(board_id, players[6]) == {**mine, "entries": plain}
+            assert client.cohort(board_id, "bronze-1") == first
+            assert client.leagues(players[0], board_id) == history
+
+    async with serving(app) as base:
+        await asyncio.to_thread(blocking, base)
+
+
 def test_join_sends_its_period_only_when_given() -> None:
     call = join_call("a b", "p/1", None)
     assert (call.method, call.path, call.params, call.body) == (
