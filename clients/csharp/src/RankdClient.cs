@@ -343,8 +343,8 @@ namespace Rankd
         /// an http(s) URL has each frozen period POSTed there (the service needs
         /// RANKD_WEBHOOK_SECRET, else <see cref="InvalidRequest"/>), mapped to null removes it;
         /// only an admin key's reads show a board's <c>Hooks</c>. <paramref name="more"/>: members sent as
-        /// they are, on top (a field <see cref="BoardSettings"/> does not name; the contract's v1.3
-        /// fields this version does not build yet, such as <c>league</c>, answer
+        /// they are, on top (a field <see cref="BoardSettings"/> does not name; a field a later
+        /// contract names that this version does not build would answer
         /// <see cref="FieldNotBuilt"/>).</summary>
         public async Task<Board> PutBoardAsync(string boardId, BoardSettings settings = null, JsonObject more = null,
             CancellationToken cancellationToken = default(CancellationToken))
@@ -655,37 +655,36 @@ namespace Rankd
             return Ready.FromJson(await SendAsync(Operations.Readyz, Ids(), null, null, cancellationToken).ConfigureAwait(false));
         }
 
-        // --- named by the contract (v1.3), not built by this version of the service ----------
-        // The league routes: each answers 501 not_implemented today, thrown as NotBuilt (never
-        // retried); the answer, once built, is returned as the JSON it is (no schema to type it
-        // from yet).
+        // --- leagues (v1.3) ----------------------------------------------------------------
 
-        private static readonly Operation LeagueOp = new Operation("league", "GET", "/v1/boards/{board_id}/players/{player_id}/league");
-        private static readonly Operation CohortOp = new Operation("cohort", "GET", "/v1/boards/{board_id}/cohorts/{cohort}");
-        private static readonly Operation LeaguesOp = new Operation("leagues", "GET", "/v1/players/{player_id}/leagues");
-
-        /// <summary>The player's league cohort in a period. Not built yet: <see cref="NotBuilt"/>.</summary>
-        public async Task<JsonObject> LeagueAsync(string boardId, string playerId, string period = null,
-            CancellationToken cancellationToken = default(CancellationToken))
+        /// <summary>The player's league cohort in the league window's <paramref name="period"/>
+        /// (null: the current one), ranked within it (an entry's Rank is its rank in the
+        /// cohort), each entry with its Zone: <c>promote</c>, <c>stay</c> or <c>relegate</c>.
+        /// <see cref="PlayerNotRanked"/> before the player's first counted run of the period.
+        /// <paramref name="viewer"/> (a server key) or a player token: that player's own view;
+        /// <paramref name="include"/> <c>"metadata"</c> as on the other reads.</summary>
+        public async Task<CohortResult> LeagueAsync(string boardId, string playerId, string period = null,
+            string viewer = null, string include = null, CancellationToken cancellationToken = default(CancellationToken))
         {
-            var query = new Query().Add("period", period);
-            return Json.AsObject(await SendAsync(LeagueOp, Ids(boardId, playerId), query, null, cancellationToken).ConfigureAwait(false));
+            var query = new Query().Add("period", period).Add("viewer", viewer).Add("include", include);
+            return CohortResult.FromJson(await SendAsync(Operations.League, Ids(boardId, playerId), query, null, cancellationToken).ConfigureAwait(false));
         }
 
-        /// <summary>One league cohort. Not built yet: <see cref="NotBuilt"/>.</summary>
-        public async Task<JsonObject> CohortAsync(string boardId, string cohort, string period = null,
-            CancellationToken cancellationToken = default(CancellationToken))
+        /// <summary>One league cohort by its id (<c>"silver-3"</c>), ranked within it.</summary>
+        public async Task<CohortResult> CohortAsync(string boardId, string cohort, string period = null,
+            string viewer = null, string include = null, CancellationToken cancellationToken = default(CancellationToken))
         {
-            var query = new Query().Add("period", period);
-            return Json.AsObject(await SendAsync(CohortOp, Ids(boardId, cohort), query, null, cancellationToken).ConfigureAwait(false));
+            var query = new Query().Add("period", period).Add("viewer", viewer).Add("include", include);
+            return CohortResult.FromJson(await SendAsync(Operations.Cohort, Ids(boardId, cohort), query, null, cancellationToken).ConfigureAwait(false));
         }
 
-        /// <summary>A player's tier and league history. Not built yet: <see cref="NotBuilt"/>.</summary>
-        public async Task<JsonObject> LeaguesAsync(string playerId, string board = null,
+        /// <summary>The player's tier on a league board now, and what each frozen period did
+        /// to it (newest first).</summary>
+        public async Task<LeagueHistory> LeaguesAsync(string playerId, string board,
             CancellationToken cancellationToken = default(CancellationToken))
         {
             var query = new Query().Add("board", board);
-            return Json.AsObject(await SendAsync(LeaguesOp, Ids(playerId), query, null, cancellationToken).ConfigureAwait(false));
+            return LeagueHistory.FromJson(await SendAsync(Operations.Leagues, Ids(playerId), query, null, cancellationToken).ConfigureAwait(false));
         }
     }
 }

@@ -2473,6 +2473,10 @@ namespace Rankd
         public static readonly Operation Holds = new Operation("holds", "GET", "/v1/boards/{board_id}/holds");
         // no body -> JoinedResult
         public static readonly Operation Join = new Operation("join", "POST", "/v1/boards/{board_id}/players/{player_id}/join");
+        // no body -> CohortResult
+        public static readonly Operation League = new Operation("league", "GET", "/v1/boards/{board_id}/players/{player_id}/league");
+        // no body -> LeagueHistory
+        public static readonly Operation Leagues = new Operation("leagues", "GET", "/v1/players/{player_id}/leagues");
         // no body -> BoardsResult
         public static readonly Operation ListBoards = new Operation("list_boards", "GET", "/v1/boards");
         // no body -> DeliveriesResult
@@ -2487,10 +2491,6 @@ namespace Rankd
         public static readonly Operation Player = new Operation("player", "GET", "/v1/boards/{board_id}/players/{player_id}");
         // no body -> string
         public static readonly Operation PlayerEvents = new Operation("player_events", "GET", "/v1/players/{player_id}/events");
-        // no body -> CohortResult
-        public static readonly Operation PlayerLeague = new Operation("player_league", "GET", "/v1/boards/{board_id}/players/{player_id}/league");
-        // no body -> LeagueHistory
-        public static readonly Operation PlayerLeagues = new Operation("player_leagues", "GET", "/v1/players/{player_id}/leagues");
         // BoardSettings -> Board
         public static readonly Operation PutBoard = new Operation("put_board", "PUT", "/v1/boards/{board_id}");
         // ProfileUpdate -> Profile

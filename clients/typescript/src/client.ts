@@ -35,6 +35,9 @@ export type TokenRequest = Body<"mint_token">;
 export type TokenScope = NonNullable<TokenRequest["scope"]>[number];
 export type PlayerTokenIssued = Answer<"mint_token">;
 export type Joined = Answer<"join">;
+export type Cohort = Answer<"league">;
+export type LeagueEntry = Cohort["entries"][number];
+export type LeagueHistory = Answer<"leagues">;
 export type Ban = Answer<"ban">;
 export type Hold = Answer<"holds">["holds"][number];
 export type HoldDecision = Answer<"approve">;
@@ -341,6 +344,43 @@ export class RankdClient {
       method: "GET",
       path: `/v1/boards/${part(boardId)}/players/${part(playerId)}/friends`,
       params: { ...options, ids: ids.join(",") },
+    });
+  }
+
+  /** The player's league cohort in the league window's `period` (default: the current one),
+   * ranked within it, each entry with its `zone` ("promote", "stay" or "relegate").
+   * `PlayerNotRanked` before their first counted run of the period. */
+  league(
+    boardId: string,
+    playerId: string,
+    options: { period?: string; viewer?: string } & Include = {},
+  ): Promise<Cohort> {
+    return this.send({
+      method: "GET",
+      path: `/v1/boards/${part(boardId)}/players/${part(playerId)}/league`,
+      params: { ...options },
+    });
+  }
+
+  /** One league cohort by its id (`"silver-3"`), ranked within it. */
+  cohort(
+    boardId: string,
+    cohort: string,
+    options: { period?: string; viewer?: string } & Include = {},
+  ): Promise<Cohort> {
+    return this.send({
+      method: "GET",
+      path: `/v1/boards/${part(boardId)}/cohorts/${part(cohort)}`,
+      params: { ...options },
+    });
+  }
+
+  /** The player's tier on a league board now, and what each frozen period did to it. */
+  leagues(playerId: string, boardId: string): Promise<LeagueHistory> {
+    return this.send({
+      method: "GET",
+      path: `/v1/players/${part(playerId)}/leagues`,
+      params: { board: boardId },
     });
   }
 

@@ -428,6 +428,8 @@ export interface Operations {
   healthz: { method: "GET"; path: "/healthz"; request: never; response: Health };
   holds: { method: "GET"; path: "/v1/boards/{board_id}/holds"; request: never; response: Holds };
   join: { method: "POST"; path: "/v1/boards/{board_id}/players/{player_id}/join"; request: never; response: Joined };
+  league: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/league"; request: never; response: Cohort };
+  leagues: { method: "GET"; path: "/v1/players/{player_id}/leagues"; request: never; response: LeagueHistory };
   list_boards: { method: "GET"; path: "/v1/boards"; request: never; response: Boards };
   list_deliveries: { method: "GET"; path: "/v1/boards/{board_id}/deliveries"; request: never; response: Deliveries };
   metrics_text: { method: "GET"; path: "/metrics"; request: never; response: string };
@@ -435,8 +437,6 @@ export interface Operations {
   periods: { method: "GET"; path: "/v1/boards/{board_id}/periods"; request: never; response: Periods };
   player: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}"; request: never; response: PlayerRank };
   player_events: { method: "GET"; path: "/v1/players/{player_id}/events"; request: never; response: string };
-  player_league: { method: "GET"; path: "/v1/boards/{board_id}/players/{player_id}/league"; request: never; response: Cohort };
-  player_leagues: { method: "GET"; path: "/v1/players/{player_id}/leagues"; request: never; response: LeagueHistory };
   put_board: { method: "PUT"; path: "/v1/boards/{board_id}"; request: BoardSettings; response: Board };
   put_profile: { method: "PUT"; path: "/v1/players/{player_id}"; request: ProfileUpdate; response: Profile };
   rank_of: { method: "GET"; path: "/v1/boards/{board_id}/rank-of"; request: never; response: RankOf };

@@ -539,6 +539,33 @@ describe("player tokens and one player across boards (v1.3)", () => {
   });
 });
 
+describe("leagues: a player's cohort, a cohort by id, the history (v1.3)", () => {
+  test("league, cohort, leagues; zones; PlayerNotRanked and InvalidRequest", async () => {
+    const boardId = newBoardId("ts-league");
+    const league = { window: "weekly" as const, tiers: ["bronze", "silver"], cohort_size: 5, promote: 1, relegate: 1 };
+    await admin.putBoard(boardId, { windows: ["weekly"], league });
+    assert.deepEqual((await server.getBoard(boardId)).league, league);
+    const players = Array.from({ length: 7 }, (_, i) => newBoardId(`ts-lg-${i}`));
+    for (const [i, player] of players.entries()) await server.submit(boardId, `r${i}`, player, 10 * i);
+    const mine = await server.league(boardId, players[6]!);
+    assert.deepEqual([mine.tier, mine.cohort], ["bronze", "bronze-2"]);
+    assert.deepEqual(mine.entries.map((e) => [e.rank, e.player_id, e.zone]), [
+      [1, players[6], "promote"],
+      [2, players[5], "stay"],
+    ]);
+    const first = await server.cohort(boardId, "bronze-1");
+    assert.deepEqual(first.entries.map((e) => e.player_id), players.slice(0, 5).reverse());
+    assert.deepEqual(await server.leagues(players[0]!, boardId), {
+      board_id: boardId,
+      player_id: players[0],
+      tier: "bronze",
+      history: [],
+    });
+    await assert.rejects(server.league(boardId, newBoardId("ts-lg-none")), PlayerNotRanked);
+    await assert.rejects(server.cohort(boardId, "gold-1"), InvalidRequest);
+  });
+});
+
 describe("tournaments: joining a scheduled board's occurrence (v1.3)", () => {
   test("join: harmless again, a token joins its own player, BoardFull, NotOpen, not_joined", async () => {
     const boardId = newBoardId("ts-join");

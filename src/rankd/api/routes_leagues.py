@@ -80,7 +80,7 @@ async def _cohort(
     description="404 `player_not_ranked` before the player's first counted run of the period "
     "(and while they wait for their tier: until the previous period's moves are made).",
 )
-async def player_league(
+async def league(
     board_id: str,
     player_id: str,
     request: Request,
@@ -124,7 +124,7 @@ async def cohort(
     response_model=results_leagues.LeagueHistory,
     summary="A player's tier on a league board and what each frozen period did to it",
 )
-async def player_leagues(
+async def leagues(
     player_id: str,
     request: Request,
     board: Annotated[str | None, Query(description="the league board")] = None,
