@@ -17,6 +17,18 @@ TIME_BUCKETS = 65521
 SHARD_TIME_BUCKETS = 4093
 
 
+# a league period's placements and a board's tiers are split over this many small hashes (a
+# prime), so each stays a listpack (about 25 bytes a field instead of about 80) up to about
+# 4 million players a period; Lua's league_bucket computes the same
+LEAGUE_BUCKETS = 4093
+
+
+def league_bucket(player_id: str) -> int:
+    """Which of a league's hashes holds a player: the id's bytes as a big-endian number
+    modulo 4,093 (lib.lua league_bucket, a byte at a time)."""
+    return int.from_bytes(player_id.encode(), "big") % LEAGUE_BUCKETS
+
+
 def shard_of(player_id: str, shards: int) -> int:
     """Which shard of a sharded board holds a player: the first 4 bytes of the MD5 of the
     id's UTF-8 bytes, big-endian, modulo ``shards`` (-1: the board is not sharded). Stable

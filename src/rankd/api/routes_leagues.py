@@ -3,7 +3,7 @@ by id, a player's tier and history."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Query
 from starlette.requests import Request
@@ -46,31 +46,33 @@ async def _cohort(
     rt: Runtime,
     scope: Scope,
     league: League,
-    found: tuple[int, int, list[str]],
+    by: tuple[str, ...],
     viewer: str | None,
     include: str | None,
-) -> Cohort:
-    """The cohort's members ranked among themselves by the group read friends lists use
-    (bans, holds, own views, archived periods as on any read), each with its zone."""
-    tier, number, members = found
-    entries: list[dict[str, Any]] = []
-    if members:
-        ranked = await rt.reader.friends(scope, members[0], members[1:], viewer)
-        if include:
-            ranked = await entry_metadata.listed(rt.reader, scope, ranked, viewer)
+) -> Cohort | None:
+    """The cohort ``by`` names, ranked among its members with each entry's zone; None when
+    the player is not placed."""
+    found = await _leagues(rt).read(rt.reader, scope, by, viewer)
+    if found is None:
+        return None
+    tier, number, shown = found
+    if include and shown:
+        ranked = await entry_metadata.listed(rt.reader, scope, {"entries": shown}, viewer)
         shown = ranked["entries"]
-        for found_entry in shown:
-            rank = found_entry["position"]
-            rest = {k: v for k, v in found_entry.items() if k not in ("position", "rank")}
-            zone = league.zone(tier, rank, len(shown))
-            entries.append({"rank": rank, **rest, "zone": zone})
-    return {
+    entries: list[dict[str, Any]] = []
+    for found_entry in shown:
+        rank = found_entry["position"]
+        rest = {k: v for k, v in found_entry.items() if k not in ("position", "rank")}
+        zone = league.zone(tier, rank, len(shown))
+        entries.append({"rank": rank, **rest, "zone": zone})
+    body = {
         **scope.head,
         "tier": league.tiers[tier],
         "cohort": league.cohort_id(tier, number),
         "ends_at": format_time(scope.period.end_ms),
-        "entries": entries,  # type: ignore[typeddict-item]
+        "entries": entries,
     }
+    return cast(Cohort, body)
 
 
 @router.get(
@@ -89,11 +91,8 @@ async def league(
     include: IncludeQ = None,
 ) -> Response:
     rt, scope, league, viewer = await _open(request, board_id, period, viewer, player_id)
-    found = await _leagues(rt).cohort(scope.board, scope.period, ("player", player_id))
-    if found is None:
-        raise scope.not_ranked(player_id)
-    body = await _cohort(rt, scope, league, found, viewer, include)
-    if not any(e["player_id"] == player_id for e in body["entries"]):
+    body = await _cohort(rt, scope, league, ("player", player_id), viewer, include)
+    if body is None or not any(e["player_id"] == player_id for e in body["entries"]):
         raise scope.not_ranked(player_id)  # placed, but no entry this view shows
     return reply(body)
 
@@ -113,9 +112,8 @@ async def cohort(
 ) -> Response:
     rt, scope, league, viewer = await _open(request, board_id, period, viewer, None)
     tier, number = league.parse_cohort_id(cohort)
-    found = await _leagues(rt).cohort(scope.board, scope.period, ("cohort", str(tier), str(number)))
-    members = found[2] if found is not None else []
-    body = await _cohort(rt, scope, league, (tier, number, members), viewer, include)
+    body = await _cohort(rt, scope, league, ("cohort", str(tier), str(number)), viewer, include)
+    assert body is not None  # a cohort named by id always answers, empty or not
     return reply(body)
 
 

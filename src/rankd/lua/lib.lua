@@ -312,15 +312,41 @@ local function with_times(slice)
   return out
 end
 
--- league_place(K, player): place ``player`` in a league period whose tiers are known (the
--- league scripts' KEYS, see league_place.lua): their existing "<tier>:<ordinal>", else the
--- next ordinal of their tier (K[1], first tier when absent), recorded both ways.
-local function league_place(K, player)
-  local at = redis.call('HGET', K[2], player)
+-- A league's keys (stores/redis/keys.py LeagueKeys): the scripts get the period's fill,
+-- ready, wait and wset keys as KEYS, and ARGV[1] the board's tag, ARGV[2] the period,
+-- ARGV[3] the cohort size; the rest are named here. league(K, A) gathers them.
+-- league_bucket(player): which of the small hashes holds a player (placement.py, 4,093).
+-- league_place(L, player): the player's "<tier>:<ordinal>" in a period whose tiers are
+-- known: theirs already, else the next ordinal of their tier (the first when absent).
+local function league(K, A)
+  return {tag = A[1], base = A[1] .. ':' .. A[2], size = tonumber(A[3]),
+          fill = K[1], ready = K[2], wait = K[3], wset = K[4]}
+end
+
+local function league_bucket(player)
+  local h = 0
+  for i = 1, #player do h = (h * 256 + string.byte(player, i)) % 4093 end
+  return h
+end
+
+local function league_members(L, player)
+  return L.base .. ':m:' .. league_bucket(player)
+end
+
+local function league_roster(L, tier, cohort)
+  return L.base .. ':c:' .. tier .. ':' .. cohort
+end
+
+local function league_put(L, player, tier, ordinal)
+  redis.call('HSET', league_members(L, player), player, tier .. ':' .. ordinal)
+  redis.call('HSET', league_roster(L, tier, math.floor(ordinal / L.size)), ordinal, player)
+end
+
+local function league_place(L, player)
+  local at = redis.call('HGET', league_members(L, player), player)
   if at then return at end
-  local tier = redis.call('HGET', K[1], player) or '0'
-  at = tier .. ':' .. (redis.call('HINCRBY', K[4], tier, 1) - 1)
-  redis.call('HSET', K[2], player, at)
-  redis.call('HSET', K[3], at, player)
-  return at
+  local tier = redis.call('HGET', L.tag .. ':tiers:' .. league_bucket(player), player) or '0'
+  local ordinal = redis.call('HINCRBY', L.fill, tier, 1) - 1
+  league_put(L, player, tier, ordinal)
+  return tier .. ':' .. ordinal
 end

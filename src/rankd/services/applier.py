@@ -374,7 +374,7 @@ class Applier:
                     tries += counted_runs(board_id, written.plans)
                 if config.league is not None:  # under the lock, like the admission below
                     placed = carried_placements(config, written.plans)
-                    await self.leagues.apply(conn, board_id, placed)
+                    await self.leagues.apply(conn, config, placed)
             await standings.write(conn, batch)
             await tournaments_db.add_tries(conn, tries)
             # under the lock: an erasure (which takes it exclusively) cannot run in between

@@ -209,7 +209,9 @@ class Deletions:
                 periods = {p for b, p in placed if b == config.board_id} | {
                     r.period for r in refs if r.board == config.board_id and r.window == window
                 }
-                await self.redis.leagues.forget_player(config.board_id, sorted(periods), player_id)
+                await self.redis.leagues.forget_player(
+                    config.board_id, config.league.cohort_size, sorted(periods), player_id
+                )
 
     async def _sweep_player(self, player_id: str, refs: set[PeriodRef]) -> None:
         """Again once every instance has applied what it logged before the erasure: a

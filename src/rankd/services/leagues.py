@@ -29,7 +29,12 @@ from rankd.errors import InvalidRequest
 from rankd.leagues import League
 from rankd.periods import Period, previous
 from rankd.plan import Target
+from rankd.results import FriendEntry
 from rankd.runs import Run
+from rankd.services.answers import entry_of
+from rankd.services.reads import Reader
+from rankd.services.scope import Scope
+from rankd.services.standings.live import KeyStandings
 from rankd.stores import leagues as db
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis.leagues import LeagueKeys, Placement
@@ -118,6 +123,7 @@ class Leagues:
             return list(runs)
         replies = await self.keys.place(
             board.board_id,
+            league.cohort_size,
             [
                 (pid, is_first(board, periods[pid]), [runs[i].player_id for i in idx])
                 for pid, idx in asked.items()
@@ -129,16 +135,17 @@ class Leagues:
                 out[i] = replace(out[i], league=at)
         return out
 
-    async def apply(self, conn: Conn, board_id: str, carried: Sequence[Carried]) -> None:
+    async def apply(self, conn: Conn, board: BoardConfig, carried: Sequence[Carried]) -> None:
         """The log consumer's part, in its transaction: Redis gets the placements back
         (the submit path put most there already), PostgreSQL records them, with those
         Redis made now for waiting players whose tiers are known by now."""
+        board_id, size = board.board_id, league_of(board).cohort_size
         by_period: dict[str, list[Placement]] = {}
         for period, player, at in carried:
             by_period.setdefault(period, []).append((player, at))
         rows: list[db.Member] = []
         for period, found in by_period.items():
-            made = await self.keys.placed(board_id, period, found)
+            made = await self.keys.placed(board_id, size, period, found)
             rows += members_of(board_id, [*found, *made], period)
         await db.add_members(conn, rows)
 
@@ -183,7 +190,7 @@ class Leagues:
                 await db.record_moved(
                     conn, board_id, before.id, before.start_ms, now_ms, pushed=True
                 )
-        placed = await self.keys.advance(board_id, period.id)
+        placed = await self.keys.advance(board_id, league_of(board).cohort_size, period.id)
         await db.add_members(conn, members_of(board_id, placed, period.id))
         await self.keys.done_waiting(board_id, period.id)
         if placed:
@@ -203,7 +210,8 @@ class Leagues:
             found = await db.placements(conn, board.board_id, period, league.window)
             placed = any(at != "wait" for _, at in found)
             periods.append((period, found, placed))
-        await self.keys.restore(board.board_id, await db.tiers(conn, board.board_id), periods)
+        tiers = await db.tiers(conn, board.board_id)
+        await self.keys.restore(board.board_id, league.cohort_size, tiers, periods)
 
     # -- reads
 
@@ -212,6 +220,41 @@ class Leagues:
     ) -> tuple[int, int, list[str]] | None:
         league = league_of(board)
         return await self.keys.cohort(board.board_id, period.id, league.cohort_size, by)
+
+    async def read(
+        self, reader: Reader, scope: Scope, by: tuple[str, ...], viewer: str | None
+    ) -> tuple[int, int, list[FriendEntry]] | None:
+        """(tier, cohort, its entries ranked among themselves) of the cohort ``by`` names
+        (("player", id) or ("cohort", tier, number)); None when the player is not placed.
+
+        On one Redis, a live unsharded period's public read is one round trip (the cohort,
+        its members' entries and names: lua/league_read.lua). Elsewhere (a cluster, shards,
+        an own view, the archive) the cohort's members are found, then ranked by the group
+        read friends lists use, so bans, holds, own views and archives act as on any read."""
+        size = league_of(scope.board).cohort_size
+        if viewer is None and self.keys.reads_in_one_call:
+            source = await reader.standings(scope)
+            if isinstance(source, KeyStandings):
+                reader.check_restored(scope)
+                got = await self.keys.cohort_read(scope.ref, size, by)
+                if got is None:
+                    return None
+                tier, number, members, held, names = got
+                rows = source.grouped(members, held, names)
+                # an empty live read of a closed period may have left Redis: asked below
+                if rows or not members or not reader.is_closed(scope):
+                    entries: list[FriendEntry] = [
+                        {**entry_of(row), "position": i} for i, row in enumerate(rows, start=1)
+                    ]
+                    return tier, number, entries
+        found = await self.keys.cohort(scope.board.board_id, scope.period.id, size, by)
+        if found is None:
+            return None
+        tier, number, members = found
+        if not members:
+            return tier, number, []
+        ranked = await reader.friends(scope, members[0], members[1:], viewer)
+        return tier, number, ranked["entries"]
 
     async def history(self, board: BoardConfig, player_id: str) -> dict[str, Any]:
         league = league_of(board)

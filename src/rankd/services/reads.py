@@ -116,6 +116,14 @@ class Reader:
                 "restart; retry in a moment"
             )
 
+    def check_restored(self, scope: Scope) -> None:
+        """503 while a rebuild in this process is restoring the period (a read that
+        bypasses the reads below, services/leagues.py)."""
+        self._restored(scope)
+
+    def is_closed(self, scope: Scope) -> bool:
+        return self._closed(scope)
+
     def _closed(self, scope: Scope) -> bool:
         """Past its grace by the board's current config: only such periods are archived."""
         return scope.board.period_status(scope.period, self.clock()) == "closed"

@@ -308,7 +308,9 @@ async def test_league_validation_and_reads_refuse_bad_input(
 
 async def placements(redis: Redis, pg: AsyncConnection[Any], board: str, period: str) -> Any:
     """Every placement of the period, in Redis and in the durable copy."""
-    in_redis: dict[bytes, bytes] = await redis.hgetall(keys.league(board, period)[1])  # type: ignore[assignment]
+    in_redis: dict[Any, Any] = {}
+    async for key in redis.scan_iter(match=f"{keys.LeagueKeys(board).tag}:{period}:m:*"):
+        in_redis |= await redis.hgetall(key)
     cur = await pg.execute(
         "SELECT player_id, tier || ':' || ordinal FROM league_members"
         " WHERE board_id = %s AND period = %s",

@@ -112,6 +112,16 @@ class _Live(ABC):
 
     async def group(self, player_ids: Sequence[str]) -> list[Row]:
         standings, raw_names = await self._group(player_ids)
+        return self.grouped(player_ids, standings, raw_names)
+
+    def grouped(
+        self,
+        player_ids: Sequence[str],
+        standings: Sequence[Held | None],
+        raw_names: list[str | None],
+    ) -> list[Row]:
+        """A group read's rows, best first, from what the store read (here, or with a
+        league's cohort in the same call: services/leagues.py)."""
         names = self.names.absorb(list(player_ids), raw_names)
         rows = [
             self._row(pid, held[0], held[2], held[1] + 1, names)

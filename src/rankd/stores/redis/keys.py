@@ -24,6 +24,7 @@ from functools import cached_property, lru_cache
 # the numbers of placement, named here too: every store module asks keys for them
 from rankd.placement import SHARD_TIME_BUCKETS as SHARD_TIME_BUCKETS
 from rankd.placement import TIME_BUCKETS as TIME_BUCKETS
+from rankd.placement import league_bucket
 from rankd.placement import shard_of as shard_of
 from rankd.placement import time_bucket as time_bucket
 
@@ -166,21 +167,33 @@ def tournament(board: str, period: str) -> tuple[str, str, str]:
     return f"{tag}:entrants", f"{tag}:tries", f"{tag}:counts"
 
 
-def league(board: str, period: str) -> tuple[str, str, str, str, str, str, str]:
-    """A league board's placement keys for one period (lua/league_place.lua), with the
-    board's tiers, in one hash tag per board: tiers, members, roster, fill, ready, the
-    waiting queue and its set. Apart from the standings' keys, like admission."""
-    tag = f"lg:{{{board}:league}}"
-    p = f"{tag}:{period}"
-    return (
-        f"{tag}:tiers",
-        f"{p}:members",
-        f"{p}:roster",
-        f"{p}:fill",
-        f"{p}:ready",
-        f"{p}:wait",
-        f"{p}:wset",
-    )
+@dataclass(frozen=True)
+class LeagueKeys:
+    """A league board's placement keys (lua/league_*.lua), all in one hash tag per board:
+    apart from the standings' keys, like admission. The players' tiers and a period's
+    placements are split over small hashes by ``league_bucket``, a cohort's members are
+    one small hash (ordinal -> player), so each stays a listpack."""
+
+    board: str
+
+    @property
+    def tag(self) -> str:
+        return f"lg:{{{self.board}:league}}"
+
+    def tiers(self, player: str) -> str:
+        return f"{self.tag}:tiers:{league_bucket(player)}"
+
+    def members(self, period: str, player: str) -> str:
+        return f"{self.tag}:{period}:m:{league_bucket(player)}"
+
+    def roster(self, period: str, tier: int, cohort: int) -> str:
+        return f"{self.tag}:{period}:c:{tier}:{cohort}"
+
+    def period(self, period: str) -> tuple[str, str, str, str]:
+        """The period's fill (tier -> placements made), ready flag (its tiers are known),
+        waiting queue and the same as a set: the scripts' KEYS."""
+        p = f"{self.tag}:{period}"
+        return f"{p}:fill", f"{p}:ready", f"{p}:wait", f"{p}:wset"
 
 
 def run_ids_armed(board: str) -> str:

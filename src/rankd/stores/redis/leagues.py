@@ -1,23 +1,31 @@
-"""A league board's placement keys (keys.league): who is in which cohort of a period, each
-player's tier, and the players waiting for their tier (services/leagues.py decides)."""
+"""A league board's placement keys (keys.LeagueKeys): who is in which cohort of a period,
+each player's tier, and the players waiting for their tier (services/leagues.py decides)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rankd.periods import PeriodRef
 from rankd.stores.redis import keys
-from rankd.stores.redis.connection import RedisConn, reachable
+from rankd.stores.redis.common import name, number
+from rankd.stores.redis.connection import RedisConn, is_cluster, reachable
 from rankd.stores.redis.scripts import (
     LEAGUE_ADVANCE,
     LEAGUE_COHORT,
     LEAGUE_PLACE,
     LEAGUE_PLACED,
+    LEAGUE_READ,
     Call,
+    Script,
 )
 
-CHUNK = 2_000  # players (or pairs) a script call or an HSET takes
+CHUNK = 2_000  # players (or pairs) a script call or a pipeline takes
 
 Placement = tuple[str, str]  # (player, "<tier>:<ordinal>" or "wait")
+# (composite, 0-based rank, exact achieved ms or 0) of one player's entry
+Held = tuple[int, int, int]
+# a cohort read in one call: tier, cohort, members in placement order, their entries and names
+CohortRead = tuple[int, int, list[str], list[Held | None], list[str | None]]
 
 
 def _text(value: object) -> str:
@@ -33,13 +41,18 @@ class LeagueKeys:
     def __init__(self, conn: RedisConn) -> None:
         self.conn = conn
 
+    @staticmethod
+    def _call(script: Script, board_id: str, period: str, size: int, *args: str | int) -> Call:
+        lk = keys.LeagueKeys(board_id)
+        return (script, lk.period(period), (lk.tag, period, size, *args))
+
     async def place(
-        self, board_id: str, asked: Sequence[tuple[str, bool, Sequence[str]]]
+        self, board_id: str, size: int, asked: Sequence[tuple[str, bool, Sequence[str]]]
     ) -> list[list[str]]:
         """For each (period, whether it is the board's first, players): each player's
         placement (league_place.lua); one round trip."""
-        calls: list[Call] = [
-            (LEAGUE_PLACE, keys.league(board_id, period), ("1" if first else "0", *players))
+        calls = [
+            self._call(LEAGUE_PLACE, board_id, period, size, "1" if first else "0", *players)
             for period, first, players in asked
         ]
         with reachable():
@@ -47,7 +60,7 @@ class LeagueKeys:
         return [[_text(s) for s in r] for r in replies]
 
     async def placed(
-        self, board_id: str, period: str, found: Sequence[Placement]
+        self, board_id: str, size: int, period: str, found: Sequence[Placement]
     ) -> list[Placement]:
         """Put back placements (league_placed.lua, idempotent); the placements it made for
         waiting players whose tiers are known by now."""
@@ -55,60 +68,97 @@ class LeagueKeys:
         with reachable():
             for i in range(0, len(found), CHUNK):
                 args = [a for pair in found[i : i + CHUNK] for a in pair]
-                reply = await self.conn.call((LEAGUE_PLACED, keys.league(board_id, period), args))
-                made += _pairs(reply)
+                call = self._call(LEAGUE_PLACED, board_id, period, size, *args)
+                made += _pairs(await self.conn.call(call))
         return made
 
     async def is_ready(self, board_id: str, period: str) -> bool:
         with reachable():
-            return bool(await self.conn.client.exists(keys.league(board_id, period)[4]))
+            return bool(await self.conn.client.exists(keys.LeagueKeys(board_id).period(period)[1]))
 
     async def waiting(self, board_id: str, period: str) -> bool:
         with reachable():
-            return bool(await self.conn.client.exists(keys.league(board_id, period)[5]))
+            return bool(await self.conn.client.exists(keys.LeagueKeys(board_id).period(period)[2]))
 
     async def set_tiers(self, board_id: str, tiers: Sequence[tuple[str, int]]) -> None:
         """Players' tiers as the moves left them (the first tier's are removed: absent is
         the first tier)."""
-        key = keys.league(board_id, "-")[0]
+        lk = keys.LeagueKeys(board_id)
         with reachable():
             for i in range(0, len(tiers), CHUNK):
                 pipe = self.conn.client.pipeline(transaction=False)
-                part = tiers[i : i + CHUNK]
-                up: dict[str | bytes, int] = {p: tier for p, tier in part if tier > 0}
-                if up:
-                    pipe.hset(key, mapping=up)  # type: ignore[arg-type]
-                down = [player for player, tier in part if tier == 0]
-                if down:
-                    pipe.hdel(key, *down)
+                for player, tier in tiers[i : i + CHUNK]:
+                    if tier > 0:
+                        pipe.hset(lk.tiers(player), player, tier)
+                    else:
+                        pipe.hdel(lk.tiers(player), player)
                 await pipe.execute()
 
-    async def advance(self, board_id: str, period: str) -> list[Placement]:
+    async def advance(self, board_id: str, size: int, period: str) -> list[Placement]:
         """Mark the period's tiers known and place its waiting players (league_advance.lua)."""
         with reachable():
-            reply = await self.conn.call((LEAGUE_ADVANCE, keys.league(board_id, period), ()))
+            reply = await self.conn.call(self._call(LEAGUE_ADVANCE, board_id, period, size))
         return _pairs(reply)
 
     async def done_waiting(self, board_id: str, period: str) -> None:
         """The waiting players are placed in both stores: their queue goes."""
         with reachable():
-            await self.conn.client.delete(*keys.league(board_id, period)[5:7])
+            await self.conn.client.delete(*keys.LeagueKeys(board_id).period(period)[2:])
 
     async def cohort(
         self, board_id: str, period: str, size: int, by: tuple[str, ...]
     ) -> tuple[int, int, list[str]] | None:
         """(tier, cohort, members in placement order) of the cohort ``by`` names: ("player",
         id) or ("cohort", tier, cohort); None when the player is not placed."""
-        _, members, roster, *_ = keys.league(board_id, period)
         with reachable():
-            reply = await self.conn.call((LEAGUE_COHORT, (members, roster), (size, *by)))
+            reply = await self.conn.call(self._call(LEAGUE_COHORT, board_id, period, size, *by))
         if not reply:
             return None
-        return int(_text(reply[0])), int(reply[1]), [_text(m) for m in reply[2:]]
+        pairs = sorted((int(o), _text(p)) for o, p in zip(reply[2::2], reply[3::2], strict=True))
+        return int(_text(reply[0])), int(reply[1]), [p for _, p in pairs]
+
+    @property
+    def reads_in_one_call(self) -> bool:
+        """Whether a cohort and its entries are read in one script call (league_read.lua):
+        on one Redis, where keys of different hash tags may meet in a script."""
+        return not is_cluster(self.conn.client)
+
+    async def cohort_read(
+        self, ref: PeriodRef, size: int, by: tuple[str, ...]
+    ) -> CohortRead | None:
+        """The cohort ``by`` names (as ``cohort``) with its members' entries on the period's
+        one key and their names: one round trip; None when the player is not placed."""
+        lk = keys.LeagueKeys(ref.board)
+        public = keys.period_keys(*ref).public
+        args: list[str | int] = [lk.tag, ref.period, size, *by]
+        call: Call = (LEAGUE_READ, (*lk.period(ref.period), public, keys.NAMES), args)
+        with reachable():
+            reply = await self.conn.call(call)
+        if not reply:
+            return None
+        n = int(reply[2])
+        pairs = [(int(reply[3 + 2 * i]), _text(reply[4 + 2 * i])) for i in range(n)]
+        entries = reply[3 + 2 * n : 3 + 5 * n]
+        held: list[Held | None] = [
+            None
+            if entries[3 * i] is None
+            else (number(entries[3 * i]), int(entries[3 * i + 1]), int(entries[3 * i + 2]))
+            for i in range(n)
+        ]
+        names = [name(x) for x in reply[3 + 5 * n :]]
+        order = sorted(range(n), key=lambda i: pairs[i][0])
+        return (
+            int(_text(reply[0])),
+            int(reply[1]),
+            [pairs[i][1] for i in order],
+            [held[i] for i in order],
+            [names[i] for i in order],
+        )
 
     async def restore(
         self,
         board_id: str,
+        size: int,
         tiers: Sequence[tuple[str, int]],
         periods: Sequence[tuple[str, Sequence[Placement], bool]],
     ) -> None:
@@ -118,20 +168,25 @@ class LeagueKeys:
         for period, found, ready in periods:
             if ready:
                 with reachable():
-                    await self.conn.client.set(keys.league(board_id, period)[4], "1")
-            await self.placed(board_id, period, found)
+                    await self.conn.client.set(keys.LeagueKeys(board_id).period(period)[1], "1")
+            await self.placed(board_id, size, period, found)
 
-    async def forget_player(self, board_id: str, periods: Sequence[str], player_id: str) -> None:
-        """An erased player leaves every period's cohort and the tiers."""
+    async def forget_player(
+        self, board_id: str, size: int, periods: Sequence[str], player_id: str
+    ) -> None:
+        """An erased player leaves every period's cohort and queue, and the tiers."""
+        lk = keys.LeagueKeys(board_id)
         with reachable():
             for period in periods:
-                _, members, roster, _, _, wait, wset = keys.league(board_id, period)
+                members = lk.members(period, player_id)
                 at = await self.conn.client.hget(members, player_id)
                 pipe = self.conn.client.pipeline(transaction=False)
                 if at is not None:
-                    pipe.hdel(roster, at)
+                    tier, _, ordinal = _text(at).partition(":")
+                    pipe.hdel(lk.roster(period, int(tier), int(ordinal) // size), ordinal)
                 pipe.hdel(members, player_id)
+                _, _, wait, wset = lk.period(period)
                 pipe.lrem(wait, 0, player_id)
                 pipe.srem(wset, player_id)
                 await pipe.execute()
-            await self.conn.client.hdel(keys.league(board_id, "-")[0], player_id)
+            await self.conn.client.hdel(lk.tiers(player_id), player_id)

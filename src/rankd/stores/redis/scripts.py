@@ -51,6 +51,7 @@ LEAGUE_PLACE = Script.load("league_place")
 LEAGUE_PLACED = Script.load("league_placed")
 LEAGUE_ADVANCE = Script.load("league_advance")
 LEAGUE_COHORT = Script.load("league_cohort")
+LEAGUE_READ = Script.load("league_read")
 # values a submit script answers per run (submit_best.lua): changed, rank, stored, mine or
 # counted, achieved, and the previous entry's rank, composite and time
 SUBMIT_REPLY_WIDTH = 8
@@ -82,6 +83,7 @@ ALL_SCRIPTS = (
     LEAGUE_PLACED,
     LEAGUE_ADVANCE,
     LEAGUE_COHORT,
+    LEAGUE_READ,
     AROUND,
     TOP,
     FRIENDS,
