@@ -1,7 +1,9 @@
 // The live leaderboard page: pickers (kept in the URL), the board's top list over
 // Server-Sent Events (/v1/boards/{id}/events), a player search over the public reads that
 // is read again whenever the top list changes, and a kiosk mode (?kiosk=1) for a stream
-// screen: big type, no pickers, the board's name and its period's countdown.
+// screen: big type, no pickers, the board's name and its period's countdown. On a league
+// board the search also shows the player's cohort with its promotion and relegation lines
+// (?board=…&player=… opens on it).
 "use strict";
 const $ = (id) => document.getElementById(id);
 // names and ids are user-chosen: escape everything placed into HTML
@@ -61,7 +63,7 @@ function fromUrl() {
   return {
     board: q.get("board") || "", window: q.get("window") || "", period: q.get("period") || "",
     dim: colon > 0 ? segment.slice(0, colon) : "", val: colon > 0 ? segment.slice(colon + 1) : "",
-    n: q.get("n") || "", kiosk: q.get("kiosk") === "1",
+    n: q.get("n") || "", kiosk: q.get("kiosk") === "1", player: q.get("player") || "",
   };
 }
 function toUrl() {
@@ -73,6 +75,7 @@ function toUrl() {
   if (seg) q.set("segment", seg);
   if ($("n").value !== "25") q.set("n", $("n").value);
   if (state.kiosk) q.set("kiosk", "1");
+  if (state.search) q.set("player", state.search.player);
   const search = q.toString();
   history.replaceState(null, "", search ? `?${search}` : location.pathname);
 }
@@ -341,6 +344,7 @@ async function search(event) {
   const player = $("player").value.trim();
   const friends = $("friends").value.split(",").map((s) => s.trim()).filter(Boolean);
   state.search = player ? { player, friends } : null;
+  toUrl();
   if (!player) { $("found").innerHTML = ""; return; }
   await refreshFound(true);
 }
@@ -370,9 +374,17 @@ async function readFound() {
   const base = `/v1/boards/${enc(board.board_id)}/players/${enc(player)}`;
   const calls = [fetch(`${base}/around?range=3&${q}`)];
   if (friends.length) calls.push(fetch(`${base}/friends?ids=${enc(friends.join(","))}&${q}`));
+  // a league board: the player's cohort, in the league window's period shown (else current)
+  const league = board.league;
+  if (league) {
+    const lq = new URLSearchParams();
+    if ($("window").value === league.window && $("period").value) lq.set("period", $("period").value);
+    calls.push(fetch(`${base}/league?${lq}`));
+  }
   const answers = await Promise.all(calls.map((p) => p.then(async (r) => [r.ok, await r.json()])));
   if (state.search !== wanted) return;  // a newer search was asked for meanwhile
-  $("found").innerHTML = answers.map(([ok, body], i) => {
+  const leagueAnswer = league ? answers.pop() : null;
+  $("found").innerHTML = (leagueAnswer ? cohortHtml(leagueAnswer, player, board) : "") + answers.map(([ok, body], i) => {
     const title = i === 0 ? "Around" : "Friends";
     if (!ok) return `<h3>${title}</h3><p class="err">${esc(body.error.message)}</p>`;
     const rows = body.entries.map((e) => `<tr class="${e.player_id === player ? "me" : ""}">` +
@@ -381,6 +393,29 @@ async function readFound() {
       `<td class="score">${esc(formatScore(e.score, board.score_format))}</td></tr>`).join("");
     return `<h3>${title}</h3><table id="found-${title.toLowerCase()}">${rows}</table>`;
   }).join("");
+}
+
+// The player's league cohort: its rows by zone, a line under the last promoted row and one
+// above the first relegated row.
+function cohortHtml([ok, body], player, board) {
+  if (!ok) return `<h3>League</h3><p class="err">${esc(body.error.message)}</p>`;
+  const rows = [];
+  body.entries.forEach((e, i) => {
+    const before = body.entries[i - 1];
+    if (e.zone === "relegate" && (!before || before.zone !== "relegate")) {
+      rows.push(`<tr class="line relegate-line"><td colspan="3">▼ relegation</td></tr>`);
+    }
+    rows.push(`<tr class="zone-${e.zone}${e.player_id === player ? " me" : ""}">` +
+      `<td class="rank">${e.rank}</td>` +
+      `<td class="who-cell" title="${esc(e.name ?? e.player_id)}">${esc(e.name ?? e.player_id)}</td>` +
+      `<td class="score">${esc(formatScore(e.score, board.score_format))}</td></tr>`);
+    const after = body.entries[i + 1];
+    if (e.zone === "promote" && (!after || after.zone !== "promote")) {
+      rows.push(`<tr class="line promote-line"><td colspan="3">▲ promotion</td></tr>`);
+    }
+  });
+  return `<h3>League · ${esc(body.tier)} · ${esc(body.cohort)}</h3>` +
+    `<table id="found-league">${rows.join("")}</table>`;
 }
 
 // --- wiring ---------------------------------------------------------------------------------
@@ -392,6 +427,10 @@ async function start() {
   $("side").hidden = state.kiosk;
   if (state.kiosk && !wanted.n) $("n").value = "10";
   if (["10", "25", "50", "100"].includes(wanted.n)) $("n").value = wanted.n;
+  if (wanted.player && !state.search) {  // ?player=: the search opens on them
+    $("player").value = wanted.player;
+    state.search = { player: wanted.player, friends: [] };
+  }
   try {
     await loadBoards(wanted);
     await pickBoard(wanted);
