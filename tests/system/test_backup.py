@@ -25,6 +25,10 @@ BOARDS: dict[str, dict[str, Any]] = {
     "bk-sum": {"windows": ["all-time"], "policy": "sum"},
     "bk-daily": {"windows": ["daily"], "grace_seconds": 0},
     "bk-load": {"windows": ["all-time"]},
+    "bk-league": {
+        "windows": ["daily"],
+        "league": {"window": "daily", "tiers": ["bronze", "silver"], "cohort_size": 5},
+    },
 }
 
 
@@ -55,6 +59,9 @@ def set_up(base: str) -> None:
             name = http.put(f"/v1/players/p{n}", json={"name": f"name {n}"}, headers=SERVER)
             assert name.is_success, name.text
         assert http.post("/v1/players/p7/ban", headers=ADMIN).is_success
+        for n in range(8):  # two cohorts, placed in this order
+            run = {"run_id": f"l{n}", "player_id": f"p{n}", "score": (n * 7) % 10}
+            assert http.post("/v1/boards/bk-league/runs", json=run, headers=SERVER).is_success
 
 
 def settle(base: str) -> None:
@@ -92,6 +99,9 @@ def reads(base: str) -> dict[str, Any]:
         "/v1/boards/bk-daily/periods",
         "/v1/players/p1",
         "/v1/players/p7",
+        "/v1/boards/bk-league/players/p6/league",
+        "/v1/boards/bk-league/cohorts/bronze-1",
+        "/v1/players/p2/leagues?board=bk-league",
     ]
     with httpx.Client(base_url=base, timeout=10) as http:
         answers = {}
@@ -143,6 +153,8 @@ def test_a_backup_under_load_restores_as_it_was_and_with_the_logs_later_runs(
         assert frozen.returncode == 0, frozen.stderr
         at_backup = reads(base)
         assert at_backup["/v1/boards/bk-best/holds"][1]["holds"], "no held run to restore"
+        league = at_backup["/v1/boards/bk-league/players/p6/league"]
+        assert league[0] == 200 and league[1]["cohort"] == "bronze-2", league  # placements too
         done = rankd("backup", str(quiet), "--data-dir", str(first))
         assert done.returncode == 0, done.stderr
         assert "covers the log through sequence" in done.stdout
