@@ -369,3 +369,46 @@ async def test_ten_thousand_players_are_placed_alike_by_a_rebuild_and_a_replay(
     await wait_consumer_idle(client, runtime)
     assert await placements(redis, pg, board, period) == (placed, durable)
     assert [await read_cohort(client, board, period, c) for c in sample] == reads
+
+
+async def test_a_held_run_counts_in_its_cohort_once_approved_and_cohorts_span_segments(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
+    league = {"window": "weekly", "tiers": ["bronze", "silver"], "cohort_size": 5}
+    board = await make_board(windows=["weekly"], segments=["country"], league=league)
+    players = [new_board_id("lgh") for _ in range(4)]
+    for i, player in enumerate(players[:3]):
+        body = {
+            "run_id": f"h{i}",
+            "player_id": player,
+            "score": 10 + i,
+            "segments": {"country": "FR" if i % 2 else "DE"},
+        }
+        sent = await client.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+        assert sent.status_code == 200, sent.text
+    # above the board's top 1: held, so not in the cohort yet (but placed: its place kept)
+    held_top = await client.put(f"/v1/boards/{board}", json={"hold_top": 1}, headers=ADMIN_H)
+    assert held_top.status_code == 200, held_top.text
+    body = {"run_id": "big", "player_id": players[3], "score": 999, "segments": {"country": "FR"}}
+    sent = await client.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+    assert sent.json()["standings"][0]["status"] == "held", sent.text
+
+    async def cohort() -> list[str]:
+        got = await client.get(f"/v1/boards/{board}/cohorts/bronze-1")
+        assert got.status_code == 200, got.text
+        return [e["player_id"] for e in got.json()["entries"]]
+
+    # one cohort across both countries; the segment's own standings as usual
+    assert await cohort() == [players[2], players[1], players[0]]
+    fr = await client.get(f"/v1/boards/{board}/top", params={"segment": "country:FR"})
+    assert [e["player_id"] for e in fr.json()["entries"]] == [players[1]]
+    assert_error(
+        await client.get(f"/v1/boards/{board}/players/{players[3]}/league"),
+        404,
+        "player_not_ranked",
+    )
+    approved = await client.post(f"/v1/boards/{board}/holds/big/approve", headers=ADMIN_H)
+    assert approved.status_code == 200, approved.text
+    assert await cohort() == [players[3], players[2], players[1], players[0]]
+    mine = await client.get(f"/v1/boards/{board}/players/{players[3]}/league")
+    assert [e["zone"] for e in mine.json()["entries"]] == ["promote", "promote", "stay", "stay"]
