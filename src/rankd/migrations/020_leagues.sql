@@ -9,8 +9,9 @@ CREATE TABLE league_members (
     ordinal   int  NOT NULL,  -- the tier's ordinal-th placement: cohort ordinal / cohort_size
     PRIMARY KEY (board_id, period, player_id)
 );
--- an erasure finds a player's rows by id alone
+-- an erasure finds a player's rows by id alone; an archived period's cohort, by its range
 CREATE INDEX league_members_player ON league_members (player_id);
+CREATE INDEX league_members_cohort ON league_members (board_id, period, tier, ordinal);
 -- each player's tier after the last moves (absent: the first tier)
 CREATE TABLE league_tiers (
     board_id  text NOT NULL,

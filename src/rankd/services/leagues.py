@@ -44,8 +44,8 @@ logger = logging.getLogger("rankd.leagues")
 # periods of a league window a season pass looks at (an hourly league's grace of 16 days);
 # older ones with players still waiting are left to a rebuild
 MAX_OPEN_PERIODS = 400
-# (period, player, placement) a logged run carries
-Carried = tuple[str, str, str]
+# (period, player, placement, whether the period is in Redis) a logged run carries
+Carried = tuple[str, str, str, bool]
 
 
 def league_of(board: BoardConfig) -> League:
@@ -92,10 +92,14 @@ def carried_placements(board: BoardConfig, plans: Sequence[Sequence[Target]]) ->
     if league is None:
         return []
     return [
-        (t.period.id, t.run.player_id, t.run.league)
+        (t.period.id, t.run.player_id, t.run.league, t.disposition != "expired")
         for p in plans
         for t in p
-        if t.window == league.window and not t.segment and t.run.league
+        # not "closed": such a run was refused there before logging, and placed no one
+        if t.window == league.window
+        and not t.segment
+        and t.run.league
+        and t.disposition in ("apply", "expired")
     ]
 
 
@@ -140,12 +144,13 @@ class Leagues:
         (the submit path put most there already), PostgreSQL records them, with those
         Redis made now for waiting players whose tiers are known by now."""
         board_id, size = board.board_id, league_of(board).cohort_size
-        by_period: dict[str, list[Placement]] = {}
-        for period, player, at in carried:
-            by_period.setdefault(period, []).append((player, at))
+        by_period: dict[tuple[str, bool], list[Placement]] = {}
+        for period, player, at, live in carried:
+            by_period.setdefault((period, live), []).append((player, at))
         rows: list[db.Member] = []
-        for period, found in by_period.items():
-            made = await self.keys.placed(board_id, size, period, found)
+        for (period, live), found in by_period.items():
+            # a period that has left Redis (archived) takes the placements here only
+            made = await self.keys.placed(board_id, size, period, found) if live else []
             rows += members_of(board_id, [*found, *made], period)
         await db.add_members(conn, rows)
 
@@ -206,7 +211,7 @@ class Leagues:
         if league is None:
             return
         periods: list[tuple[str, Sequence[Placement], bool]] = []
-        for period in await db.member_periods(conn, board.board_id):
+        for period in await db.member_periods(conn, board.board_id, league.window):
             found = await db.placements(conn, board.board_id, period, league.window)
             placed = any(at != "wait" for _, at in found)
             periods.append((period, found, placed))
@@ -247,7 +252,13 @@ class Leagues:
                         {**entry_of(row), "position": i} for i, row in enumerate(rows, start=1)
                     ]
                     return tier, number, entries
-        found = await self.keys.cohort(scope.board.board_id, scope.period.id, size, by)
+        if await reader.from_archive(scope):  # its placements left Redis with it
+            async with self.pg.connection() as conn:
+                found = await db.cohort_members(
+                    conn, scope.board.board_id, scope.period.id, size, by
+                )
+        else:
+            found = await self.keys.cohort(scope.board.board_id, scope.period.id, size, by)
         if found is None:
             return None
         tier, number, members = found

@@ -309,6 +309,9 @@ class SeasonJob:
             # one that finds it gone turns to the archive
             await archive_job.mark_archived(conn, ref, now)
             await self.season_keys.unlink_period(ref)
+            league = board.league
+            if league is not None and ref.window == league.window and not ref.segment:
+                await self.leagues.keys.unlink_period(ref.board, ref.period)
             report.archived += 1
             metrics.SEASON_PERIODS_ARCHIVED.inc()
 

@@ -172,15 +172,43 @@ async def placements(conn: Conn, board_id: str, period: str, window: str) -> lis
     return found + [(str(r[0]), "wait") for r in await cur.fetchall()]
 
 
-async def member_periods(conn: Conn, board_id: str) -> list[str]:
+async def member_periods(conn: Conn, board_id: str, window: str) -> list[str]:
     """The periods with placements, and those whose moves are made (each was open to
-    placements once)."""
+    placements once), but for those archived (their cohorts are read from here)."""
     cur = await conn.execute(
-        "SELECT DISTINCT period FROM league_members WHERE board_id = %(b)s"
-        " UNION SELECT period FROM league_moves WHERE board_id = %(b)s",
-        {"b": board_id},
+        "SELECT period FROM (SELECT DISTINCT period FROM league_members WHERE board_id = %(b)s"
+        "  UNION SELECT period FROM league_moves WHERE board_id = %(b)s) p"
+        " WHERE NOT EXISTS (SELECT 1 FROM period_archives a WHERE a.board_id = %(b)s"
+        "  AND a.win = %(w)s AND a.period = p.period AND a.segment = ''"
+        "  AND a.archived_ms IS NOT NULL)",
+        {"b": board_id, "w": window},
     )
     return sorted(str(r[0]) for r in await cur.fetchall())
+
+
+async def cohort_members(
+    conn: Conn, board_id: str, period: str, size: int, by: tuple[str, ...]
+) -> tuple[int, int, list[str]] | None:
+    """(tier, cohort, members in placement order) as league_cohort.lua finds them in Redis,
+    from the placements kept here: for a period that has left Redis."""
+    if by[0] == "player":
+        cur = await conn.execute(
+            "SELECT tier, ordinal FROM league_members"
+            " WHERE board_id = %s AND period = %s AND player_id = %s",
+            (board_id, period, by[1]),
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        tier, cohort = int(row[0]), int(row[1]) // size
+    else:
+        tier, cohort = int(by[1]), int(by[2])
+    cur = await conn.execute(
+        "SELECT player_id FROM league_members WHERE board_id = %s AND period = %s"
+        " AND tier = %s AND ordinal >= %s AND ordinal < %s ORDER BY ordinal",
+        (board_id, period, tier, cohort * size, (cohort + 1) * size),
+    )
+    return tier, cohort, [str(r[0]) for r in await cur.fetchall()]
 
 
 async def history(conn: Conn, board_id: str, player_id: str) -> list[HistoryRow]:

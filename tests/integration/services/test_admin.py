@@ -68,8 +68,11 @@ async def board_keys(redis: Redis, board_id: str) -> list[bytes]:
     return found
 
 
-async def freeze(rt: Runtime, board_id: str, wait_s: float = 0.0) -> None:
-    """One season pass over the board, settled at once (``wait_s``: for another's lease)."""
+async def freeze(
+    rt: Runtime, board_id: str, wait_s: float = 0.0, now_ms: int | None = None
+) -> None:
+    """One season pass over the board, settled at once (``wait_s``: for another's lease;
+    ``now_ms``: at another time than now)."""
     job = SeasonJob(
         rt.redis.reads,
         rt.redis.seasons,
@@ -79,7 +82,7 @@ async def freeze(rt: Runtime, board_id: str, wait_s: float = 0.0) -> None:
         rt.seasons.applied_through,
         settle_ms=0,
     )
-    report = await job.run_pass(boards=[board_id], wait_for_lease_s=wait_s)
+    report = await job.run_pass(now_ms, boards=[board_id], wait_for_lease_s=wait_s)
     assert report.lease and not report.failed
 
 

@@ -249,6 +249,14 @@ async def test_a_league_places_ranks_and_moves_players_against_a_model(
     history = await client.get(f"/v1/players/{gone}/leagues", params={"board": board})
     assert history.json() == {"board_id": board, "player_id": gone, "tier": "bronze", "history": []}
 
+    # two days on, pa is archived (an hourly window keeps no retention): its placements leave
+    # Redis with its standings, and its cohorts read from the archive (frozen while the ban
+    # was on: without the banned player) and the durable copy
+    await freeze(runtime, board, now_ms=now + 2 * 86_400_000)
+    left = redis.scan_iter(match=f"{keys.LeagueKeys(board).tag}:{pa}:*")
+    assert [k async for k in left] == []
+    await check_all(client, board, model, pa, {banned, gone})
+
 
 async def test_league_validation_and_reads_refuse_bad_input(
     client: httpx.AsyncClient, make_board: MakeBoard

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rankd.periods import PeriodRef
+from rankd.placement import LEAGUE_BUCKETS
 from rankd.stores.redis import keys
 from rankd.stores.redis.common import name, number
 from rankd.stores.redis.connection import RedisConn, is_cluster, reachable
@@ -170,6 +171,21 @@ class LeagueKeys:
                 with reachable():
                     await self.conn.client.set(keys.LeagueKeys(board_id).period(period)[1], "1")
             await self.placed(board_id, size, period, found)
+
+    async def unlink_period(self, board_id: str, period: str) -> None:
+        """An archived period's placements leave Redis with its standings (its cohorts are
+        then read from PostgreSQL): every bucket, every cohort's roster, the fill."""
+        lk = keys.LeagueKeys(board_id)
+        node = self.conn.nodes.for_key(lk.tag)  # one tag: one node, one plain pipeline
+        buckets = [f"{lk.tag}:{period}:m:{b}" for b in range(LEAGUE_BUCKETS)]
+        with reachable():
+            rosters = [k async for k in node.scan_iter(match=f"{lk.tag}:{period}:c:*", count=1000)]
+            pipe = node.pipeline(transaction=False)
+            pipe.unlink(*lk.period(period))
+            for part in (buckets, rosters):
+                for i in range(0, len(part), 8192):
+                    pipe.unlink(*part[i : i + 8192])
+            await pipe.execute()
 
     async def forget_player(
         self, board_id: str, size: int, periods: Sequence[str], player_id: str
