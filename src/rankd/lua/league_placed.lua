@@ -4,12 +4,15 @@
 --
 -- ARGV[4], ... = (player, "<tier>:<ordinal>" or "wait") pairs. A placement already there
 -- stays; the fill never falls below a placement put back. A "wait" queues the player, or,
--- if the period's tiers are known by now, places them at once.
+-- if the period's tiers are known by now, places them at once. A place another player holds
+-- by now (Redis was rebuilt before this placement reached the durable copy, and the place
+-- went again) is not taken twice: the player gets a new one.
 --
--- Returns (player, placement) pairs of the placements this call made for "wait"s.
+-- Returns (player, placement) pairs of the placements this call made anew.
 
 local L = league(KEYS, ARGV)
 local out = {}
+local taken = {}
 local ready = redis.call('EXISTS', L.ready) == 1
 for i = 4, #ARGV, 2 do
   local player, at = ARGV[i], ARGV[i + 1]
@@ -26,10 +29,19 @@ for i = 4, #ARGV, 2 do
   elseif redis.call('HEXISTS', members, player) == 0 then
     local tier, ordinal = string.match(at, '^(%d+):(%d+)$')
     ordinal = tonumber(ordinal)
-    league_put(L, player, tier, ordinal)
-    if tonumber(redis.call('HGET', L.fill, tier) or '0') <= ordinal then
-      redis.call('HSET', L.fill, tier, ordinal + 1)
+    local holder = redis.call('HGET', league_roster(L, tier, math.floor(ordinal / L.size)), ordinal)
+    if holder and holder ~= player then
+      taken[#taken + 1] = player  -- placed anew below, after every place put back
+    else
+      league_put(L, player, tier, ordinal)
+      if tonumber(redis.call('HGET', L.fill, tier) or '0') <= ordinal then
+        redis.call('HSET', L.fill, tier, ordinal + 1)
+      end
     end
   end
+end
+for _, player in ipairs(taken) do
+  out[#out + 1] = player
+  out[#out + 1] = league_place(L, player)
 end
 return out

@@ -141,8 +141,9 @@ class Leagues:
 
     async def apply(self, conn: Conn, board: BoardConfig, carried: Sequence[Carried]) -> None:
         """The log consumer's part, in its transaction: Redis gets the placements back
-        (the submit path put most there already), PostgreSQL records them, with those
-        Redis made now for waiting players whose tiers are known by now."""
+        (the submit path put most there already), PostgreSQL records them, or the place
+        Redis made anew: for a waiting player whose tiers are known by now, or one whose
+        place another took after a rebuild (league_placed.lua)."""
         board_id, size = board.board_id, league_of(board).cohort_size
         by_period: dict[tuple[str, bool], list[Placement]] = {}
         for period, player, at, live in carried:
@@ -150,8 +151,10 @@ class Leagues:
         rows: list[db.Member] = []
         for (period, live), found in by_period.items():
             # a period that has left Redis (archived) takes the placements here only
-            made = await self.keys.placed(board_id, size, period, found) if live else []
-            rows += members_of(board_id, [*found, *made], period)
+            made = dict(await self.keys.placed(board_id, size, period, found) if live else [])
+            # where Redis placed a player anew (a wait, a place taken meanwhile), that place
+            effective = {player: made.get(player, at) for player, at in found}
+            rows += members_of(board_id, list(effective.items()), period)
         await db.add_members(conn, rows)
 
     # -- the season job

@@ -420,3 +420,31 @@ async def test_a_held_run_counts_in_its_cohort_once_approved_and_cohorts_span_se
     assert await cohort() == [players[3], players[2], players[1], players[0]]
     mine = await client.get(f"/v1/boards/{board}/players/{players[3]}/league")
     assert [e["zone"] for e in mine.json()["entries"]] == ["promote", "promote", "stay", "stay"]
+
+
+async def test_a_place_taken_meanwhile_is_not_given_twice(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    redis: Redis,
+    pg: AsyncConnection[Any],
+) -> None:
+    """A logged placement that reaches the consumer after Redis was rebuilt without it, and
+    after another player took its place: the late player gets a new place, in both stores."""
+    board = new_board_id("lg-taken")
+    league = {"window": "weekly", "tiers": ["bronze", "silver"], "cohort_size": 5}
+    body = {"windows": ["weekly"], "league": league}
+    assert (await client.put(f"/v1/boards/{board}", json=body, headers=ADMIN_H)).status_code == 201
+    sent = await client.post(
+        f"/v1/boards/{board}/runs",
+        json={"run_id": "a", "player_id": "pa", "score": 5},
+        headers=SERVER_H,
+    )
+    assert sent.status_code == 200, sent.text
+    await wait_consumer_idle(client, runtime)
+    config = await runtime.boards.get(board)
+    period = config.current_period("weekly", int(datetime.now(UTC).timestamp() * 1000)).id
+    late = [(period, "px", "0:0", True), (period, "py", "0:1", True)]
+    async with runtime.pg.connection() as conn, conn.transaction():
+        await runtime.applier.leagues.apply(conn, config, late)
+    placed, durable = await placements(redis, pg, board, period)
+    assert placed == durable == {"pa": "0:0", "px": "0:2", "py": "0:1"}
