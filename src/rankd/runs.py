@@ -27,7 +27,7 @@ Segments = tuple[tuple[str, str], ...]  # (dimension, value) pairs, in the board
 # why a scheduled board's occurrence does not count a run (a standing's status there)
 REFUSALS = ("not_joined", "full", "attempts_exhausted")
 # a league placement in the log: "<tier>:<ordinal>" or "wait"
-PLACEMENT = re.compile(r"wait|(?:[0-9]|1[0-5]):(?:0|[1-9][0-9]{0,9})")
+PLACEMENT = re.compile(r"wait|(?:[0-9]|1[0-5]):(?:0|[1-9][0-9]{0,8})")  # ordinals fit an int4
 
 
 @dataclass(slots=True)  # one per submitted run: frozen dataclasses construct slower

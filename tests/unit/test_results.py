@@ -11,7 +11,7 @@ import pytest
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter
 
-from rankd import results, results_admin
+from rankd import leagues, results, results_admin, results_leagues
 from rankd.api import (
     routes_boards,
     routes_live,
@@ -56,7 +56,12 @@ def test_examples_are_valid_for_their_shape(shape: type) -> None:
 
 def test_the_client_uses_the_services_shapes() -> None:
     for name in types.__all__:
-        shape = getattr(results, name, None) or getattr(results_admin, name)
+        shape = (
+            getattr(results, name, None)
+            or getattr(results_leagues, name, None)
+            or getattr(leagues, name, None)
+            or getattr(results_admin, name)
+        )
         assert getattr(types, name) is shape, name
     assert types.Top is types.Around is results.Page
 

@@ -47,7 +47,7 @@ runs = st.builds(
     refused=st.sampled_from(["", *REFUSALS]),
     league=st.one_of(
         st.sampled_from(["", "wait"]),
-        st.builds(lambda t, o: f"{t}:{o}", st.integers(0, 15), st.integers(0, 2**31)),
+        st.builds(lambda t, o: f"{t}:{o}", st.integers(0, 15), st.integers(0, 999_999_999)),
     ),
 )
 
@@ -75,7 +75,9 @@ def _with_tail(tail: list[Any]) -> bytes:
     return orjson.dumps({"v": 2, "board": "b", "runs": [run]})
 
 
-@pytest.mark.parametrize("tail", [["", "16:0"], ["", "0:01"], ["", "wait\n"], ["", 3], ["", ""]])
+@pytest.mark.parametrize(
+    "tail", [["", "16:0"], ["", "0:1000000000"], ["", "0:01"], ["", "wait\n"], ["", 3], ["", ""]]
+)
 def test_a_malformed_league_placement_is_refused(tail: list[Any]) -> None:
     """A placement the log cannot trust parks the message rather than placing anyone."""
     assert decode_batch(_with_tail(["", "7:1"]))[2][0].league == "7:1"

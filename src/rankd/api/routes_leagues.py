@@ -12,7 +12,7 @@ from starlette.responses import Response
 from rankd import results_leagues
 from rankd.api.http import reply, runtime
 from rankd.api.routes_reads import IncludeQ, PeriodQ, ViewerQ, Where, open_read, own_view
-from rankd.errors import InvalidRequest
+from rankd.errors import InvalidRequest, PlayerNotRanked, Unauthorized
 from rankd.formats import check_board_id, check_player_id, format_time
 from rankd.leagues import League
 from rankd.results_leagues import Cohort
@@ -92,6 +92,11 @@ async def league(
 ) -> Response:
     rt, scope, league, viewer = await _open(request, board_id, period, viewer, player_id)
     body = await _cohort(rt, scope, league, ("player", player_id), viewer, include)
+    if body is None and await _leagues(rt).keys.is_waiting(board_id, scope.period.id, player_id):
+        raise PlayerNotRanked(
+            f"player {player_id!r} waits for their tier in {scope.window} period"
+            f" {scope.period.id}: they are placed once the period before it is frozen"
+        )
     if body is None or not any(e["player_id"] == player_id for e in body["entries"]):
         raise scope.not_ranked(player_id)  # placed, but no entry this view shows
     return reply(body)
@@ -126,13 +131,24 @@ async def leagues(
     player_id: str,
     request: Request,
     board: Annotated[str | None, Query(description="the league board")] = None,
+    viewer: ViewerQ = None,
 ) -> Response:
     rt = runtime(request)
+    where = Where(viewer=viewer)
+    role = "public"
     if "authorization" in request.headers:
-        own_view(rt, request, Where())  # a bad key or token is 401, never ignored
+        role, _ = rt.auth.identify(request)  # a bad key or token is 401, never ignored
+        own_view(rt, request, where)
+    elif viewer is not None:
+        raise Unauthorized("viewer= needs a server key (or the player's own token)")
     check_player_id(player_id)
     if board is None:
         raise InvalidRequest("board= is required: the league board to read")
     check_board_id(board)
     config = await rt.boards.get(board)
-    return reply(await _leagues(rt).history(config, player_id))
+    leagues = _leagues(rt)
+    if player_id in rt.moderation.bans and role != "admin" and where.viewer != player_id:
+        # shadow-banned: the public sees what it sees of a player never seen (their own
+        # view and an admin see the truth)
+        return reply(leagues.unseen(config, player_id))
+    return reply(await leagues.history(config, player_id))

@@ -8,7 +8,9 @@
 -- by now (Redis was rebuilt before this placement reached the durable copy, and the place
 -- went again) is not taken twice: the player gets a new one.
 --
--- Returns (player, placement) pairs of the placements this call made anew.
+-- Returns (player, placement) for every pair: the place the player holds in Redis after the
+-- call ("wait" while queued), which the durable copy records (so a retry, or a player
+-- placed anew meanwhile, never leaves the two stores apart).
 
 local L = league(KEYS, ARGV)
 local out = {}
@@ -20,8 +22,7 @@ for i = 4, #ARGV, 2 do
   if at == 'wait' then
     if redis.call('HEXISTS', members, player) == 0 then
       if ready then
-        out[#out + 1] = player
-        out[#out + 1] = league_place(L, player)
+        league_place(L, player)
       elseif redis.call('SADD', L.wset, player) == 1 then
         redis.call('RPUSH', L.wait, player)
       end
@@ -40,8 +41,9 @@ for i = 4, #ARGV, 2 do
     end
   end
 end
-for _, player in ipairs(taken) do
-  out[#out + 1] = player
-  out[#out + 1] = league_place(L, player)
+for _, player in ipairs(taken) do league_place(L, player) end
+for i = 4, #ARGV, 2 do
+  out[#out + 1] = ARGV[i]
+  out[#out + 1] = redis.call('HGET', league_members(L, ARGV[i]), ARGV[i]) or 'wait'
 end
 return out

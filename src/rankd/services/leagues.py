@@ -44,6 +44,9 @@ logger = logging.getLogger("rankd.leagues")
 # periods of a league window a season pass looks at (an hourly league's grace of 16 days);
 # older ones with players still waiting are left to a rebuild
 MAX_OPEN_PERIODS = 400
+# how long a period's "tiers known" flag outlives its grace (no placement comes after that;
+# a period with runs loses it sooner, when it is archived)
+READY_KEPT_MS = 86_400_000
 # (period, player, placement, whether the period is in Redis) a logged run carries
 Carried = tuple[str, str, str, bool]
 
@@ -150,11 +153,10 @@ class Leagues:
             by_period.setdefault((period, live), []).append((player, at))
         rows: list[db.Member] = []
         for (period, live), found in by_period.items():
-            # a period that has left Redis (archived) takes the placements here only
-            made = dict(await self.keys.placed(board_id, size, period, found) if live else [])
-            # where Redis placed a player anew (a wait, a place taken meanwhile), that place
-            effective = {player: made.get(player, at) for player, at in found}
-            rows += members_of(board_id, list(effective.items()), period)
+            # a period that has left Redis (archived) takes the placements here only; else
+            # the place Redis holds afterwards (a wait placed, a place taken meanwhile)
+            held = await self.keys.placed(board_id, size, period, found) if live else found
+            rows += members_of(board_id, held, period)
         await db.add_members(conn, rows)
 
     # -- the season job
@@ -169,13 +171,26 @@ class Leagues:
         league = board.league
         if league is None:
             return False
+        did = await self._push_tiers(conn, board)
+        for period in open_periods(board, league.window, now_ms):
+            did = await self._advance(conn, board, period, now_ms, settled) == "advanced" or did
+        return did
+
+    async def ready_to_freeze(
+        self, conn: Conn, board: BoardConfig, period: Period, now_ms: int
+    ) -> bool:
+        """Whether a league period may be frozen now: its players are all placed (those who
+        waited for its tiers too, placed here if the period before is moved). Called by
+        the season job just before the freeze, after the periods before it froze."""
+        await self._push_tiers(conn, board)
+        return await self._advance(conn, board, period, now_ms, lambda _: True) != "blocked"
+
+    async def _push_tiers(self, conn: Conn, board: BoardConfig) -> bool:
         did = False
         for moved in await db.unpushed(conn, board.board_id):
             await self.keys.set_tiers(board.board_id, await db.movers(conn, board.board_id, moved))
             await db.mark_pushed(conn, board.board_id, moved)
             did = True
-        for period in open_periods(board, league.window, now_ms):
-            did = await self._advance(conn, board, period, now_ms, settled) or did
         return did
 
     async def _advance(
@@ -185,27 +200,32 @@ class Leagues:
         period: Period,
         now_ms: int,
         settled: Callable[[Period], bool],
-    ) -> bool:
+    ) -> str:
+        """ "ready" (its tiers known, no one waiting), "advanced" (made so now), or "blocked"
+        (the period before is not moved yet)."""
         board_id = board.board_id
         if await self.keys.is_ready(board_id, period.id):
             if not await self.keys.waiting(board_id, period.id):
-                return False
+                return "ready"
         else:
             before = previous(period)
             if not await db.is_moved(conn, board_id, before.id):
                 if await db.has_members(conn, board_id, before.id) or not settled(before):
-                    return False  # its moves come with its freeze
+                    return "blocked"  # its moves come with its freeze
                 await db.record_moved(
                     conn, board_id, before.id, before.start_ms, now_ms, pushed=True
                 )
         placed = await self.keys.advance(board_id, league_of(board).cohort_size, period.id)
         await db.add_members(conn, members_of(board_id, placed, period.id))
         await self.keys.done_waiting(board_id, period.id)
+        closes = board.closes_at_ms(period)
+        if closes is not None:  # a period without runs is never archived: its flag expires
+            await self.keys.expire_ready(board_id, period.id, closes + READY_KEPT_MS)
         if placed:
             logger.info(
                 "league %s %s: %d waiting player(s) placed", board_id, period.id, len(placed)
             )
-        return True
+        return "advanced"
 
     async def restore(self, conn: Conn, board: BoardConfig) -> None:
         """A rebuild's part: the board's tiers and every period's placements as the durable
@@ -216,10 +236,13 @@ class Leagues:
         periods: list[tuple[str, Sequence[Placement], bool]] = []
         for period in await db.member_periods(conn, board.board_id, league.window):
             found = await db.placements(conn, board.board_id, period, league.window)
-            placed = any(at != "wait" for _, at in found)
-            periods.append((period, found, placed))
+            ready = any(at != "wait" for _, at in found)
+            periods.append((period, found, ready))
         tiers = await db.tiers(conn, board.board_id)
-        await self.keys.restore(board.board_id, league.cohort_size, tiers, periods)
+        held = await self.keys.restore(board.board_id, league.cohort_size, tiers, periods)
+        async with conn.transaction():
+            for period, placed in held:  # waiting players placed now are recorded too
+                await db.add_members(conn, members_of(board.board_id, placed, period))
 
     # -- reads
 
@@ -269,6 +292,16 @@ class Leagues:
             return tier, number, []
         ranked = await reader.friends(scope, members[0], members[1:], viewer)
         return tier, number, ranked["entries"]
+
+    def unseen(self, board: BoardConfig, player_id: str) -> dict[str, Any]:
+        """The history of a player never seen: the first tier, nothing frozen."""
+        league = league_of(board)
+        return {
+            "board_id": board.board_id,
+            "player_id": player_id,
+            "tier": league.tiers[0],
+            "history": [],
+        }
 
     async def history(self, board: BoardConfig, player_id: str) -> dict[str, Any]:
         league = league_of(board)

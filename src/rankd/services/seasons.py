@@ -286,6 +286,24 @@ class SeasonJob:
             report.waiting += 1
             logger.info("season job: %s waits for the log consumer before freezing", ref)
             return
+        league_period = (
+            board.league is not None and ref.window == board.league.window and not ref.segment
+        )
+        if (
+            action == "thaw"
+            and league_period
+            and await leagues_db.is_moved(conn, ref.board, ref.period)
+        ):
+            # its moves made, the next period placed by them: it stays as it froze
+            logger.info("season job: %s keeps its league moves: not reopened", ref)
+            return
+        if (
+            action == "freeze"
+            and league_period
+            and not await self.leagues.ready_to_freeze(conn, board, period, now)
+        ):
+            report.waiting += 1  # its waiting players are placed first
+            return
         if action == "thaw":
             await archive_job.thaw(conn, ref)
             if state is not None and state.archived:

@@ -173,11 +173,12 @@ async def placements(conn: Conn, board_id: str, period: str, window: str) -> lis
 
 
 async def member_periods(conn: Conn, board_id: str, window: str) -> list[str]:
-    """The periods with placements, and those whose moves are made (each was open to
-    placements once), but for those archived (their cohorts are read from here)."""
+    """The league window's periods with runs (placed or waiting players) or placements, but
+    for those archived (their cohorts are read from here)."""
     cur = await conn.execute(
         "SELECT period FROM (SELECT DISTINCT period FROM league_members WHERE board_id = %(b)s"
-        "  UNION SELECT period FROM league_moves WHERE board_id = %(b)s) p"
+        "  UNION SELECT period FROM periods_seen WHERE board_id = %(b)s AND win = %(w)s"
+        "   AND segment = '') p"
         " WHERE NOT EXISTS (SELECT 1 FROM period_archives a WHERE a.board_id = %(b)s"
         "  AND a.win = %(w)s AND a.period = p.period AND a.segment = ''"
         "  AND a.archived_ms IS NOT NULL)",

@@ -163,11 +163,11 @@ async def test_a_league_places_ranks_and_moves_players_against_a_model(
     for i in range(6):
         await send(client, board, f"a{i}", players[i], scores[i], pa_ms + i)
         model.run(pa, players[i], scores[i], pa_ms + i)
-    assert_error(
-        await client.get(f"/v1/boards/{board}/players/{players[0]}/league", params={"period": pa}),
-        404,
-        "player_not_ranked",
+    waiting = await client.get(
+        f"/v1/boards/{board}/players/{players[0]}/league", params={"period": pa}
     )
+    assert_error(waiting, 404, "player_not_ranked")
+    assert "waits for their tier" in waiting.json()["error"]["message"]
     await wait_consumer_idle(client, runtime)
     await close(client, board, hour(pa_ms - HOUR_MS))  # no one played that hour
     await freeze(runtime, board)
@@ -209,6 +209,20 @@ async def test_a_league_places_ranks_and_moves_players_against_a_model(
         await ban(client, banned, False)
     moved = model.freeze(pa, {banned})
     assert moved[banned] == "stay"
+    await ban(client, banned)
+    try:  # a banned player's history: the public sees a player never seen, they the truth
+        await asyncio.sleep(0.3)
+        hidden = await client.get(f"/v1/players/{banned}/leagues", params={"board": board})
+        assert hidden.json()["history"] == [] and hidden.json()["tier"] == "bronze"
+        own = await client.get(
+            f"/v1/players/{banned}/leagues",
+            params={"board": board, "viewer": banned},
+            headers=SERVER_H,
+        )
+        assert [r["period"] for r in own.json()["history"]] == [pa]
+    finally:
+        await ban(client, banned, False)
+    await asyncio.sleep(0.3)
     for player in players:
         history = await client.get(f"/v1/players/{player}/leagues", params={"board": board})
         assert history.status_code == 200, history.text

@@ -63,8 +63,8 @@ class LeagueKeys:
     async def placed(
         self, board_id: str, size: int, period: str, found: Sequence[Placement]
     ) -> list[Placement]:
-        """Put back placements (league_placed.lua, idempotent); the placements it made for
-        waiting players whose tiers are known by now."""
+        """Put back placements (league_placed.lua, idempotent); each player's placement in
+        Redis afterwards ("wait" while queued), as the durable copy is to record it."""
         made: list[Placement] = []
         with reachable():
             for i in range(0, len(found), CHUNK):
@@ -100,6 +100,15 @@ class LeagueKeys:
         with reachable():
             reply = await self.conn.call(self._call(LEAGUE_ADVANCE, board_id, period, size))
         return _pairs(reply)
+
+    async def is_waiting(self, board_id: str, period: str, player_id: str) -> bool:
+        with reachable():
+            wset = keys.LeagueKeys(board_id).period(period)[3]
+            return bool(await self.conn.client.sismember(wset, player_id))
+
+    async def expire_ready(self, board_id: str, period: str, at_ms: int) -> None:
+        with reachable():
+            await self.conn.client.pexpireat(keys.LeagueKeys(board_id).period(period)[1], at_ms)
 
     async def done_waiting(self, board_id: str, period: str) -> None:
         """The waiting players are placed in both stores: their queue goes."""
@@ -162,15 +171,19 @@ class LeagueKeys:
         size: int,
         tiers: Sequence[tuple[str, int]],
         periods: Sequence[tuple[str, Sequence[Placement], bool]],
-    ) -> None:
+    ) -> list[tuple[str, list[Placement]]]:
         """A rebuild's part: the board's tiers, and per (period, placements, tiers known)
-        its placements and waiting players, as the durable copy has them."""
+        its placements and waiting players, as the durable copy has them; per period, the
+        placements Redis holds afterwards (waiting players of a period whose tiers are
+        known are placed at once: the durable copy is to record them)."""
         await self.set_tiers(board_id, tiers)
+        held: list[tuple[str, list[Placement]]] = []
         for period, found, ready in periods:
             if ready:
                 with reachable():
                     await self.conn.client.set(keys.LeagueKeys(board_id).period(period)[1], "1")
-            await self.placed(board_id, size, period, found)
+            held.append((period, await self.placed(board_id, size, period, found)))
+        return held
 
     async def unlink_period(self, board_id: str, period: str) -> None:
         """An archived period's placements leave Redis with its standings (its cohorts are
