@@ -123,6 +123,7 @@ bench: bench-deps
 	$(BIN)/python -m bench.failover
 	$(BIN)/python -m bench.cluster --topologies single cluster sentinel
 	$(BIN)/python -m bench.restart --members 1000000 --tail 1000
+	$(BIN)/python -m bench.leagues --players 1000000
 	$(BIN)/python -m bench.report
 
 bench-quick: bench-deps
