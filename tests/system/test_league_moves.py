@@ -22,7 +22,8 @@ from rankd.leagues import League
 from rankd.periods import period_at
 from rankd.runtime import Runtime
 from tests.integration.services.test_admin import freeze
-from tests.support.common import ADMIN_H, SERVER_H, Urls, new_board_id
+from tests.integration.services.test_leagues import batch
+from tests.support.common import ADMIN_H, Urls, new_board_id
 from tests.support.durable import wait_consumer_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -55,14 +56,7 @@ async def test_a_freeze_killed_midway_moves_no_one_and_the_next_moves_everyone_o
     now = int(datetime.now(UTC).timestamp() * 1000)
     period = period_at("hourly", now).id  # the board's first: placements come at once
     for first in range(0, PLAYERS, 500):
-        runs = [
-            {"run_id": f"r{i}", "player_id": f"p{i:05d}", "score": (i * 7919) % 10_007}
-            for i in range(first, first + 500)
-        ]
-        sent = await client.post(
-            f"/v1/boards/{board}/runs:batch", json={"runs": runs}, headers=SERVER_H
-        )
-        assert sent.status_code == 200, sent.text
+        await batch(client, board, first)
     await wait_consumer_idle(client, runtime)
     closed = await client.post(
         f"/v1/boards/{board}/periods/{period}/close", params={"window": "hourly"}, headers=ADMIN_H

@@ -10,16 +10,5 @@
 -- see lib.lua, loaded before this.
 
 local out = {}
-for i = 1, #ARGV do
-  local member, composite, achieved = locate(KEYS[1], KEYS[1], ARGV[i])
-  if composite then
-    out[#out + 1] = string.format('%.0f', composite)
-    out[#out + 1] = redis.call('ZREVRANK', KEYS[1], member)
-    out[#out + 1] = achieved
-  else
-    out[#out + 1] = false
-    out[#out + 1] = false
-    out[#out + 1] = false
-  end
-end
+for i = 1, #ARGV do append_entry(out, KEYS[1], ARGV[i]) end
 return out

@@ -7,15 +7,8 @@
 -- member, ...} (the roster's holes, placements never logged or erased, left out).
 
 local L = league(KEYS, ARGV)
-local tier, cohort
-if ARGV[4] == 'player' then
-  local at = redis.call('HGET', league_members(L, ARGV[5]), ARGV[5])
-  if not at then return {} end
-  local t, ordinal = string.match(at, '^(%d+):(%d+)$')
-  tier, cohort = t, math.floor(tonumber(ordinal) / L.size)
-else
-  tier, cohort = ARGV[5], tonumber(ARGV[6])
-end
+local tier, cohort = league_find(L, ARGV)
+if not tier then return {} end
 local out = {tier, cohort}
 for _, v in ipairs(redis.call('HGETALL', league_roster(L, tier, cohort))) do
   out[#out + 1] = v

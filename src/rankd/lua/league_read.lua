@@ -11,15 +11,8 @@
 -- entry), then each member's name (false: none)}.
 
 local L = league(KEYS, ARGV)
-local tier, cohort
-if ARGV[4] == 'player' then
-  local at = redis.call('HGET', league_members(L, ARGV[5]), ARGV[5])
-  if not at then return {} end
-  local t, ordinal = string.match(at, '^(%d+):(%d+)$')
-  tier, cohort = t, math.floor(tonumber(ordinal) / L.size)
-else
-  tier, cohort = ARGV[5], tonumber(ARGV[6])
-end
+local tier, cohort = league_find(L, ARGV)
+if not tier then return {} end
 local roster = redis.call('HGETALL', league_roster(L, tier, cohort))
 local out = {tier, cohort, #roster / 2}
 local members = {}
@@ -28,18 +21,7 @@ for i = 1, #roster, 2 do
   out[#out + 1] = roster[i + 1]
   members[#members + 1] = roster[i + 1]
 end
-for _, player in ipairs(members) do
-  local member, composite, achieved = locate(KEYS[5], KEYS[5], player)
-  if composite then
-    out[#out + 1] = string.format('%.0f', composite)
-    out[#out + 1] = redis.call('ZREVRANK', KEYS[5], member)
-    out[#out + 1] = achieved
-  else
-    out[#out + 1] = false
-    out[#out + 1] = false
-    out[#out + 1] = false
-  end
-end
+for _, player in ipairs(members) do append_entry(out, KEYS[5], player) end
 if #members > 0 then
   for _, name in ipairs(redis.call('HMGET', KEYS[6], unpack(members))) do
     out[#out + 1] = name

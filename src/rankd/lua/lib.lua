@@ -202,6 +202,21 @@ local function locate(key, public, player)
   return member, composite, ms, at, field
 end
 
+-- append_entry(out, public, player): the player's composite, 0-based rank and exact ms on
+-- the public board, appended to ``out`` (false x3: no entry); friends and league reads.
+local function append_entry(out, public, player)
+  local member, composite, achieved = locate(public, public, player)
+  if composite then
+    out[#out + 1] = string.format('%.0f', composite)
+    out[#out + 1] = redis.call('ZREVRANK', public, member)
+    out[#out + 1] = achieved
+  else
+    out[#out + 1] = false
+    out[#out + 1] = false
+    out[#out + 1] = false
+  end
+end
+
 local function put(key, public, player, composite, ms, meta)
   local held_member, held, _, at, field = locate(key, public, player)
   local member = stamp(ms) .. player
@@ -340,6 +355,16 @@ end
 local function league_put(L, player, tier, ordinal)
   redis.call('HSET', league_members(L, player), player, tier .. ':' .. ordinal)
   redis.call('HSET', league_roster(L, tier, math.floor(ordinal / L.size)), ordinal, player)
+end
+
+-- league_find(L, A): the (tier, cohort) A names from A[4]: "player" and an id (nil: not
+-- placed), or "cohort", a tier and a cohort number.
+local function league_find(L, A)
+  if A[4] ~= 'player' then return A[5], tonumber(A[6]) end
+  local at = redis.call('HGET', league_members(L, A[5]), A[5])
+  if not at then return nil end
+  local tier, ordinal = string.match(at, '^(%d+):(%d+)$')
+  return tier, math.floor(tonumber(ordinal) / L.size)
 end
 
 local function league_place(L, player)

@@ -94,6 +94,18 @@ class Model:
         return moved
 
 
+async def batch(client: httpx.AsyncClient, board: str, first: int) -> None:
+    """Players p<first> to p<first + 499>'s runs in one request, scores spread."""
+    runs = [
+        {"run_id": f"r{i}", "player_id": f"p{i:05d}", "score": (i * 7919) % 10_007}
+        for i in range(first, first + 500)
+    ]
+    sent = await client.post(
+        f"/v1/boards/{board}/runs:batch", json={"runs": runs}, headers=SERVER_H
+    )
+    assert sent.status_code == 200, sent.text
+
+
 def hour(ms: int) -> str:
     return period_at("hourly", ms).id
 
@@ -356,19 +368,9 @@ async def test_ten_thousand_players_are_placed_alike_by_a_rebuild_and_a_replay(
     assert (await client.put(f"/v1/boards/{board}", json=body, headers=ADMIN_H)).status_code == 201
     period = hour(int(datetime.now(UTC).timestamp() * 1000))
 
-    async def batch(first: int) -> None:
-        runs = [
-            {"run_id": f"r{i}", "player_id": f"p{i:05d}", "score": (i * 7919) % 10_007}
-            for i in range(first, first + 500)
-        ]
-        sent = await client.post(
-            f"/v1/boards/{board}/runs:batch", json={"runs": runs}, headers=SERVER_H
-        )
-        assert sent.status_code == 200, sent.text
-
     # four requests at a time: their placements interleave as they come
     for first in range(0, 10_000, 2_000):
-        await asyncio.gather(*(batch(f) for f in range(first, first + 2_000, 500)))
+        await asyncio.gather(*(batch(client, board, f) for f in range(first, first + 2_000, 500)))
     await wait_consumer_idle(client, runtime)
     placed, durable = await placements(redis, pg, board, period)
     assert placed == durable and len(placed) == 10_000
