@@ -331,7 +331,8 @@ def apply_changes(board_id: str, current: BoardConfig | None, body: Any) -> Boar
     if "league" in body:
         values["league"] = body["league"]
     if values.get("league") is not None:  # checked against the windows as they now are
-        values["league"] = parse_league(values["league"], values["windows"]).as_json()
+        league = parse_league(values["league"], values["windows"], values["grace_seconds"])
+        values["league"] = league.as_json()
     if "segments" in body:
         dimensions = body["segments"]
         if (

@@ -19,6 +19,7 @@ from typing_extensions import TypedDict  # pydantic reads typing's only from Pyt
 
 from rankd.errors import InvalidRequest
 from rankd.formats import clip
+from rankd.periods import SPAN_MS
 
 Zone = Literal["promote", "stay", "relegate"]
 LeagueWindow = Literal["hourly", "daily", "weekly", "monthly"]
@@ -27,6 +28,9 @@ Moved = Literal["up", "down", "stay"]
 # schedule's occurrences, whose gaps leave "the next period" undefined)
 LEAGUE_WINDOWS = ("hourly", "daily", "weekly", "monthly")
 MAX_TIERS = 16
+# periods of a league window a season pass looks at for players waiting for their tier: a
+# grace longer than this many periods (398 hours on an hourly league) is refused
+MAX_OPEN_PERIODS = 400
 MIN_COHORT, MAX_COHORT = 5, 1000
 TIER_NAME = re.compile(r"[A-Za-z0-9_]{1,32}")
 # a cohort's id in paths: "<tier name>-<n>", n from 1
@@ -103,8 +107,8 @@ class League:
         return "up" if zone == "promote" else "down" if zone == "relegate" else "stay"
 
 
-def parse_league(value: object, windows: list[str]) -> League:
-    """A board's ``league`` field, checked against the board's ``windows``."""
+def parse_league(value: object, windows: list[str], grace_seconds: int = 0) -> League:
+    """A board's ``league`` field, checked against the board's ``windows`` and grace."""
     if not isinstance(value, dict):
         raise InvalidRequest(
             'league must be an object, e.g. {"window": "weekly", "tiers": ["bronze", "silver",'
@@ -121,6 +125,12 @@ def parse_league(value: object, windows: list[str]) -> League:
         raise InvalidRequest(
             f"a league board's windows are its league window {window!r} and optionally"
             f" all-time; this board has {', '.join(windows)}"
+        )
+    most = (MAX_OPEN_PERIODS - 2) * SPAN_MS[window] // 1000
+    if grace_seconds > most:
+        raise InvalidRequest(
+            f"a {window} league takes grace_seconds up to {most}: players wait for their tier"
+            " until the previous period's grace is over"
         )
     tiers = value.get("tiers")
     if (

@@ -74,3 +74,7 @@ def test_defaults_fit_any_cohort_size() -> None:
     assert (small.promote, small.relegate) == (3, 3)
     with pytest.raises(InvalidRequest, match="windows"):
         parse_league({"window": "daily", "tiers": ["a"]}, ["daily", "weekly"])
+    hourly = {"window": "hourly", "tiers": ["a"]}
+    assert parse_league(hourly, ["hourly"], 398 * 3600).window == "hourly"
+    with pytest.raises(InvalidRequest, match="grace_seconds up to 1432800"):
+        parse_league(hourly, ["hourly"], 398 * 3600 + 1)

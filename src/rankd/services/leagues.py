@@ -26,7 +26,7 @@ from typing import Any
 
 from rankd.boards import BoardConfig
 from rankd.errors import InvalidRequest
-from rankd.leagues import League
+from rankd.leagues import MAX_OPEN_PERIODS, League
 from rankd.periods import Period, previous
 from rankd.plan import Target
 from rankd.results import FriendEntry
@@ -41,9 +41,6 @@ from rankd.stores.redis.leagues import LeagueKeys, Placement
 
 logger = logging.getLogger("rankd.leagues")
 
-# periods of a league window a season pass looks at (an hourly league's grace of 16 days);
-# older ones with players still waiting are left to a rebuild
-MAX_OPEN_PERIODS = 400
 # how long a period's "tiers known" flag outlives its grace (no placement comes after that;
 # a period with runs loses it sooner, when it is archived)
 READY_KEPT_MS = 86_400_000

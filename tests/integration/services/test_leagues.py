@@ -299,6 +299,12 @@ async def test_league_validation_and_reads_refuse_bad_input(
         {"windows": ["weekly"], "league": {"window": "weekly", "tiers": ["a"], "promote": 16}},
         {"windows": ["weekly"], "league": {"window": "weekly", "tiers": ["a"], "zones": 1}},
         {"windows": ["all-time"], "league": {"window": "all-time", "tiers": ["a"]}},
+        # players would wait past the periods a season pass looks at
+        {
+            "windows": ["hourly"],
+            "grace_seconds": 398 * 3600 + 1,
+            "league": {"window": "hourly", "tiers": ["a"]},
+        },
         {
             "windows": ["weekly"],
             "league": {"window": "weekly", "tiers": [str(i) for i in range(17)]},
