@@ -470,3 +470,20 @@ async def test_a_place_taken_meanwhile_is_not_given_twice(
         await runtime.applier.leagues.apply(conn, config, late)
     placed, durable = await placements(redis, pg, board, period)
     assert placed == durable == {"pa": "0:0", "px": "0:2", "py": "0:1"}
+
+
+async def test_a_sum_league_ranks_each_players_total_in_the_cohort(
+    client: httpx.AsyncClient, make_board: MakeBoard
+) -> None:
+    league = {"window": "weekly", "tiers": ["bronze", "silver"], "cohort_size": 5}
+    board = await make_board(windows=["weekly"], policy="sum", league=league)
+    a, b, c = (new_board_id(f"sum-{x}") for x in "abc")
+    runs = [(a, 30), (b, 25), (a, 10), (c, 50), (b, 30)]
+    for i, (player, score) in enumerate(runs):
+        body = {"run_id": f"s{i}", "player_id": player, "score": score}
+        sent = await client.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+        assert sent.status_code == 200, sent.text
+    got = await client.get(f"/v1/boards/{board}/players/{a}/league")
+    assert got.status_code == 200, got.text
+    entries = [(e["player_id"], e["score"], e["zone"]) for e in got.json()["entries"]]
+    assert entries == [(b, 55, "promote"), (c, 50, "promote"), (a, 40, "stay")]
