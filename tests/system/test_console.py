@@ -837,3 +837,37 @@ async def test_a_hostile_player_name_is_shown_as_text(
     assert await page.evaluate("document.body.dataset.pwned") is None
     lifted = await http.delete("/v1/players/x-mal/ban", headers=ADMIN_H)
     assert lifted.status_code == 200, lifted.text
+
+
+async def test_a_league_board_is_made_and_shown_from_the_form(
+    service: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    board_id = new_board_id("console-league")
+    await sign_in(page, service, "#boards")
+    await page.click("#board-new")
+    await page.fill("#f-board_id", board_id)
+    await page.check('[data-field="windows"] input[value="weekly"]')
+    await page.uncheck('[data-field="windows"] input[value="all-time"]')
+    # a league the API refuses: its words, on the league's fieldset, nothing created
+    await page.fill("#f-league-tiers", "bronze, silver, gold")
+    await page.fill("#f-league-cohort_size", "4")
+    await page.click("#editor-save")
+    error = page.locator('[data-error-for="league"]')
+    await expect(error).to_contain_text("league.cohort_size must be an integer in 5..1000")
+    assert (await http.get(f"/v1/boards/{board_id}")).status_code == 404
+    await page.fill("#f-league-cohort_size", "20")
+    await page.click("#editor-save")
+    await expect(page.locator("#toast")).to_contain_text(f"Created {board_id}")
+    created = (await http.get(f"/v1/boards/{board_id}")).json()
+    assert created["league"] == {
+        "window": "weekly",
+        "tiers": ["bronze", "silver", "gold"],
+        "cohort_size": 20,
+        "promote": 5,
+        "relegate": 5,
+    }
+    # shown back; saving unchanged sends nothing
+    await expect(page.locator("#f-league-tiers")).to_have_value("bronze, silver, gold")
+    await expect(page.locator("#f-league-promote")).to_have_value("5")
+    await page.click("#editor-save")
+    await expect(page.locator("#toast")).to_contain_text("Nothing changed.")

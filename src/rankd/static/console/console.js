@@ -1,5 +1,5 @@
 // The Rankd console: review holds, look players up, ban and erase them, remove one of their
-// entries, edit boards (their schedule and webhook too) and close their periods early, read
+// entries, edit boards (their schedule, league and webhook too) and close their periods early, read
 // a board's webhook deliveries, watch the service's health. Everything goes through the
 // public admin API with the admin key the moderator signs in with, kept in this tab's
 // sessionStorage only (nothing that outlives the tab, no cookie, never the URL). Every value
@@ -12,8 +12,9 @@
   const WINDOWS = ["all-time", "hourly", "daily", "weekly", "monthly", "scheduled", "rolling-7d"];
   const BOARD_FIELDS = ["board_id", "windows", "order", "policy", "window_policies", "max_score",
     "max_run_score", "shards", "hold_top", "grace_seconds", "retention_days", "segments",
-    "score_format", "client_submits", "hooks", "schedule"];
+    "score_format", "client_submits", "hooks", "schedule", "league"];
   const SCHEDULE_FIELDS = ["starts_at", "every", "duration", "ends_at"];
+  const LEAGUE_NUMBERS = ["cohort_size", "promote", "relegate"];
   const $ = (id) => document.getElementById(id);
   const enc = encodeURIComponent;
   let adminKey = sessionStorage.getItem(KEY_STORE);
@@ -701,6 +702,7 @@
   const form = $("editor");
   const input = (field) => form.querySelector(`[data-field="${field}"]`);
   const scheduleInput = (name) => form.querySelector(`[data-schedule="${name}"]`);
+  const leagueInput = (name) => form.querySelector(`[data-league="${name}"]`);
   // a schedule adds the scheduled window: its box follows whether the schedule has a start
   scheduleInput("starts_at").addEventListener("input", (e) => {
     input("windows").querySelector('input[value="scheduled"]').checked = Boolean(e.target.value.trim());
@@ -725,6 +727,10 @@
     const schedule = (board && board.schedule) || {};
     for (const name of SCHEDULE_FIELDS) scheduleInput(name).value = schedule[name] ?? "";
     input("hooks").value = (board && board.hooks && board.hooks.period_closed) || "";
+    const league = board && board.league;
+    leagueInput("window").value = league ? league.window : "weekly";
+    leagueInput("tiers").value = league ? league.tiers.join(", ") : "";
+    for (const name of LEAGUE_NUMBERS) leagueInput(name).value = league ? String(league[name]) : "";
     for (const row of $("boards").tBodies[0].rows) row.classList.toggle("cursor", Boolean(board) && row.dataset.board === board.board_id);
     showOccurrences(board);
     loadPeriods(board);
@@ -764,6 +770,17 @@
       ? Object.fromEntries(SCHEDULE_FIELDS.filter((name) => name !== "starts_at" || typed[name]).map((name) => [name, typed[name] || null]))
       : null;
     if (editor.board || schedule) values.schedule = schedule;
+    // a league: its tiers, as typed; none typed: no league (an edit sends it only if changed)
+    const tiers = leagueInput("tiers").value.split(",").map((t) => t.trim()).filter(Boolean);
+    let league = null;
+    if (tiers.length) {
+      league = { window: leagueInput("window").value, tiers };
+      for (const name of LEAGUE_NUMBERS) {
+        const text = leagueInput(name).value.trim();
+        if (text) league[name] = number(text);
+      }
+    }
+    if (editor.board || league) values.league = league;
     // the webhook told of each closed period; empty: none (null on an edit removes it)
     const hook = input("hooks").value.trim();
     if (editor.board || hook) values.hooks = { period_closed: hook || null };
@@ -771,6 +788,7 @@
     // an edit sends what changed only: omitted fields keep their value
     const was = {
       schedule: editor.board.schedule ?? null,
+      league: editor.board.league ?? null,
       hooks: { period_closed: (editor.board.hooks || {}).period_closed ?? null },
     };
     const changed = {};
