@@ -26,8 +26,9 @@ _READABLE_VERSIONS = (1, 2)
 Segments = tuple[tuple[str, str], ...]  # (dimension, value) pairs, in the board's order
 # why a scheduled board's occurrence does not count a run (a standing's status there)
 REFUSALS = ("not_joined", "full", "attempts_exhausted")
-# a league placement in the log: "<tier>:<ordinal>" or "wait"
-PLACEMENT = re.compile(r"wait|(?:[0-9]|1[0-5]):(?:0|[1-9][0-9]{0,8})")  # ordinals fit an int4
+# a league placement in the log: "<tier>:<ordinal>", or "wait:<n>" (the n-th to wait for the
+# period's tiers); numbers fit PostgreSQL's int
+PLACEMENT = re.compile(r"(?:wait|[0-9]|1[0-5]):(?:0|[1-9][0-9]{0,8})")
 
 
 @dataclass(slots=True)  # one per submitted run: frozen dataclasses construct slower
@@ -50,7 +51,8 @@ class Run:
     # attempts_exhausted, decided before logging (services/tournaments.py)
     refused: str = ""
     # a league board's placement of the player in the run's period, decided before logging
-    # (services/leagues.py): "<tier>:<ordinal>", "wait" (their tier is not known yet), or
+    # (services/leagues.py): "<tier>:<ordinal>", "wait:<n>" (their tier is not known yet:
+    # the n-th to wait), or
     # "" (no league, or the run places no one)
     league: str = ""
 

@@ -46,7 +46,7 @@ runs = st.builds(
     metadata=st.one_of(st.just(""), metadata.map(lambda m: orjson.dumps(m).decode())),
     refused=st.sampled_from(["", *REFUSALS]),
     league=st.one_of(
-        st.sampled_from(["", "wait"]),
+        st.sampled_from(["", "wait:1", "wait:999999999"]),
         st.builds(lambda t, o: f"{t}:{o}", st.integers(0, 15), st.integers(0, 999_999_999)),
     ),
 )
@@ -76,7 +76,8 @@ def _with_tail(tail: list[Any]) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "tail", [["", "16:0"], ["", "0:1000000000"], ["", "0:01"], ["", "wait\n"], ["", 3], ["", ""]]
+    "tail",
+    [["", "16:0"], ["", "0:1000000000"], ["", "0:01"], ["", "wait"], ["", "wait:1\n"], ["", 3]],
 )
 def test_a_malformed_league_placement_is_refused(tail: list[Any]) -> None:
     """A placement the log cannot trust parks the message rather than placing anyone."""

@@ -3,14 +3,15 @@
 --
 -- KEYS = the period's fill (hash: tier -> placements made), ready (present once the
 -- period's tiers are known: the previous period's moves made), wait (players waiting for
--- that, in arrival order) and wset (the same as a set); see lib.lua league()
+-- that, a sorted set by arrival) and arrived (the arrivals counted); see lib.lua league()
 -- ARGV[1..3] = the board's league tag, the period, the cohort size
 -- ARGV[4] = "1" if this is the board's first league period (its tiers are known at once)
 -- ARGV[5], ... = the players, in order
 --
 -- Returns each player's "<tier>:<ordinal>" (their cohort: ordinal / cohort size), or
--- "wait" (queued: the season job places the queue in order once the moves are made,
--- league_advance.lua).
+-- "wait:<n>" (queued, the n-th to arrive: the season job places the queue in arrival order
+-- once the moves are made, league_advance.lua; the log carries n, so a rebuild and a
+-- replay queue alike).
 
 local L = league(KEYS, ARGV)
 if ARGV[4] == '1' then redis.call('SET', L.ready, '1') end
@@ -21,13 +22,8 @@ for i = 5, #ARGV do
   if ready then
     out[#out + 1] = league_place(L, player)
   else
-    local at = redis.call('HGET', league_members(L, player), player)
-    if at then
-      out[#out + 1] = at
-    else
-      if redis.call('SADD', L.wset, player) == 1 then redis.call('RPUSH', L.wait, player) end
-      out[#out + 1] = 'wait'
-    end
+    out[#out + 1] = redis.call('HGET', league_members(L, player), player)
+      or league_queue(L, player, nil)
   end
 end
 return out

@@ -335,7 +335,7 @@ end
 -- known: theirs already, else the next ordinal of their tier (the first when absent).
 local function league(K, A)
   return {tag = A[1], base = A[1] .. ':' .. A[2], size = tonumber(A[3]),
-          fill = K[1], ready = K[2], wait = K[3], wset = K[4]}
+          fill = K[1], ready = K[2], wait = K[3], arrived = K[4]}
 end
 
 local function league_bucket(player)
@@ -355,6 +355,20 @@ end
 local function league_put(L, player, tier, ordinal)
   redis.call('HSET', league_members(L, player), player, tier .. ':' .. ordinal)
   redis.call('HSET', league_roster(L, tier, math.floor(ordinal / L.size)), ordinal, player)
+end
+
+-- league_queue(L, player, n): queue a player who waits for the period's tiers, at their
+-- arrival ``n`` (nil: next), once; "wait:<n>", the arrival they hold.
+local function league_queue(L, player, n)
+  local held = redis.call('ZSCORE', L.wait, player)
+  if held then return 'wait:' .. held end
+  if not n then
+    n = redis.call('INCR', L.arrived)
+  elseif tonumber(redis.call('GET', L.arrived) or '0') < n then
+    redis.call('SET', L.arrived, n)
+  end
+  redis.call('ZADD', L.wait, n, player)
+  return 'wait:' .. n
 end
 
 -- league_find(L, A): the (tier, cohort) A names from A[4]: "player" and an id (nil: not

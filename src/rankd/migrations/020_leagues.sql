@@ -12,6 +12,16 @@ CREATE TABLE league_members (
 -- an erasure finds a player's rows by id alone; an archived period's cohort, by its range
 CREATE INDEX league_members_player ON league_members (player_id);
 CREATE INDEX league_members_cohort ON league_members (board_id, period, tier, ordinal);
+-- the players who waited for a period's tiers, with their arrival (the log carries it), so
+-- a rebuild queues them again in the order they came
+CREATE TABLE league_waiting (
+    board_id  text NOT NULL,
+    period    text NOT NULL,
+    player_id text NOT NULL,
+    arrival   int  NOT NULL,
+    PRIMARY KEY (board_id, period, player_id)
+);
+CREATE INDEX league_waiting_player ON league_waiting (player_id);
 -- each player's tier after the last moves (absent: the first tier)
 CREATE TABLE league_tiers (
     board_id  text NOT NULL,

@@ -78,11 +78,11 @@ def open_periods(board: BoardConfig, window: str, now_ms: int) -> list[Period]:
 
 
 def members_of(board_id: str, found: Sequence[Placement], period: str) -> list[db.Member]:
+    """Rows of placements ("<tier>:<ordinal>") and of waiting players ("wait:<n>": tier -1)."""
     rows: list[db.Member] = []
     for player, at in found:
-        if at != "wait":
-            tier, _, ordinal = at.partition(":")
-            rows.append((board_id, period, player, int(tier), int(ordinal)))
+        tier, _, number = at.partition(":")
+        rows.append((board_id, period, player, -1 if tier == "wait" else int(tier), int(number)))
     return rows
 
 
@@ -232,8 +232,8 @@ class Leagues:
             return
         periods: list[tuple[str, Sequence[Placement], bool]] = []
         for period in await db.member_periods(conn, board.board_id, league.window):
-            found = await db.placements(conn, board.board_id, period, league.window)
-            ready = any(at != "wait" for _, at in found)
+            found = await db.placements(conn, board.board_id, period)
+            ready = any(not at.startswith("wait") for _, at in found)
             periods.append((period, found, ready))
         tiers = await db.tiers(conn, board.board_id)
         held = await self.keys.restore(board.board_id, league.cohort_size, tiers, periods)

@@ -89,6 +89,7 @@ async def delete_board(conn: Conn, board_id: str, generation: int, now_ms: int) 
         "rolling_days",
         "rolling_state",
         "league_members",
+        "league_waiting",
         "league_tiers",
         "league_history",
         "league_moves",

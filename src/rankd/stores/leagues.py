@@ -8,24 +8,32 @@ from collections.abc import Sequence
 from rankd.leagues import League
 from rankd.stores.postgres import Conn
 
-# (board, period, player, tier, ordinal) of a placement
+# (board, period, player, tier, ordinal) of a placement; for a waiting player, tier -1 and
+# their arrival as the ordinal (kept in league_waiting)
 Member = tuple[str, str, str, int, int]
 # (period, tier, cohort, rank or None, moved) of a frozen period, for one player
 HistoryRow = tuple[str, int, int, int | None, str]
 
 
 async def add_members(conn: Conn, rows: Sequence[Member]) -> None:
-    """Record placements (in the caller's transaction): the first of a player's in a period
-    stays, so a replay's repeat changes nothing."""
-    if not rows:
-        return
-    found = sorted(set(rows))
-    await conn.execute(
-        "INSERT INTO league_members (board_id, period, player_id, tier, ordinal)"
-        " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::int[])"
-        " ON CONFLICT DO NOTHING",
-        tuple([r[i] for r in found] for i in range(5)),
-    )
+    """Record placements, and players waiting (tier -1) with their arrival, in the caller's
+    transaction: the first of a player's in a period stays, so a replay changes nothing."""
+    placed = sorted({r for r in rows if r[3] >= 0})
+    waiting = sorted({(b, p, player, n) for b, p, player, tier, n in rows if tier < 0})
+    if placed:
+        await conn.execute(
+            "INSERT INTO league_members (board_id, period, player_id, tier, ordinal)"
+            " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::int[])"
+            " ON CONFLICT DO NOTHING",
+            tuple([r[i] for r in placed] for i in range(5)),
+        )
+    if waiting:
+        await conn.execute(
+            "INSERT INTO league_waiting (board_id, period, player_id, arrival)"
+            " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[])"
+            " ON CONFLICT DO NOTHING",
+            tuple([r[i] for r in waiting] for i in range(4)),
+        )
 
 
 async def make_moves(
@@ -151,10 +159,9 @@ async def tier_of(conn: Conn, board_id: str, player_id: str) -> int:
     return 0 if row is None else int(row[0])
 
 
-async def placements(conn: Conn, board_id: str, period: str, window: str) -> list[tuple[str, str]]:
-    """The period's placements, then its players with an entry but none (they waited for
-    their tier when Redis was lost) as "wait", by when their entry was reached: what a
-    rebuild puts back."""
+async def placements(conn: Conn, board_id: str, period: str) -> list[tuple[str, str]]:
+    """The period's placements, then its players still waiting for their tier as
+    "wait:<arrival>", in the order they came: what a rebuild puts back."""
     cur = await conn.execute(
         "SELECT player_id, tier || ':' || ordinal FROM league_members"
         " WHERE board_id = %s AND period = %s ORDER BY tier, ordinal",
@@ -162,14 +169,14 @@ async def placements(conn: Conn, board_id: str, period: str, window: str) -> lis
     )
     found = [(str(p), str(at)) for p, at in await cur.fetchall()]
     cur = await conn.execute(
-        "SELECT pb.player_id FROM player_best pb"
-        " WHERE pb.board_id = %(b)s AND pb.win = %(w)s AND pb.period = %(p)s"
-        "  AND pb.segment = '' AND NOT EXISTS (SELECT 1 FROM league_members lm"
-        "   WHERE lm.board_id = %(b)s AND lm.period = %(p)s AND lm.player_id = pb.player_id)"
-        " ORDER BY pb.achieved_ms, pb.player_id",
-        {"b": board_id, "w": window, "p": period},
+        "SELECT w.player_id, w.arrival FROM league_waiting w"
+        " WHERE w.board_id = %(b)s AND w.period = %(p)s AND NOT EXISTS (SELECT 1"
+        "  FROM league_members lm WHERE lm.board_id = %(b)s AND lm.period = %(p)s"
+        "  AND lm.player_id = w.player_id)"
+        " ORDER BY w.arrival",
+        {"b": board_id, "p": period},
     )
-    return found + [(str(r[0]), "wait") for r in await cur.fetchall()]
+    return found + [(str(p), f"wait:{n}") for p, n in await cur.fetchall()]
 
 
 async def member_periods(conn: Conn, board_id: str, window: str) -> list[str]:
@@ -233,6 +240,7 @@ async def forget_player(conn: Conn, player_id: str) -> list[tuple[str, str]]:
         "DELETE FROM league_members WHERE player_id = %s RETURNING board_id, period", (player_id,)
     )
     placed = [(str(b), str(p)) for b, p in await cur.fetchall()]
+    await conn.execute("DELETE FROM league_waiting WHERE player_id = %s", (player_id,))
     await conn.execute("DELETE FROM league_tiers WHERE player_id = %s", (player_id,))
     await conn.execute("DELETE FROM league_history WHERE player_id = %s", (player_id,))
     return placed

@@ -171,16 +171,20 @@ async def test_a_league_places_ranks_and_moves_players_against_a_model(
     players = [new_board_id("lg") for _ in range(12)]
     scores = [17, 40, 23, 40, 8, 91, 55, 12, 60, 33, 71, 2]
 
-    # before the hour before pa is over, pa's tiers are unknown: the first six wait
+    # before the hour before pa is over, pa's tiers are unknown: the first six wait (their
+    # runs ended in the reverse of the order they came: they are placed as they came)
     for i in range(6):
-        await send(client, board, f"a{i}", players[i], scores[i], pa_ms + i)
-        model.run(pa, players[i], scores[i], pa_ms + i)
+        await send(client, board, f"a{i}", players[i], scores[i], pa_ms + 100 - i)
+        model.run(pa, players[i], scores[i], pa_ms + 100 - i)
     waiting = await client.get(
         f"/v1/boards/{board}/players/{players[0]}/league", params={"period": pa}
     )
     assert_error(waiting, 404, "player_not_ranked")
     assert "waits for their tier" in waiting.json()["error"]["message"]
     await wait_consumer_idle(client, runtime)
+    # Redis lost while they wait: the rebuild queues them again in the order they came
+    await wipe_board(redis, board)
+    await runtime.rebuilder.rebuild(board=board)
     await close(client, board, hour(pa_ms - HOUR_MS))  # no one played that hour
     await freeze(runtime, board)
     for i in range(6, 12):

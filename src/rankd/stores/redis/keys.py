@@ -191,9 +191,10 @@ class LeagueKeys:
 
     def period(self, period: str) -> tuple[str, str, str, str]:
         """The period's fill (tier -> placements made), ready flag (its tiers are known),
-        waiting queue and the same as a set: the scripts' KEYS."""
+        waiting queue (a sorted set: player by arrival) and its arrival counter: the
+        scripts' KEYS."""
         p = f"{self.tag}:{period}"
-        return f"{p}:fill", f"{p}:ready", f"{p}:wait", f"{p}:wset"
+        return f"{p}:fill", f"{p}:ready", f"{p}:wait", f"{p}:arrived"
 
 
 def run_ids_armed(board: str) -> str:

@@ -22,7 +22,7 @@ from rankd.stores.redis.scripts import (
 
 CHUNK = 2_000  # players (or pairs) a script call or a pipeline takes
 
-Placement = tuple[str, str]  # (player, "<tier>:<ordinal>" or "wait")
+Placement = tuple[str, str]  # (player, "<tier>:<ordinal>" or "wait:<arrival>")
 # (composite, 0-based rank, exact achieved ms or 0) of one player's entry
 Held = tuple[int, int, int]
 # a cohort read in one call: tier, cohort, members in placement order, their entries and names
@@ -64,7 +64,7 @@ class LeagueKeys:
         self, board_id: str, size: int, period: str, found: Sequence[Placement]
     ) -> list[Placement]:
         """Put back placements (league_placed.lua, idempotent); each player's placement in
-        Redis afterwards ("wait" while queued), as the durable copy is to record it."""
+        Redis afterwards ("wait:<arrival>" while queued), as the durable copy records it."""
         made: list[Placement] = []
         with reachable():
             for i in range(0, len(found), CHUNK):
@@ -103,8 +103,8 @@ class LeagueKeys:
 
     async def is_waiting(self, board_id: str, period: str, player_id: str) -> bool:
         with reachable():
-            wset = keys.LeagueKeys(board_id).period(period)[3]
-            return bool(await self.conn.client.sismember(wset, player_id))
+            queue = keys.LeagueKeys(board_id).period(period)[2]
+            return await self.conn.client.zscore(queue, player_id) is not None
 
     async def expire_ready(self, board_id: str, period: str, at_ms: int) -> None:
         with reachable():
@@ -214,8 +214,6 @@ class LeagueKeys:
                     tier, _, ordinal = _text(at).partition(":")
                     pipe.hdel(lk.roster(period, int(tier), int(ordinal) // size), ordinal)
                 pipe.hdel(members, player_id)
-                _, _, wait, wset = lk.period(period)
-                pipe.lrem(wait, 0, player_id)
-                pipe.srem(wset, player_id)
+                pipe.zrem(lk.period(period)[2], player_id)
                 await pipe.execute()
             await self.conn.client.hdel(lk.tiers(player_id), player_id)
