@@ -178,7 +178,9 @@ class LeagueKeys:
 
     @property
     def tag(self) -> str:
-        return f"lg:{{{self.board}:league}}"
+        # under the board's "lb:{<board>:" prefix, so a deleted board's sweep finds them
+        # with its period keys, in the same SCAN ("league" is no window's name)
+        return f"lb:{{{self.board}:league}}"
 
     def tiers(self, player: str) -> str:
         return f"{self.tag}:tiers:{league_bucket(player)}"
@@ -225,15 +227,15 @@ def rate_limit(identity: str) -> str:
 def board_patterns(board: str) -> tuple[str, ...]:
     """SCAN patterns matching every key of a board: its periods and segments with their
     side keys and exact-times hashes, its periods index and its ``rk:`` keys (the run-id
-    registry, segment values; board ids hold no glob characters), its ``tn:`` and ``lg:``
-    keys (admission, leagues)."""
+    registry, segment values; board ids hold no glob characters), its ``tn:`` keys
+    (admission); a league's keys share the first pattern. Each pattern is a SCAN of the
+    whole keyspace: a new kind of key goes under an existing prefix where it can."""
     return (
         f"lb:{{{board}:*",
         f"lb:{{{board}/*",
         f"lb:periods:{{{board}}}:*",
         f"rk:{{{board}}}:*",
         f"tn:{{{board}:*",
-        f"lg:{{{board}:league}}:*",
     )
 
 

@@ -208,7 +208,11 @@ class LeagueKeys:
         with reachable():
             for period in periods:
                 members = lk.members(period, player_id)
-                at = await self.conn.client.hget(members, player_id)
+                # in a pipeline: on a Sentinel group with replica reads, the primary answers
+                # (a replica may not hold a placement made a moment ago)
+                read = self.conn.client.pipeline(transaction=False)
+                read.hget(members, player_id)
+                [at] = await read.execute()
                 pipe = self.conn.client.pipeline(transaction=False)
                 if at is not None:
                     tier, _, ordinal = _text(at).partition(":")
