@@ -67,10 +67,6 @@ class League:
     def last_tier(self) -> int:
         return len(self.tiers) - 1
 
-    def cohort_of(self, ordinal: int) -> int:
-        """The cohort (from 0) of a tier's ``ordinal``-th placed player."""
-        return ordinal // self.cohort_size
-
     def cohort_id(self, tier: int, cohort: int) -> str:
         return f"{self.tiers[tier]}-{cohort + 1}"
 

@@ -243,12 +243,6 @@ class Leagues:
 
     # -- reads
 
-    async def cohort(
-        self, board: BoardConfig, period: Period, by: tuple[str, ...]
-    ) -> tuple[int, int, list[str]] | None:
-        league = league_of(board)
-        return await self.keys.cohort(board.board_id, period.id, league.cohort_size, by)
-
     async def read(
         self, reader: Reader, scope: Scope, by: tuple[str, ...], viewer: str | None
     ) -> tuple[int, int, list[FriendEntry]] | None:

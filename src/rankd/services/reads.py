@@ -109,22 +109,16 @@ class Reader:
 
     # which standings answer
 
-    def _restored(self, scope: Scope) -> None:
+    def check_restored(self, scope: Scope) -> None:
+        """503 while a rebuild in this process is restoring the period (also for a read
+        made outside this class: services/leagues.py)."""
         if self.restoring is not None and self.restoring(scope.ref):
             raise Unavailable(
                 f"{scope.window} period {scope.period.id} is being restored after a Redis "
                 "restart; retry in a moment"
             )
 
-    def check_restored(self, scope: Scope) -> None:
-        """503 while a rebuild in this process is restoring the period (a read that
-        bypasses the reads below, services/leagues.py)."""
-        self._restored(scope)
-
     def is_closed(self, scope: Scope) -> bool:
-        return self._closed(scope)
-
-    def _closed(self, scope: Scope) -> bool:
         """Past its grace by the board's current config: only such periods are archived."""
         return scope.board.period_status(scope.period, self.clock()) == "closed"
 
@@ -135,7 +129,7 @@ class Reader:
         its Redis key turns out to be gone (``key_missing``: the read raced the job's
         UNLINK, or Redis lost the key). Open periods never ask PostgreSQL.
         """
-        if self.states is None or not self._closed(scope):
+        if self.states is None or not self.is_closed(scope):
             return False
         state = await self.states.state(scope.ref, recheck=key_missing)
         return state is not None and (state.archived or key_missing)
@@ -167,7 +161,7 @@ class Reader:
         holds, its total or at least those found (0: empty; None: the answer cannot tell,
         and the source is asked)."""
         found = await read(source)
-        if source.archived or self.states is None or not self._closed(scope):
+        if source.archived or self.states is None or not self.is_closed(scope):
             return found
         known = total(found)
         if known is None:
@@ -222,7 +216,7 @@ class Reader:
         max_age_s: float | None = None,
         after: tuple[str, int, int] | None = None,
     ) -> TopPage:
-        self._restored(scope)
+        self.check_restored(scope)
         source = None
         if viewer is not None:
             source = await self.standings(scope, viewer)
@@ -263,7 +257,7 @@ class Reader:
         """A player's standing. ``approx`` (accuracy=approx): on a sharded board's live
         period, estimated from the player's shard and the others' histograms (see
         services/approx.py); anywhere else exact, said so with error_bound 0."""
-        self._restored(scope)
+        self.check_restored(scope)
         source = await self.standings(scope, viewer)
         if (
             approx
@@ -299,7 +293,7 @@ class Reader:
     async def around(
         self, scope: Scope, player_id: str, span: int, viewer: str | None = None
     ) -> Around:
-        self._restored(scope)
+        self.check_restored(scope)
         source = await self.standings(scope, viewer)
         view = None if viewer is None else await source.own_view(viewer)
         if view is not None:
@@ -323,7 +317,7 @@ class Reader:
     async def friends(
         self, scope: Scope, player_id: str, friend_ids: list[str], viewer: str | None = None
     ) -> Friends:
-        self._restored(scope)
+        self.check_restored(scope)
         ids = list(dict.fromkeys([player_id, *friend_ids]))
         source = await self.standings(scope, viewer)
         view = None if viewer is None else await source.own_view(viewer)
@@ -344,7 +338,7 @@ class Reader:
     async def ranks(self, scope: Scope, player_ids: Sequence[str]) -> dict[str, int]:
         """The public ranks of those of ``player_ids`` that have an entry (player streams:
         one group read for many players)."""
-        self._restored(scope)
+        self.check_restored(scope)
         source = await self.standings(scope)
         return {row.player_id: row.rank for row in await source.group(player_ids)}
 
@@ -356,7 +350,7 @@ class Reader:
             return None
 
     async def rank_of(self, scope: Scope, score: int) -> RankOf:
-        self._restored(scope)
+        self.check_restored(scope)
         board = scope.board
         if score > board.max_score:
             raise ScoreOutOfRange(

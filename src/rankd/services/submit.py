@@ -143,7 +143,7 @@ class Submitter:
             accepted = await self.moderation.decide_holds(board, accepted)
             if self.tournaments is not None:
                 accepted, taken = await self.tournaments.admit(board, accepted)
-            if self.leagues is not None:
+            if self.leagues is not None and board.league is not None:
                 accepted = await self.leagues.place(board, accepted)
         return refused, accepted, taken
 

@@ -38,6 +38,14 @@ def _pairs(reply: object) -> list[Placement]:
     return list(zip(flat[::2], flat[1::2], strict=True))
 
 
+def _by_ordinal(flat: list[object]) -> tuple[list[str], list[int]]:
+    """A roster's (ordinal, member) pairs as its members in placement order, and the
+    order (indexes into the pairs) that puts them so."""
+    pairs = [(int(_text(o)), _text(m)) for o, m in zip(flat[::2], flat[1::2], strict=True)]
+    order = sorted(range(len(pairs)), key=lambda i: pairs[i][0])
+    return [pairs[i][1] for i in order], order
+
+
 class LeagueKeys:
     def __init__(self, conn: RedisConn) -> None:
         self.conn = conn
@@ -124,8 +132,8 @@ class LeagueKeys:
             reply = await self.conn.call(self._call(LEAGUE_COHORT, board_id, period, size, *by))
         if not reply:
             return None
-        pairs = sorted((int(o), _text(p)) for o, p in zip(reply[2::2], reply[3::2], strict=True))
-        return int(_text(reply[0])), int(reply[1]), [p for _, p in pairs]
+        members, _ = _by_ordinal(reply[2:])
+        return int(_text(reply[0])), int(reply[1]), members
 
     @property
     def reads_in_one_call(self) -> bool:
@@ -147,7 +155,7 @@ class LeagueKeys:
         if not reply:
             return None
         n = int(reply[2])
-        pairs = [(int(reply[3 + 2 * i]), _text(reply[4 + 2 * i])) for i in range(n)]
+        members, order = _by_ordinal(reply[3 : 3 + 2 * n])
         entries = reply[3 + 2 * n : 3 + 5 * n]
         held: list[Held | None] = [
             None
@@ -156,11 +164,10 @@ class LeagueKeys:
             for i in range(n)
         ]
         names = [name(x) for x in reply[3 + 5 * n :]]
-        order = sorted(range(n), key=lambda i: pairs[i][0])
         return (
             int(_text(reply[0])),
             int(reply[1]),
-            [pairs[i][1] for i in order],
+            members,
             [held[i] for i in order],
             [names[i] for i in order],
         )
