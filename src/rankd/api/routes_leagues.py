@@ -37,6 +37,12 @@ async def _open(
     the read is made as (a player token's player, or viewer=)."""
     rt = runtime(request)
     league = league_of(await rt.boards.get(board_id))
+    for name in ("window", "segment"):  # names other reads take: refused, not ignored
+        if name in request.query_params:
+            raise InvalidRequest(
+                f"league reads take no {name}= (a cohort is of the league's {league.window}"
+                " window, across segments)"
+            )
     where = Where(league.window, period, None, viewer)
     rt, scope = await open_read(request, board_id, where, player)
     return rt, scope, league, where.viewer

@@ -328,6 +328,9 @@ async def test_league_validation_and_reads_refuse_bad_input(
         "promote": 5,
         "relegate": 5,
     }
+    for name in ("window", "segment"):
+        refused = await client.get(f"/v1/boards/{board}/cohorts/a-1", params={name: "weekly"})
+        assert_error(refused, 400, "invalid_request")
     for cohort in ("c-1", "a-0", "a", "a-1%0A", "a-x", "a-01"):
         response = await client.get(f"/v1/boards/{board}/cohorts/{cohort}")
         assert_error(response, 400, "invalid_request")
