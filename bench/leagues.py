@@ -10,9 +10,10 @@ league board's placements too). For each board, on an emptied Redis:
 * the write rate (runs/s), Redis bytes per player (the league's placement keys included)
   and PostgreSQL bytes per player (``player_best``, plus ``league_members``);
 * reads, p50 and p99 over ``--reads`` reads of random players: on the league board, a
-  player's cohort as the route reads it (the cohort's members, then their entries ranked
-  by the friends group read); on the plain board, the same group read of 30 players (the
-  baseline: what ranking a cohort costs without finding it) and a top-30 read;
+  player's cohort as the route reads it (one script call on one Redis), and beside it in
+  two steps as a cluster reads it (the cohort's members, then the friends group read); on
+  the plain board, the same group read of 30 players (the baseline: what ranking a cohort
+  costs without finding it) and a top-30 read;
 * the freeze of the period (archive, and on the league board the moves in the same
   transaction), timed whole.
 
@@ -96,21 +97,30 @@ async def measure(settings: Settings, board_id: str, kind: str, n: int, reads: i
 
         scope = resolve_scope(board, "weekly", period.id)
         group: list[float] = []
+        two_steps: list[float] = []
         top: list[float] = []
         for i in range(reads):
             player = f"p{(i * 7919) % n}"
-            t0 = time.perf_counter()
             if kind == "league":
-                found = await leagues.cohort(board, period, ("player", player))
+                # as the route reads it: one script call on one Redis (Leagues.read)
+                t0 = time.perf_counter()
+                found = await leagues.read(runtime.reader, scope, ("player", player), None)
+                group.append(time.perf_counter() - t0)
                 assert found is not None and len(found[2]) == LEAGUE.cohort_size
-                members = found[2]
+                # beside it, as a cluster reads it: the cohort, then the group read
+                t0 = time.perf_counter()
+                size = LEAGUE.cohort_size
+                cohort = await leagues.keys.cohort(board_id, period.id, size, ("player", player))
+                assert cohort is not None
+                rows = await runtime.reader.friends(scope, cohort[2][0], cohort[2][1:])
+                two_steps.append(time.perf_counter() - t0)
+                assert len(rows["entries"]) == LEAGUE.cohort_size
             else:
                 members = [f"p{(i * 7919 + k * 104_729) % n}" for k in range(30)]
-            rows = await runtime.reader.friends(scope, members[0], members[1:])
-            t1 = time.perf_counter()
-            assert len(rows["entries"]) == len(members)
-            group.append(t1 - t0)
-            if kind == "plain":
+                t0 = time.perf_counter()
+                rows = await runtime.reader.friends(scope, members[0], members[1:])
+                group.append(time.perf_counter() - t0)
+                assert len(rows["entries"]) == len(members)
                 t1 = time.perf_counter()
                 await runtime.reader.top(scope, 30, 0)
                 top.append(time.perf_counter() - t1)
@@ -125,6 +135,8 @@ async def measure(settings: Settings, board_id: str, kind: str, n: int, reads: i
         }
         if top:
             result["top_30"] = pcts(top)
+        if two_steps:
+            result["cohort_read_two_steps"] = pcts(two_steps)
 
         async def applied() -> int | None:
             return None
@@ -189,7 +201,12 @@ def main() -> None:
                 f" PostgreSQL {result['postgres_bytes_per_player']} B/player,"
                 f" {'cohort' if kind == 'league' else 'group of 30'} read p50"
                 f" {read['p50_ms']} ms p99 {read['p99_ms']} ms,"
-                f" freeze {result['freeze_s']} s"
+                + (
+                    f" in two steps p50 {result['cohort_read_two_steps']['p50_ms']} ms,"
+                    if "cohort_read_two_steps" in result
+                    else ""
+                )
+                + f" freeze {result['freeze_s']} s"
                 + (f", moved {result['moved']}" if "moved" in result else ""),
                 flush=True,
             )
