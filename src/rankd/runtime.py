@@ -31,7 +31,7 @@ from rankd.services.rebuild import Rebuilder
 from rankd.services.rebuild.repairs import Repairs
 from rankd.services.rebuild.restart import Restorer
 from rankd.services.recovery import Recovery
-from rankd.services.registry import BoardRegistry
+from rankd.services.registry import RECREATE_SWEEP_S, BoardRegistry
 from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
 from rankd.services.segment_values import SegmentValues
@@ -140,6 +140,8 @@ class Runtime:
             replicas=s.stream_replicas,
         )
         names = NameCache(redis.profiles, s.name_cache_ttl_s, s.name_cache_bytes)
+        # every instance has dropped a deleted board's cached config by then
+        deletion_settle_s = max(s.config_cache_ttl_s + 1.0, s.ban_settle_s)
         boards = BoardRegistry(
             pg,
             redis,
@@ -147,6 +149,7 @@ class Runtime:
             max_bytes=s.config_cache_bytes,
             unknown_ttl_s=s.unknown_board_ttl_s,
             unknown_max_bytes=s.unknown_board_cache_bytes,
+            recreate_wait_s=deletion_settle_s + RECREATE_SWEEP_S,
         )
         rebuilder = Rebuilder(redis, pg, boards, streams=s.rebuild_streams)
         players = Players(pg, redis.profiles, names, lambda: rebuilder.restoring_profiles)
@@ -187,8 +190,7 @@ class Runtime:
             boards,
             moderation,
             names,
-            # every instance has dropped a deleted board's cached config by then
-            settle_s=max(s.config_cache_ttl_s + 1.0, s.ban_settle_s),
+            settle_s=deletion_settle_s,
             scrub_interval_s=s.erasure_scrub_interval_s,
             run_id_bucket_ms=run_ids.bucket_ms,
         )

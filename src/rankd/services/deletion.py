@@ -154,8 +154,11 @@ class Deletions:
 
     async def _sweep_board(self, board_id: str) -> None:
         try:
+            # the settle time counts from the deletion, not from the end of the first
+            # sweep: a PUT of the same id waits for both (services/registry.py)
+            settled_at = time.monotonic() + self.settle_s
             removed = await self.redis.board_keys.drop_board_keys(board_id)
-            await asyncio.sleep(self.settle_s)
+            await asyncio.sleep(max(0.0, settled_at - time.monotonic()))
             removed += await self.redis.board_keys.drop_board_keys(board_id)
             await self.redis.board_keys.set_deleting(board_id, 0)
             logger.info("board %s deleted: %d Redis keys removed", board_id, removed)

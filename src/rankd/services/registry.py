@@ -19,6 +19,9 @@ from rankd.ttlcache import TTLCache
 LOAD_TIMEOUT_S = 2.0
 # How often a PUT that recreates a just-deleted board looks whether its removal is done.
 RECREATE_POLL_S = 0.1
+# Beyond the deletion's settle time, how long that PUT allows the two sweeps themselves:
+# each is a SCAN of the whole keyspace per key pattern, seconds on a big, busy Redis.
+RECREATE_SWEEP_S = 15.0
 # Estimated bytes of one cached config (its fields, windows, retention and codecs).
 _CONFIG_BYTES = 4096
 _UNKNOWN_BYTES = 200
@@ -42,9 +45,10 @@ class BoardRegistry:
         unknown_max_bytes: int = 1 << 20,
         recreate_wait_s: float | None = None,
     ) -> None:
-        """``recreate_wait_s``: how long a PUT of a just-deleted board's id waits for the
-        old board's Redis keys to be removed (by default the deletion's settle time, the
-        cache's TTL and a second, plus a second for the sweep itself)."""
+        """``recreate_wait_s``: how long a PUT of a just-deleted board's id waits at most
+        for the old board's Redis keys to be removed (by default the deletion's settle
+        time, the cache's TTL and a second, plus RECREATE_SWEEP_S for the sweeps); it
+        answers as soon as they are."""
         self.pg = pg
         self.redis = redis
         self._cache: TTLCache[str, BoardConfig] = TTLCache(
@@ -54,7 +58,9 @@ class BoardRegistry:
             unknown_ttl_s, unknown_max_bytes, lambda board_id, _: _UNKNOWN_BYTES + len(board_id)
         )
         self._refreshing: dict[str, asyncio.Task[None]] = {}
-        self.recreate_wait_s = ttl_s + 2.0 if recreate_wait_s is None else recreate_wait_s
+        self.recreate_wait_s = (
+            ttl_s + 1.0 + RECREATE_SWEEP_S if recreate_wait_s is None else recreate_wait_s
+        )
 
     async def get(self, board_id: str, *, recent_unknown_ok: bool = True) -> BoardConfig:
         """The board's config; BoardNotFound if there is no such board.

@@ -17,8 +17,10 @@ import pytest
 from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
+from rankd.errors import Unavailable
 from rankd.runs import decode_batch
 from rankd.runtime import Runtime
+from rankd.services.registry import BoardRegistry
 from rankd.services.replay import replay
 from rankd.services.seasons import SeasonJob
 from rankd.stores.redis import keys
@@ -332,6 +334,34 @@ async def test_a_deleted_boards_id_can_be_put_again_at_once(
     await asyncio.sleep(runtime.deletions.settle_s + 0.5)
     top = await get(client, f"{path}/top")
     assert (top["total"], ids(top)) == (1, ["fresh"])
+
+
+async def test_a_put_answers_503_while_a_dead_deleters_flag_lasts_and_changes_nothing(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    """An instance that died mid-removal leaves its flag (it expires in ten minutes): a PUT
+    of the id waits its bound out, answers 503 and creates nothing; once the flag is gone
+    the id is created."""
+    board = new_board_id("dead-deleter")
+    path = f"/v1/boards/{board}"
+    assert (
+        await client.put(path, json={"windows": ["all-time"]}, headers=ADMIN_H)
+    ).status_code == 201
+    assert (await client.delete(path, headers=ADMIN_H)).status_code == 200
+    flags = runtime.redis.board_keys
+    assert await wait_until(lambda: _flag_gone(flags, board), timeout_s=60)
+    await flags.set_deleting(board, 60)  # as if the deleter died before its second sweep
+    registry = BoardRegistry(runtime.pg, runtime.redis, 0.0, recreate_wait_s=0.3)
+    with pytest.raises(Unavailable, match="still being removed"):
+        await registry.put(board, {"windows": ["all-time"]})
+    assert await runtime.pg.get_board(board) is None
+    await flags.set_deleting(board, 0)
+    config, created = await registry.put(board, {"windows": ["all-time"]})
+    assert created and config.windows == ("all-time",)
+
+
+async def _flag_gone(flags: Any, board: str) -> bool:
+    return not await flags.is_deleting(board)
 
 
 async def redis_mentions(redis: Redis, board: str, player: str) -> list[bytes]:
