@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 
 from rankd import metrics
 from rankd.aio import stop_tasks, wait_or_stop
@@ -25,11 +26,17 @@ async def apply_log(
     stop: asyncio.Event | None = None,
     on_batch: Callable[[list[LogMessage], Outcome], None] | None = None,
     progress_every_s: float | None = None,
+    more_to_come: Callable[[int], Awaitable[bool]] | None = None,
+    patience_s: float = 60.0,
 ) -> None:
     """Apply what ``sub`` delivers, a batch at a time, acking each batch once applied.
 
     With ``until`` (a sequence) it returns once that sequence is applied, or when nothing
-    more comes within ``fetch_timeout_s`` (messages past the end were removed); without, it
+    more comes within ``fetch_timeout_s`` and ``more_to_come(last applied)`` says the log
+    holds nothing more up to ``until`` (it was removed meanwhile). While it does hold more,
+    a slow log (big messages, a loaded three-node stream) is waited for, up to
+    ``patience_s`` without a message, then LogUnavailable: a replay never reports itself
+    done short of its end. Without ``until``, it
     runs until ``stop`` is set. ``stop`` is checked before every fetch: the NATS client can
     swallow a cancellation that arrives together with a message, so cancelling the task
     alone may not end the loop. A message that can never apply is parked by the applier
@@ -38,12 +45,21 @@ async def apply_log(
     is told that often that a batch still applying is being worked on (see _applying).
     """
     seen = 0
+    last_message = time.monotonic()
     while (until is None or seen < until) and not (stop is not None and stop.is_set()):
         messages = await sub.fetch(batch, fetch_timeout_s)
         if not messages:
             if until is None:
                 continue
-            return
+            if more_to_come is None or not await more_to_come(seen):
+                return
+            if time.monotonic() - last_message > patience_s:
+                raise LogUnavailable(
+                    f"the log holds messages after {seen} up to {until}, but none came"
+                    f" within {patience_s:.0f} s"
+                )
+            continue
+        last_message = time.monotonic()
         if progress_every_s is None:
             outcome = await applier.apply(messages)
         else:

@@ -45,6 +45,10 @@ async def replay(
         if progress is not None:
             progress(len(messages))
 
+    async def more_to_come(seen: int) -> bool:
+        found = await runlog.received_at(max(seen + 1, from_sequence))
+        return found is not None and found[0] <= report.last_sequence
+
     sub = await runlog.read_from(from_sequence)
     try:
         await apply_log(
@@ -55,6 +59,7 @@ async def replay(
             until=report.last_sequence,
             on_batch=count,
             progress_every_s=10.0,  # the private reader's ack wait is JetStream's 30 s
+            more_to_come=more_to_come,
         )
     finally:
         await sub.close()

@@ -157,6 +157,47 @@ async def test_the_loop_returns_when_the_log_has_nothing_more_before_the_end() -
     assert sub.acked == [1]
 
 
+async def test_the_loop_waits_out_a_slow_log_that_still_holds_what_is_left() -> None:
+    """Fetches that time out (a loaded three-node log, big messages) do not end a replay
+    while the log says it holds more up to the end; it ends once that is applied."""
+    sub = ScriptedSubscription([messages(1), [], [], messages(2, 3), [], messages(4)])
+    asked: list[int] = []
+
+    async def more_to_come(seen: int) -> bool:
+        asked.append(seen)
+        return seen < 4
+
+    applier = RecordingApplier()
+    await apply_log(
+        sub,
+        applier,  # type: ignore[arg-type]
+        batch=10,
+        fetch_timeout_s=0.1,
+        until=4,
+        more_to_come=more_to_come,
+    )
+    assert (applier.applied, sub.acked, asked) == ([1, 2, 3, 4], [1, 2, 3, 4], [1, 1, 3])
+
+
+async def test_the_loop_gives_up_on_a_log_that_holds_more_but_delivers_nothing() -> None:
+    sub = ScriptedSubscription([messages(1)])
+
+    async def more_to_come(seen: int) -> bool:
+        return True
+
+    with pytest.raises(Unavailable, match="after 1 up to 9"):
+        await apply_log(
+            sub,
+            RecordingApplier(),  # type: ignore[arg-type]
+            batch=10,
+            fetch_timeout_s=0.01,
+            until=9,
+            more_to_come=more_to_come,
+            patience_s=0.2,
+        )
+    assert sub.acked == [1]
+
+
 async def test_the_loop_ends_when_told_to_stop_even_if_not_cancelled() -> None:
     stop = asyncio.Event()
     sub = ScriptedSubscription([messages(1), messages(2), messages(3)])
