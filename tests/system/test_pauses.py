@@ -31,7 +31,7 @@ import os
 import signal
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,14 +100,6 @@ def signal_all(pids: list[int], sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
-@contextlib.contextmanager
-def never_left_stopped(pids: list[int]) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        signal_all(pids, signal.SIGCONT)
-
-
 async def poll_ready(scene: Scene, stop: asyncio.Event) -> None:
     while not stop.is_set():
         t = time.monotonic()
@@ -123,6 +115,24 @@ async def poll_ready(scene: Scene, stop: asyncio.Event) -> None:
 async def pause_under_load(scene: Scene, pids: list[int], during: Any = None) -> None:
     """Load, pause ``pids`` for ``scene.pause_s`` (running ``during()`` meanwhile), resume, and wait
     for /readyz 200 (reading every acknowledged run at that moment); 3 s of load after."""
+
+    async def stop() -> None:
+        signal_all(pids, signal.SIGSTOP)
+
+    async def resume() -> None:
+        signal_all(pids, signal.SIGCONT)
+
+    await fault_under_load(scene, stop, resume, during)
+
+
+async def fault_under_load(
+    scene: Scene,
+    begin: Callable[[], Awaitable[None]],
+    end: Callable[[], Awaitable[None]],
+    during: Any = None,
+) -> None:
+    """pause_under_load for any fault: ``begin()`` once runs flow, ``end()`` (always, even
+    after a failure) ``scene.pause_s`` later (test_partitions.py cuts and heals a link)."""
     stop = asyncio.Event()
     load = asyncio.create_task(
         stream(scene.http, scene.board, scene.ledger, seconds=120, stop=stop)
@@ -130,12 +140,14 @@ async def pause_under_load(scene: Scene, pids: list[int], during: Any = None) ->
     watch = asyncio.create_task(poll_ready(scene, stop))
     try:
         await wait_acked(scene.ledger, 300, within_s=10)
-        with never_left_stopped(pids):
-            scene.paused_at = time.monotonic()
-            signal_all(pids, signal.SIGSTOP)
+        scene.paused_at = time.monotonic()
+        try:
+            await begin()
             if during is not None:
                 await during()
             await asyncio.sleep(max(0.0, scene.paused_at + scene.pause_s - time.monotonic()))
+        finally:
+            await end()
         scene.resumed_at = time.monotonic()
         while time.monotonic() - scene.resumed_at < READY_AFTER_RESUME_S:
             said = [s for t, s, _ in scene.ready if t >= scene.resumed_at]
