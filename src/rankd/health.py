@@ -54,6 +54,8 @@ class Health:
         self.stopping = stopping
         self.wake_redis_watch = asyncio.Event()
         self.rebuilding = False
+        # the Redis process (or cluster primaries) this instance last found verified
+        self.redis_seen: str | None = None
         self.consumer_started = False  # background work runs (not so for `rankd rebuild`)
 
     async def watch_redis(self) -> None:
@@ -71,18 +73,35 @@ class Health:
                 if time.monotonic() - memory_checked >= self.settings.redis_memory_check_s:
                     memory_checked = time.monotonic()
                     await self.check_redis_memory()
+                run_id = await self.redis.positions.server_run_id()
                 if await self.redis.positions.is_verified():
+                    if self.redis_seen not in (None, run_id):
+                        # another instance restored it while this one wrote elsewhere
+                        await self._redis_moved(
+                            "catching up: restored by another", self.restorer.catch_up
+                        )
+                    self.redis_seen = run_id
                     continue
-                self.rebuilding = True
-                self.recovery.begin("redis", "restarted: restoring")
-                # the log's tail if Redis kept its data, else a rebuild (rebuild/restart.py)
-                await self.restorer.restore(lambda stage: self.recovery.begin("redis", stage))
+                await self._redis_moved("restarted: restoring", self.restorer.restore)
+                self.redis_seen = run_id
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 logger.warning("redis watch: %r", exc)
             finally:
                 self.rebuilding = False
+
+    async def _redis_moved(
+        self, what: str, restore: Callable[[Callable[[str], None]], Awaitable[object]]
+    ) -> None:
+        """Restore Redis (or catch it up) after it changed under this instance. Every pooled
+        connection goes first: one left on a replaced primary would write where nobody
+        reads (the tail replayed covers what such connections wrote before)."""
+        self.rebuilding = True
+        self.recovery.begin("redis", what)
+        await self.redis.conn.forget_connections()
+        # the log's tail if Redis kept its data, else a rebuild (rebuild/restart.py)
+        await restore(lambda stage: self.recovery.begin("redis", stage))
 
     async def watch_health(self) -> None:
         """Notice a dependency lost and back, and when reads are complete again."""

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rankd.services.applier import Applier
+from rankd.services.consumer import DURABLE
 from rankd.services.rebuild.rebuilder import Rebuilder
 from rankd.services.registry import BoardRegistry
 from rankd.services.replay import replay
@@ -67,7 +68,7 @@ Stage = Callable[[str], None]
 
 @dataclass
 class RestoreReport:
-    how: Literal["tail", "rebuild"]
+    how: Literal["tail", "rebuild", "catch-up"]
     reason: str = ""  # why a rebuild, when it is one
     from_sequence: int = 0  # tail: the first sequence replayed
     through: int = 0  # tail: the last
@@ -77,9 +78,9 @@ class RestoreReport:
     seconds: float = 0.0
 
     def describe(self) -> str:
-        if self.how == "tail":
+        if self.how != "rebuild":
             return (
-                f"tail replay from sequence {self.from_sequence} through {self.through}:"
+                f"{self.how} replay from sequence {self.from_sequence} through {self.through}:"
                 f" {self.messages} messages, {self.players} players' names in {self.seconds:.1f}s"
             )
         return (
@@ -144,6 +145,10 @@ class Restorer:
                 None,
                 (f"the log's tail failed to apply {self.tail_failures} times: {self.tail_error}"),
             )
+        # what an instance that wrote elsewhere meanwhile replays once it finds this node
+        # (catch_up): the tail, or past what a rebuild surely finds in PostgreSQL
+        floor = (await self.runlog.lag(DURABLE)).ack_floor
+        await self.redis.positions.mark_restored_from(floor + 1 if start is None else start)
         if start is None:
             report = await self._rebuild(reason, stage)
             self.tail_failures = 0
@@ -162,6 +167,30 @@ class Restorer:
         report.seconds = time.perf_counter() - started
         self.last = report
         logger.warning("redis restored: %s", report.describe())
+        return report
+
+    async def catch_up(self, stage: Stage) -> RestoreReport:
+        """This instance finds a verified Redis other than the one it last wrote to: a
+        partition's old primary, say, which took its writes (and its consumer's acks)
+        until it was told it had been replaced, while another instance restored the new
+        one. Whatever it applied there since that restore began is replayed here (the
+        apply is idempotent)."""
+        started = time.perf_counter()
+        start = await self.redis.positions.restored_from()
+        if start is None:  # restored before the marker existed: what it last recorded
+            positions = await self.redis.positions.read_positions()
+            start = min((p[0] + 1 for p in positions if p is not None), default=1)
+        report = RestoreReport("catch-up", from_sequence=start)
+
+        def progress(messages: int) -> None:
+            report.messages += messages
+            stage(f"catch-up replay from sequence {start}: {report.messages} messages")
+
+        stage(f"catch-up replay from sequence {start}")
+        done = await replay(self.runlog, self.applier, max(start, 1), progress)
+        report.through = done.last_sequence
+        report.seconds = time.perf_counter() - started
+        logger.warning("redis caught up: %s", report.describe())
         return report
 
     async def _rebuild(self, reason: str, stage: Stage) -> RestoreReport:

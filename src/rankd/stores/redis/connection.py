@@ -290,6 +290,20 @@ class RedisConn:
         with reachable():
             await load_all(self.client)
 
+    async def forget_connections(self) -> None:
+        """Close every pooled connection, idle or in use: each next command asks the
+        Sentinels (or the URL) for the primary again. Once the primary has changed, a
+        connection left on the old one writes where nobody reads: a partition's old primary
+        takes writes until it learns it was replaced. A cluster needs none of it: a
+        primary cut off from the majority refuses writes after the node timeout, and the
+        client follows the slots' new owner."""
+        if is_cluster(self.client):
+            return
+        with reachable():
+            await self.client.connection_pool.disconnect()
+            if isinstance(self.client, ReplicaReads):
+                await self.client.replicas.connection_pool.disconnect()
+
     async def close(self) -> None:
         await self.nodes.close()
         await self.client.aclose()

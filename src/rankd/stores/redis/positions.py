@@ -36,6 +36,15 @@ class Positions:
         replicas on a cluster, the client would send a GET to one)."""
         return cast(bytes | None, await self.conn.nodes.for_key(key).get(key))
 
+    async def mark_restored_from(self, sequence: int) -> None:
+        with reachable():
+            await self.conn.client.set(keys.RESTORED_FROM, sequence)
+
+    async def restored_from(self) -> int | None:
+        with reachable():
+            value = await self._primary_get(keys.RESTORED_FROM)
+        return None if value is None else int(value)
+
     async def mark_verified(self, run_id: str) -> None:
         with reachable():
             await self.conn.client.set(keys.VERIFIED_MARKER, run_id)
