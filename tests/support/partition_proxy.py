@@ -1,12 +1,15 @@
 """A TCP proxy a test puts between every client and one server, to partition that server
 from some processes while others still reach it (tests/system/test_partitions.py).
 
-Run as ``python -m tests.support.partition_proxy LISTEN_PORT TARGET_PORT``; it prints
-``ready`` once it listens, then reads commands on stdin, one a line, answering ``ok``:
+Run as ``python -m tests.support.partition_proxy LISTEN:TARGET...`` (ports; one process
+can stand in front of several); it prints ``ready`` once it listens, then reads commands on
+stdin, one a line, answering ``ok``:
 
-* ``cut PID...``: every connection opened by one of these processes (or opened later by
-  one) gets nothing through, either way, as in a network partition: what they send is
-  dropped, nothing comes back;
+* ``cut LISTEN PID...``: every connection to LISTEN opened by one of these processes (or
+  opened later by one) gets nothing through, either way, as in a network partition: what
+  they send is dropped, nothing comes back;
+* ``drop LISTEN PID...``: these processes' connections to LISTEN are closed now (a reset
+  on the way), so they connect again, and get through unless cut;
 * ``heal``: the cut connections are closed (their sessions would have timed out in a real
   partition), so their owners connect again and get through.
 
@@ -19,8 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, cast
 
 HOST = "127.0.0.1"
 CHUNK = 65536
@@ -67,6 +73,8 @@ class Link:
 
 
 class Proxy:
+    """One listening port in front of one target port."""
+
     def __init__(self, listen_port: int, target_port: int) -> None:
         self.listen_port = listen_port
         self.target_port = target_port
@@ -113,27 +121,98 @@ class Proxy:
             if await self._owner(link) in pids:
                 link.cut = True
 
+    async def drop(self, pids: set[int]) -> None:
+        for link in list(self.links):
+            if await self._owner(link) in pids:
+                link.close()
+
     def heal(self) -> None:
         self.cut_pids = set()
         for link in list(self.links):
             if link.cut:
                 link.close()
 
-    async def serve(self) -> None:
-        server = await asyncio.start_server(self._accept, HOST, self.listen_port)
-        print("ready", flush=True)
-        loop = asyncio.get_running_loop()
-        commands = asyncio.StreamReader()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(commands), sys.stdin)
-        async with server:
-            while line := (await commands.readline()).decode():
-                words = line.split()
-                if words[:1] == ["cut"]:
-                    await self.cut({int(w) for w in words[1:]})
-                elif words[:1] == ["heal"]:
-                    self.heal()
-                print("ok", flush=True)
+    async def listen(self) -> asyncio.Server:
+        return await asyncio.start_server(self._accept, HOST, self.listen_port)
+
+
+async def serve(pairs: list[tuple[int, int]]) -> None:
+    proxies = {listen: Proxy(listen, target) for listen, target in pairs}
+    servers = [await proxy.listen() for proxy in proxies.values()]
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    commands = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(commands), sys.stdin)
+    while line := (await commands.readline()).decode():
+        words = line.split()
+        if words[:1] == ["cut"]:
+            await proxies[int(words[1])].cut({int(w) for w in words[2:]})
+        elif words[:1] == ["drop"]:
+            await proxies[int(words[1])].drop({int(w) for w in words[2:]})
+        elif words[:1] == ["heal"]:
+            for proxy in proxies.values():
+                proxy.heal()
+        print("ok", flush=True)
+    for server in servers:
+        server.close()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class ProxyProcess:
+    """The proxy as a test drives it: started, told to cut and heal, stopped."""
+
+    process: subprocess.Popen[bytes]
+
+    @classmethod
+    def start(cls, pairs: list[tuple[int, int]]) -> ProxyProcess:
+        """A proxy listening on each pair's first port, forwarding to its second."""
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.support.partition_proxy",
+                *(f"{listen}:{target}" for listen, target in pairs),
+            ],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        proxy = cls(process)
+        proxy._said("ready")
+        return proxy
+
+    def _said(self, word: str) -> None:
+        line = cast(IO[bytes], self.process.stdout).readline().decode().strip()
+        assert line == word, f"the proxy said {line!r}, not {word!r}"
+
+    def _tell(self, command: str) -> None:
+        stdin = cast(IO[bytes], self.process.stdin)
+        stdin.write(f"{command}\n".encode())
+        stdin.flush()
+        self._said("ok")
+
+    async def cut(self, listen_port: int, pids: set[int]) -> None:
+        """Cut ``pids``' connections to ``listen_port`` (see the module docstring)."""
+        await asyncio.to_thread(
+            self._tell, f"cut {listen_port} " + " ".join(map(str, sorted(pids)))
+        )
+
+    async def drop(self, listen_port: int, pids: set[int]) -> None:
+        """Close ``pids``' connections to ``listen_port`` once (they may connect again)."""
+        await asyncio.to_thread(
+            self._tell, f"drop {listen_port} " + " ".join(map(str, sorted(pids)))
+        )
+
+    async def heal(self) -> None:
+        await asyncio.to_thread(self._tell, "heal")
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
 
 
 if __name__ == "__main__":
-    asyncio.run(Proxy(int(sys.argv[1]), int(sys.argv[2])).serve())
+    asyncio.run(serve([(int(a), int(b)) for a, b in (arg.split(":") for arg in sys.argv[1:])]))

@@ -147,7 +147,7 @@ class TopologyServers:
         self.stop()
 
 
-def _cluster_nodes(data_dir: Path, ports: list[int]) -> list[RedisServer]:
+def cluster_nodes(data_dir: Path, ports: list[int]) -> list[RedisServer]:
     flags = [
         "--cluster-enabled", "yes",
         "--cluster-config-file", "nodes.conf",
@@ -260,7 +260,7 @@ def start_topology(data_dir: Path, topology: Topology) -> TopologyServers:
     ]
     sentinels: list[SentinelNode] = []
     if topology == "cluster":
-        redis_nodes = _cluster_nodes(data_dir, recorded["redis"])
+        redis_nodes = cluster_nodes(data_dir, recorded["redis"])
     else:
         ports = recorded["redis"]
         configs = [data_dir / "redis" / f"s{i}" / "sentinel.conf" for i in range(3)]
