@@ -10,7 +10,8 @@ this test, with a stray key) still write to the old primary. On heal the old pri
 becomes a replica of the new one, which drops what only it had. Then, with no person doing
 anything, the checks of test_pauses.judge hold (no acknowledged run lost, Redis and
 PostgreSQL agree, /readyz 200 again), the old primary is a replica, and the stray key is
-gone from both nodes.
+gone from both nodes. On a single Redis (no replica to promote) the service's own
+connections are cut instead, and the same judge applies.
 """
 
 from __future__ import annotations
@@ -53,14 +54,15 @@ PARTITION_S = PAUSE_S
 
 
 @dataclass
-class ProxiedCluster(TopologyServers):
-    """A cluster whose nodes are reached at the proxy's ports (``front``, one a node)."""
+class Proxied(TopologyServers):
+    """One Redis or a cluster, reached at the proxy's ports (``front``, one a node)."""
 
     front: list[int] | None = None
 
     @property
     def redis_url(self) -> str:
-        return "redis+cluster://" + ",".join(f"{HOST}:{p}" for p in self.front or [])
+        hosts = ",".join(f"{HOST}:{p}" for p in self.front or [])
+        return f"redis+cluster://{hosts}" if self.topology == "cluster" else f"redis://{hosts}"
 
 
 @dataclass
@@ -128,13 +130,28 @@ def cluster_cut(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CutTree]:
         # a new list: the nodes share the one cluster_nodes gave them
         node.extra = [*node.extra, "--cluster-announce-port", str(port)]
         node.extra += ["--cluster-announce-bus-port", str(port + BUS_OFFSET)]
-    tree = ProxiedCluster(
-        "cluster", list(nodes), [], nats_nodes(data, taken), PostgresServer(data), front
-    )
+    tree = Proxied("cluster", list(nodes), [], nats_nodes(data, taken), PostgresServer(data), front)
     try:
         start_servers(tree)
         form_cluster(front)  # through the proxy, so each node meets the others there
         yield CutTree(tree, proxy, dict(zip(own, front, strict=True)))
+    finally:
+        tree.stop()
+        proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def single_cut(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CutTree]:
+    """One Redis behind the proxy; three clustered NATS servers and PostgreSQL."""
+    data = Path(tmp_path_factory.mktemp("partitions")) / "data"
+    taken: set[int] = set()
+    own, front = pick_ports(2, taken)
+    proxy = ProxyProcess.start([(front, own)])
+    node = RedisNode(data, own, "r0", [])
+    tree = Proxied("single", [node], [], nats_nodes(data, taken), PostgresServer(data), [front])
+    try:
+        start_servers(tree)
+        yield CutTree(tree, proxy, {own: front})
     finally:
         tree.stop()
         proxy.stop()
@@ -280,3 +297,24 @@ async def slot_owner(tree: TopologyServers, key: str) -> int:
         return int(cast(Any, client).get_node_from_key(key).port)
     finally:
         await client.aclose()
+
+
+async def test_the_service_cut_off_from_its_redis_loses_nothing(
+    single_cut: CutTree, tmp_path: Path
+) -> None:
+    """No replica to promote: the service's own connections to its one Redis are cut for
+    PARTITION_S (Redis runs on), as a pause would stall them; then healed."""
+    name = "partition-single-redis"
+    began = time.monotonic()
+    tree = single_cut.tree
+    async with serving(tree, tmp_path) as d:
+        front = single_cut.front[tree.redis_nodes[0].port]
+        scene = Scene(d.http, d.board, tree.postgres_url, tree.nats_url)
+        scene.pause_s = PARTITION_S
+
+        async def cut() -> None:
+            await single_cut.proxy.cut(front, set(process_tree(d.service.pid)))
+
+        await fault_under_load(scene, cut, single_cut.proxy.heal)
+        await judge(name, scene)
+    print(f"[{name}] took {time.monotonic() - began:.1f}s")
