@@ -153,17 +153,6 @@ async def bare_runtime(urls: Urls) -> AsyncIterator[Runtime]:
 KINDS = {"unit": "unit", "integration": "integration", "system": "system"}
 
 
-# Modules of minutes, longest first (seconds on the 2-core machine, from --durations).
-LONGEST = {
-    "test_topologies.py": 300,
-    "test_pauses.py": 200,
-    "test_repairs.py": 150,
-    "test_fuzz.py": 140,
-    "test_partitions.py": 110,
-    "test_docs.py": 80,
-}
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
@@ -173,15 +162,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if folder in KINDS:
             item.add_marker(getattr(pytest.mark, KINDS[folder]))
-    # The longest modules first: with one module to a worker (--dist loadfile), one that
-    # starts last makes the whole run wait for it (the topologies' two pytests take 2-4
-    # minutes under load). The oracle fills the session's servers with large boards; the
-    # tests that replay the whole log or rebuild every board (test_admin, test_rebuild)
-    # slow down with every board before them, so the oracle runs last (a stable sort
-    # keeps the other modules' order).
-    items.sort(
-        key=lambda item: (
-            -LONGEST.get(item.path.name, 0),
-            item.path.name == "test_oracle.py",
-        )
-    )
+    # The oracle fills the session's servers with large boards; the tests that replay the
+    # whole log or rebuild every board (test_admin, test_rebuild) slow down with every
+    # board before them, so the oracle runs last (a stable sort keeps its modules' order).
+    items.sort(key=lambda item: item.path.name == "test_oracle.py")
