@@ -13,8 +13,8 @@ stdin, one a line, answering ``ok``:
 * ``heal``: the cut connections are closed (their sessions would have timed out in a real
   partition), so their owners connect again and get through.
 
-A connection's owner is found from the kernel's socket table (/proc/net/tcp and the
-processes' open files), so no process needs to cooperate. Loopback only.
+A connection's owner is found from the kernel's socket table (/proc/net/tcp and the open
+files of the processes named), so no process needs to cooperate. Loopback only.
 """
 
 from __future__ import annotations
@@ -32,28 +32,28 @@ HOST = "127.0.0.1"
 CHUNK = 65536
 
 
-def socket_owner(client_port: int, server_port: int) -> int | None:
-    """The pid holding the loopback socket 127.0.0.1:client_port → :server_port."""
-    local = f"0100007F:{client_port:04X}"
-    remote = f"0100007F:{server_port:04X}"
-    inode = None
+def loopback_sockets() -> dict[tuple[int, int], str]:
+    """The kernel's loopback TCP sockets: (local port, remote port) -> inode."""
+    found: dict[tuple[int, int], str] = {}
     for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         fields = line.split()
-        if fields[1] == local and fields[2] == remote:
-            inode = fields[9]
-            break
-    if inode is None:
-        return None
-    wanted = f"socket:[{inode}]"
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+        local, remote = fields[1].split(":"), fields[2].split(":")
+        if local[0] == remote[0] == "0100007F":
+            found[(int(local[1], 16), int(remote[1], 16))] = fields[9]
+    return found
+
+
+def sockets_of(pids: set[int]) -> set[str]:
+    """The socket inodes these processes hold open (only theirs are read: fast)."""
+    found: set[str] = set()
+    for pid in pids:
         with contextlib.suppress(OSError):
-            for fd in os.scandir(f"/proc/{entry.name}/fd"):
+            for fd in os.scandir(f"/proc/{pid}/fd"):
                 with contextlib.suppress(OSError):
-                    if os.readlink(fd.path) == wanted:
-                        return int(entry.name)
-    return None
+                    target = os.readlink(fd.path)
+                    if target.startswith("socket:["):
+                        found.add(target[8:-1])
+    return found
 
 
 class Link:
@@ -63,7 +63,6 @@ class Link:
         self.client = client
         self.server = server
         self.client_port = int(client.get_extra_info("peername")[1])
-        self.owner: int | None = None
         self.cut = False
 
     def close(self) -> None:
@@ -81,10 +80,18 @@ class Proxy:
         self.links: set[Link] = set()
         self.cut_pids: set[int] = set()
 
-    async def _owner(self, link: Link) -> int | None:
-        if link.owner is None:
-            link.owner = await asyncio.to_thread(socket_owner, link.client_port, self.listen_port)
-        return link.owner
+    async def _owned_by(self, links: list[Link], pids: set[int]) -> list[Link]:
+        """Those of ``links`` whose client socket one of ``pids`` holds."""
+
+        def find() -> list[Link]:
+            sockets, theirs = loopback_sockets(), sockets_of(pids)
+            return [
+                link
+                for link in links
+                if sockets.get((link.client_port, self.listen_port)) in theirs
+            ]
+
+        return await asyncio.to_thread(find) if pids else []
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -94,7 +101,7 @@ class Proxy:
             return
         link = Link(writer, up_writer)
         self.links.add(link)
-        if self.cut_pids and await self._owner(link) in self.cut_pids:
+        if await self._owned_by([link], self.cut_pids):
             link.cut = True
         try:
             await asyncio.gather(
@@ -117,14 +124,12 @@ class Proxy:
 
     async def cut(self, pids: set[int]) -> None:
         self.cut_pids = pids
-        for link in list(self.links):
-            if await self._owner(link) in pids:
-                link.cut = True
+        for link in await self._owned_by(list(self.links), pids):
+            link.cut = True
 
     async def drop(self, pids: set[int]) -> None:
-        for link in list(self.links):
-            if await self._owner(link) in pids:
-                link.close()
+        for link in await self._owned_by(list(self.links), pids):
+            link.close()
 
     def heal(self) -> None:
         self.cut_pids = set()
