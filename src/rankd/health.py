@@ -9,6 +9,7 @@ memory nears its limit.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -18,7 +19,7 @@ from rankd import metrics
 from rankd.aio import wait_or_stop
 from rankd.embedded.supervisor import describe, read_status
 from rankd.services.consumer import DURABLE
-from rankd.services.rebuild.restart import Restorer
+from rankd.services.rebuild.restart import Restorer, RestoreReport
 from rankd.services.recovery import Recovery
 from rankd.settings import Settings
 from rankd.stores.postgres import PostgresStore
@@ -75,15 +76,22 @@ class Health:
                     await self.check_redis_memory()
                 run_id = await self.redis.positions.server_run_id()
                 if await self.redis.positions.is_verified():
-                    if self.redis_seen not in (None, run_id):
-                        # another instance restored it while this one wrote elsewhere
+                    seen = self.redis_seen
+                    # another instance restored a new Sentinel primary while this one wrote
+                    # to the old (a single Redis cannot split; a cluster primary cut off
+                    # refuses writes before its replica takes over)
+                    sentinel = self.redis.conn.target.mode == "sentinel"
+                    if seen is not None and seen != run_id and sentinel:
                         await self._redis_moved(
-                            "catching up: restored by another", self.restorer.catch_up
+                            "catching up: restored by another instance",
+                            functools.partial(self.restorer.catch_up, seen),
                         )
                     self.redis_seen = run_id
                     continue
-                await self._redis_moved("restarted: restoring", self.restorer.restore)
-                self.redis_seen = run_id
+                if await self._redis_moved("restarted: restoring", self.restorer.restore):
+                    # restored here: this instance wrote only to it since closing its
+                    # connections (else another restored it first: the next round catches up)
+                    self.redis_seen = await self.redis.positions.server_run_id()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -92,8 +100,8 @@ class Health:
                 self.rebuilding = False
 
     async def _redis_moved(
-        self, what: str, restore: Callable[[Callable[[str], None]], Awaitable[object]]
-    ) -> None:
+        self, what: str, restore: Callable[[Callable[[str], None]], Awaitable[RestoreReport | None]]
+    ) -> RestoreReport | None:
         """Restore Redis (or catch it up) after it changed under this instance. Every pooled
         connection goes first: one left on a replaced primary would write where nobody
         reads (the tail replayed covers what such connections wrote before)."""
@@ -101,7 +109,7 @@ class Health:
         self.recovery.begin("redis", what)
         await self.redis.conn.forget_connections()
         # the log's tail if Redis kept its data, else a rebuild (rebuild/restart.py)
-        await restore(lambda stage: self.recovery.begin("redis", stage))
+        return await restore(lambda stage: self.recovery.begin("redis", stage))
 
     async def watch_health(self) -> None:
         """Notice a dependency lost and back, and when reads are complete again."""

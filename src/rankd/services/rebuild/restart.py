@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from rankd.errors import LogUnavailable
 from rankd.services.applier import Applier
 from rankd.services.consumer import DURABLE
 from rankd.services.rebuild.rebuilder import Rebuilder
@@ -137,6 +138,7 @@ class Restorer:
             return None
         started = time.perf_counter()
         run_id = await self.redis.positions.server_run_id()
+        replaced = await self.redis.positions.verified_id()
         start, at_ms, reason = await self.tail_start()
         if start is not None and self.tail_failures >= MAX_TAIL_FAILURES:
             # a tail that keeps failing must not keep the service waiting: PostgreSQL holds
@@ -145,10 +147,7 @@ class Restorer:
                 None,
                 (f"the log's tail failed to apply {self.tail_failures} times: {self.tail_error}"),
             )
-        # what an instance that wrote elsewhere meanwhile replays once it finds this node
-        # (catch_up): the tail, or past what a rebuild surely finds in PostgreSQL
-        floor = (await self.runlog.lag(DURABLE)).ack_floor
-        await self.redis.positions.mark_restored_from(floor + 1 if start is None else start)
+        await self._note_start(replaced, start, at_ms)
         if start is None:
             report = await self._rebuild(reason, stage)
             self.tail_failures = 0
@@ -169,31 +168,53 @@ class Restorer:
         logger.warning("redis restored: %s", report.describe())
         return report
 
-    async def catch_up(self, stage: Stage) -> RestoreReport:
-        """This instance finds a verified Redis other than the one it last wrote to: a
-        partition's old primary, say, which took its writes (and its consumer's acks)
-        until it was told it had been replaced, while another instance restored the new
-        one. Whatever it applied there since that restore began is replayed here (the
-        apply is idempotent)."""
+    async def _note_start(self, replaced: str | None, start: int | None, at_ms: int) -> None:
+        """Note, for the node this restore replaces, what an instance that kept writing to
+        it meanwhile must replay once it finds this one (catch_up): the tail's start, or
+        for a rebuild what the consumer had not acked yet (PostgreSQL holds the rest)."""
+        if replaced is None:  # never verified: nobody wrote to a node it had verified
+            return
+        if start is None:
+            try:
+                start = (await self.runlog.lag(DURABLE)).ack_floor + 1
+            except LogUnavailable:  # noted nowhere: such an instance rebuilds instead
+                return
+            at_ms = int(time.time() * 1000)
+        await self.redis.positions.mark_restored_from(replaced, start, at_ms)
+
+    async def catch_up(self, replaced: str, stage: Stage) -> RestoreReport:
+        """This instance finds a verified Redis other than ``replaced``, the node it last
+        wrote to: a Sentinel primary cut off by a partition, say, which took its writes
+        (and its consumer's acks) until it learnt it had been replaced, while another
+        instance restored this one. What it wrote there since that restore began is
+        replayed here, names and profiles copied again, as a tail restore does; a rebuild
+        when that start is unknown or gone from the log, or moderation changed since."""
         started = time.perf_counter()
-        start = await self.redis.positions.restored_from()
-        if start is None:  # restored before the marker existed: what it last recorded
-            positions = await self.redis.positions.read_positions()
-            start = min((p[0] + 1 for p in positions if p is not None), default=1)
-        report = RestoreReport("catch-up", from_sequence=start)
-
-        def progress(messages: int) -> None:
-            report.messages += messages
-            stage(f"catch-up replay from sequence {start}: {report.messages} messages")
-
-        stage(f"catch-up replay from sequence {start}")
-        done = await replay(self.runlog, self.applier, max(start, 1), progress)
-        report.through = done.last_sequence
+        noted = await self.redis.positions.restored_from(replaced)
+        reason = "no note of where the restore replacing it began"
+        if noted is not None:
+            start, at_ms = noted
+            first = await self.runlog.first_sequence()
+            async with self.pg.connection() as conn:
+                changed = await moderation_db.changed_since(conn, at_ms - self.change_margin_ms)
+            if start < first:
+                reason = f"the log no longer holds sequence {start} (it starts at {first})"
+            elif changed:
+                reason = f"{', '.join(changed)} since that restore began"
+            else:
+                reason = ""
+        if reason:
+            report = await self._rebuild(reason, stage, when="always")
+        else:
+            report = await self._tail(start, at_ms, None, stage)
+            report.how = "catch-up"
         report.seconds = time.perf_counter() - started
         logger.warning("redis caught up: %s", report.describe())
         return report
 
-    async def _rebuild(self, reason: str, stage: Stage) -> RestoreReport:
+    async def _rebuild(
+        self, reason: str, stage: Stage, when: Literal["always", "redis_changed"] = "redis_changed"
+    ) -> RestoreReport:
         report = RestoreReport("rebuild", reason)
         stage(f"rebuild from PostgreSQL ({reason})")
 
@@ -201,10 +222,13 @@ class Restorer:
             report.members += members
             stage(f"rebuild from PostgreSQL ({reason}): {report.members} members loaded")
 
-        await self.rebuilder.rebuild(when="redis_changed", progress=progress)
+        await self.rebuilder.rebuild(when=when, progress=progress)
         return report
 
-    async def _tail(self, start: int, at_ms: int, run_id: str, stage: Stage) -> RestoreReport:
+    async def _tail(
+        self, start: int, at_ms: int, run_id: str | None, stage: Stage
+    ) -> RestoreReport:
+        """Replay from ``start``; verified as ``run_id`` after, unless None or it changed."""
         report = RestoreReport("tail", from_sequence=start)
         last = await self.runlog.last_sequence()
         report.through = last
@@ -233,6 +257,6 @@ class Restorer:
         done = await replay(self.runlog, self.applier, start, progress)
         report.through = done.last_sequence
         # verified only if no restart fell within the replay (the watch starts over if so)
-        if await self.redis.positions.server_run_id() == run_id:
+        if run_id is not None and await self.redis.positions.server_run_id() == run_id:
             await self.redis.positions.mark_verified(run_id)
         return report

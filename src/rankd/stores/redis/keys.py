@@ -124,11 +124,12 @@ CHANGES = "rankd:changes"
 # first start after a layout change rebuilds them from PostgreSQL ("folded": a shard's
 # exact-times hashes folded to SHARD_TIME_BUCKETS).
 VERIFIED_MARKER = "rankd:verified-redis-run-id:stamped:folded"
-# The first log sequence the last restore of this Redis could not count on finding there
-# (the tail it replayed, or what the consumer had not acked when a rebuild began): an
-# instance that wrote to another node meanwhile (a partition's old primary) replays from
-# it (services/rebuild/restart.py catch_up).
+# Per node a restore replaced (its run id), the first log sequence the restore could not
+# count on finding here and when its position was recorded ("seq:at_ms"): an instance that
+# wrote to that node meanwhile (a partition's old primary) replays from it
+# (services/rebuild/restart.py catch_up). Expires a week after the last restore.
 RESTORED_FROM = "rankd:restored-from"
+RESTORED_FROM_TTL_S = 7 * 86_400
 # How far the run log has been applied to a Redis node (log_position.lua): one hash per
 # node, so a restarted node or a promoted replica is judged by what it holds itself. On a
 # cluster the tag is the first LOG_POSITION_TAG.format(n) whose slot lies on the primary.

@@ -10,7 +10,7 @@ from redis.asyncio.cluster import RedisCluster
 from rankd.errors import Unavailable
 from rankd.stores.redis import keys
 from rankd.stores.redis.connection import RedisConn, identity, is_cluster, reachable
-from rankd.stores.redis.scripts import LOG_POSITION
+from rankd.stores.redis.scripts import LOG_POSITION, RESTORED_FROM
 
 
 class Positions:
@@ -36,14 +36,29 @@ class Positions:
         replicas on a cluster, the client would send a GET to one)."""
         return cast(bytes | None, await self.conn.nodes.for_key(key).get(key))
 
-    async def mark_restored_from(self, sequence: int) -> None:
+    async def verified_id(self) -> str | None:
+        """The run id (or ids) the boards were last verified on, on this Redis."""
         with reachable():
-            await self.conn.client.set(keys.RESTORED_FROM, sequence)
+            marker = await self._primary_get(keys.VERIFIED_MARKER)
+        return None if marker is None else marker.decode()
 
-    async def restored_from(self) -> int | None:
+    async def mark_restored_from(self, replaced: str, sequence: int, at_ms: int) -> None:
+        """Note where a restore replacing node ``replaced`` began (restored_from.lua)."""
+        args: list[str | int] = [replaced, sequence, at_ms, keys.RESTORED_FROM_TTL_S]
         with reachable():
-            value = await self._primary_get(keys.RESTORED_FROM)
-        return None if value is None else int(value)
+            await self.conn.script((RESTORED_FROM, [keys.RESTORED_FROM], args))
+
+    async def restored_from(self, replaced: str) -> tuple[int, int] | None:
+        """(sequence, at_ms) noted for ``replaced``; None when none (or unreadable)."""
+        with reachable():
+            noted = await self.conn.nodes.for_key(keys.RESTORED_FROM).hget(
+                keys.RESTORED_FROM, replaced
+            )
+        text = noted.decode() if isinstance(noted, bytes) else str(noted or "")
+        parts = text.split(":")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            return None
+        return int(parts[0]), int(parts[1])
 
     async def mark_verified(self, run_id: str) -> None:
         with reachable():

@@ -67,6 +67,7 @@ RATE_LIMIT = Script.load("rate_limit")
 SET_ENTRY = Script.load("set_entry")
 LOAD_PERIOD = Script.load("load_period")
 LOG_POSITION = Script.load("log_position")
+RESTORED_FROM = Script.load("restored_from")
 AHEAD = Script.load("ahead")
 HIST_REBUILD = Script.load("hist_rebuild")
 HIST_CHECK = Script.load("hist_check")
@@ -96,6 +97,7 @@ ALL_SCRIPTS = (
     SET_ENTRY,
     LOAD_PERIOD,
     LOG_POSITION,
+    RESTORED_FROM,
     AHEAD,
     HIST_REBUILD,
     HIST_CHECK,
