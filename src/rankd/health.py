@@ -75,7 +75,7 @@ class Health:
                     memory_checked = time.monotonic()
                     await self.check_redis_memory()
                 run_id = await self.redis.positions.server_run_id()
-                if await self.redis.positions.is_verified():
+                if await self.redis.positions.verified_id() == run_id:
                     seen = self.redis_seen
                     # another instance restored a new Sentinel primary while this one wrote
                     # to the old (a single Redis cannot split; a cluster primary cut off

@@ -134,11 +134,11 @@ class Restorer:
 
     async def restore(self, stage: Stage) -> RestoreReport | None:
         """Restore Redis if it is not the verified process; None when it is."""
-        if await self.redis.positions.is_verified():
-            return None
         started = time.perf_counter()
         run_id = await self.redis.positions.server_run_id()
         replaced = await self.redis.positions.verified_id()
+        if replaced == run_id:
+            return None
         start, at_ms, reason = await self.tail_start()
         if start is not None and self.tail_failures >= MAX_TAIL_FAILURES:
             # a tail that keeps failing must not keep the service waiting: PostgreSQL holds

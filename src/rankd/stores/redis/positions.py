@@ -27,9 +27,7 @@ class Positions:
 
     async def is_verified(self) -> bool:
         """Whether the boards were last verified on the Redis process running now."""
-        with reachable():
-            marker = await self._primary_get(keys.VERIFIED_MARKER)
-        return bool(marker == (await self.server_run_id()).encode())
+        return await self.verified_id() == await self.server_run_id()
 
     async def _primary_get(self, key: str) -> bytes | None:
         """GET from the primary that owns ``key``, never a replica (with reads from
@@ -40,7 +38,7 @@ class Positions:
         """The run id (or ids) the boards were last verified on, on this Redis."""
         with reachable():
             marker = await self._primary_get(keys.VERIFIED_MARKER)
-        return None if marker is None else marker.decode()
+        return None if marker is None else bytes(marker).decode()
 
     async def mark_restored_from(self, replaced: str, sequence: int, at_ms: int) -> None:
         """Note where a restore replacing node ``replaced`` began (restored_from.lua)."""
@@ -90,11 +88,10 @@ class Positions:
         process the boards were verified on (log_position.lua); per key its reply: 1
         written, 0 not past the recorded one, -1 refused (no verified marker, or the node
         restarted or was promoted since)."""
+        verified = await self.verified_id()
+        if verified is None:
+            return [-1]
         with reachable():
-            marker = await self._primary_get(keys.VERIFIED_MARKER)
-            if marker is None:
-                return [-1]
-            verified = marker.decode() if isinstance(marker, bytes) else str(marker)
             return [
                 int(await self.conn.script((LOG_POSITION, [key], [sequence, verified, now_ms])))
                 for key in self.position_keys()
