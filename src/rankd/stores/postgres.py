@@ -41,6 +41,13 @@ ANY_IDS_UNPREPARED = False
 # snapshot and its RENAME see either all of a consumer batch or none of it.
 APPLY_LOCK = 0x72616E6B65
 
+# A shared holder of APPLY_LOCK idle inside its transaction this long (its process paused:
+# SIGSTOP, a VM stall, a frozen event loop) has its session ended by PostgreSQL, so a
+# rebuild, erasure or deletion elsewhere waits at most this long, not until it resumes.
+# Its batch rolls back and is applied again from the log (idempotent). Far above a
+# batch's own Redis writes between statements (the mark wait is 2 s).
+APPLY_IDLE_LIMIT_S = 30.0
+
 
 @contextlib.contextmanager
 def _reachable() -> Iterator[None]:
@@ -171,6 +178,7 @@ class PostgresStore:
     ) -> None:
         self.url = url
         self.timeout_s = timeout_s
+        self.apply_idle_limit_s = APPLY_IDLE_LIMIT_S
         self.pool = AsyncConnectionPool(
             url,
             min_size=min_size,
@@ -267,7 +275,15 @@ class PostgresStore:
         async with self.connection() as conn, conn.transaction():
             if lock_timeout_s is not None:
                 await conn.execute(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
-            await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
+            if exclusive:
+                await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
+            else:  # the idle limit set in the same round trip (set_config local: SET LOCAL)
+                limit = f"{int(self.apply_idle_limit_s * 1000)}ms"
+                await conn.execute(
+                    "SELECT set_config('idle_in_transaction_session_timeout', %s, true),"
+                    f" {lock}(%s)",
+                    (limit, APPLY_LOCK),
+                )
             yield conn
 
     @contextlib.asynccontextmanager
