@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from psycopg import AsyncConnection
@@ -250,3 +250,43 @@ async def wipe_board(redis: Redis, board_id: str) -> None:
     for pattern in keys.board_patterns(board_id):
         async for key in redis.scan_iter(match=pattern):
             await redis.unlink(key)
+
+
+class Settles(Protocol):
+    settle_s: float
+
+
+async def during_second_sweep(
+    runtime: Runtime,
+    settles: Settles,
+    player: str,
+    *,
+    act: Callable[[], Awaitable[None]],
+    new_run: Callable[[], Awaitable[None]],
+    committed: Callable[[], Awaitable[bool]],
+) -> list[bool]:
+    """``act`` (an erasure or an entry removal of ``player``), whose second sweep comes
+    0.2 s later; ``new_run`` is sent between that sweep's read of the durable copy and its
+    drop from Redis, and the drop waits up to 4 s for the log consumer to apply it
+    (``committed``). Returns [whether it did]: under the apply lock it cannot."""
+    real_drop = runtime.redis.moves.drop_entries
+    sweeps: list[bool] = []
+    calls = 0
+
+    async def new_run_then_drop(refs: Any, players: Any) -> int:
+        nonlocal calls
+        calls += player in players
+        if player in players and calls == 2:  # the second sweep: it has read the copy
+            await new_run()
+            sweeps.append(await wait_until(committed, timeout_s=4, step_s=0.1))
+        return await real_drop(refs, players)
+
+    settle_s, settles.settle_s = settles.settle_s, 0.2
+    runtime.redis.moves.drop_entries = new_run_then_drop  # type: ignore[method-assign,assignment]
+    try:
+        await act()
+        assert await wait_until(lambda: asyncio.sleep(0, bool(sweeps)), timeout_s=10)
+    finally:
+        settles.settle_s = settle_s
+        del runtime.redis.moves.drop_entries
+    return sweeps

@@ -171,10 +171,11 @@ class Corrections:
         try:
             await asyncio.sleep(self.settle_s)
             await self.moderation.caught_up(int(time.time() * 1000), CATCH_UP_S)
-            async with self.pg.connection() as conn:
+            # under the apply lock, as the erasure's second sweep (deletion.py) says why
+            async with self.pg.apply_lock(exclusive=True, lock_timeout_s=LOCK_WAIT_S) as conn:
                 if await db.has_entry(conn, key):
                     return  # a later run's entry: it stands
-            await self.redis.moves.drop_entries(sorted(refs), [key[3]])
+                await self.redis.moves.drop_entries(sorted(refs), [key[3]])
             self.moderation.invalidations.publish()
         except Exception as exc:
             logger.warning("second sweep of removed %s: %s: %s", key, type(exc).__name__, exc)

@@ -223,13 +223,16 @@ class Deletions:
         try:
             await asyncio.sleep(self.settle_s)
             refs |= await self.moderation.live_refs(player_id, await self.boards.list())
-            async with self.pg.connection() as conn:
+            # under the apply lock: a new run's batch either committed before the read (its
+            # period is left alone) or reads its run's mark after the drop, finds none, and
+            # writes the entry to Redis itself; between the two it would have been lost
+            async with self.pg.apply_lock(exclusive=True, lock_timeout_s=LOCK_WAIT_S) as conn:
                 cur = await conn.execute(
                     "SELECT board_id, win, period, segment FROM player_best WHERE player_id = %s",
                     (player_id,),
                 )
                 again = {PeriodRef(*r) for r in await cur.fetchall()}
-            await self.redis.moves.drop_entries(sorted(refs - again), [player_id])
+                await self.redis.moves.drop_entries(sorted(refs - again), [player_id])
         except Exception as exc:
             logger.warning("second sweep of erased %s: %s: %s", player_id, type(exc).__name__, exc)
 

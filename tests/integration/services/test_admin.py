@@ -25,7 +25,7 @@ from rankd.services.replay import replay
 from rankd.services.seasons import SeasonJob
 from rankd.stores.redis import keys
 from tests.support.common import ADMIN_H, SERVER_H, new_board_id
-from tests.support.durable import wait_consumer_idle, wait_until
+from tests.support.durable import during_second_sweep, wait_consumer_idle, wait_until
 from tests.support.wire import assert_error, iso
 
 DAY = timedelta(days=1)
@@ -532,6 +532,46 @@ async def test_an_erased_player_is_gone_from_every_store_and_the_log(
     assert ids(top) == ["a", "c", "b", gone] and top["entries"][3]["name"] is None
     await replay_everything(runtime)
     assert ids(await get(client, f"{path}/top")) == ["a", "c", "b", gone]
+
+
+async def test_a_run_of_the_id_during_the_erasures_second_sweep_is_kept(
+    client: httpx.AsyncClient, pg: AsyncConnection[Any], runtime: Runtime
+) -> None:
+    """The id's new run lands between the second sweep's read of the durable copy (no
+    entry) and its drop from Redis; the log consumer applies it meanwhile if it can. Under
+    the apply lock it cannot: it applies after the drop, finds its mark gone, and writes
+    the entry itself. Without the lock it commits first, trusting the submit path's mark,
+    and the drop takes the entry from Redis for good (seen once on Sentinel)."""
+    board = new_board_id("erase-race")
+    path = f"/v1/boards/{board}"
+    response = await client.put(path, json={"windows": ["all-time"]}, headers=ADMIN_H)
+    assert response.status_code == 201, response.text
+    gone = new_board_id("gone")
+    await submit(client, board, "r1", gone, 50)
+    await submit(client, board, "r2", "stays", 40)
+    await wait_consumer_idle(client, runtime)
+
+    async def new_run() -> None:
+        await submit(client, board, "r3", gone, 30)
+
+    async def committed() -> bool:
+        cur = await pg.execute(
+            "SELECT count(*) FROM player_best WHERE board_id = %s AND player_id = %s",
+            (board, gone),
+        )
+        return await cur.fetchone() == (1,)
+
+    async def erase() -> None:
+        response = await client.delete(f"/v1/players/{gone}", headers=ADMIN_H)
+        assert response.status_code == 200, response.text
+
+    sweeps = await during_second_sweep(
+        runtime, runtime.deletions, gone, act=erase, new_run=new_run, committed=committed
+    )
+    assert sweeps == [False]  # the consumer waited for the sweep
+    await wait_consumer_idle(client, runtime)
+    top = await get(client, f"{path}/top")
+    assert [(e["player_id"], e["score"]) for e in top["entries"]] == [("stays", 40), (gone, 30)]
 
 
 async def test_erasing_a_player_never_seen_is_harmless(client: httpx.AsyncClient) -> None:

@@ -17,7 +17,7 @@ from rankd.runtime import Runtime
 from rankd.services.replay import replay
 from tests.integration.services.test_admin import freeze
 from tests.support.common import ADMIN_H, SERVER_H, MakeBoard
-from tests.support.durable import wait_consumer_idle
+from tests.support.durable import during_second_sweep, wait_consumer_idle
 from tests.support.wire import assert_error
 
 
@@ -175,3 +175,40 @@ async def test_a_board_created_again_keeps_no_removal_of_the_old_one(
     assert created.status_code == 201, created.text
     await send(client, board, "n1", "p1", 30, now)  # ended before the old board's removal
     assert await ranked(client, board) == [("p1", 30)]
+
+
+async def test_a_later_run_during_the_removals_second_sweep_is_kept(
+    client: httpx.AsyncClient, runtime: Runtime, make_board: MakeBoard, pg: AsyncConnection[Any]
+) -> None:
+    """A run that ends after the removal, sent between the second sweep's read of the
+    durable copy and its drop from Redis, keeps its entry (as the erasure's sweep,
+    test_admin.py says how it was lost)."""
+    board = await make_board(windows=["all-time"], segments=["country"])
+    before = datetime.now(UTC) - timedelta(seconds=5)
+    await send(client, board, "a1", "p1", 90, before)
+    await send(client, board, "a2", "p2", 50, before)
+    await wait_consumer_idle(client, runtime)
+
+    async def remove() -> None:
+        response = await client.delete(f"/v1/boards/{board}/entries/p1", headers=ADMIN_H)
+        assert response.status_code == 200, response.text
+
+    async def new_run() -> None:
+        await send(client, board, "a3", "p1", 30, datetime.now(UTC))
+
+    async def committed() -> bool:
+        cur = await pg.execute(
+            "SELECT count(*) FROM player_best WHERE board_id = %s AND player_id = 'p1'"
+            " AND segment = ''",
+            (board,),
+        )
+        return await cur.fetchone() == (1,)
+
+    corrections = runtime.deletions.corrections
+    sweeps = await during_second_sweep(
+        runtime, corrections, "p1", act=remove, new_run=new_run, committed=committed
+    )
+    assert sweeps == [False]  # the consumer waited for the sweep
+    await wait_consumer_idle(client, runtime)
+    assert await ranked(client, board) == [("p2", 50), ("p1", 30)]
+    assert await ranked(client, board, segment="country:FR") == [("p2", 50), ("p1", 30)]
