@@ -88,7 +88,12 @@ def main() -> None:
                 started = time.perf_counter()
                 fill(servers.postgres_url, n)
                 print(f"filled {n:,} rows in {time.perf_counter() - started:.1f}s", file=sys.stderr)
-                result = measure(settings, servers.redis.port, n, Path(tmp))
+                processes = {
+                    name: [server.pid]
+                    for name, server in (("redis", servers.redis), ("postgres", servers.postgres))
+                    if server is not None and server.pid is not None
+                }
+                result = measure(settings, servers.redis.port, n, Path(tmp), processes)
                 results.append(result)
                 print(
                     f"{n:>11,} members: rankd rebuild {result['rankd_members_per_s']:>10,.0f}/s"

@@ -9,10 +9,13 @@ import asyncio
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
+from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
+from bench import cpu
 from rankd.embedded import find_redis_server
 from rankd.runtime import Runtime
 from rankd.settings import Settings
@@ -67,6 +70,31 @@ def write_pipe_file(pg_url: str, key: str, path: Path) -> None:
             out.write(b"".join(parts))
 
 
+Busy = tuple[float, dict[str, float]]
+
+
+def _busy(cpu_info: dict[str, Any], stats: dict[str, Any]) -> Busy:
+    spent = {name.removeprefix("cmdstat_"): v["usec"] / 1e6 for name, v in stats.items()}
+    return float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]), spent
+
+
+async def redis_busy(redis: Redis) -> Busy:
+    """Redis's CPU seconds so far (user + system) and the seconds each command has spent
+    executing (INFO commandstats): read before and after a load, what Redis itself did."""
+    return _busy(await redis.info("cpu"), await redis.info("commandstats"))
+
+
+def busy_between(before: Busy, after: Busy) -> dict[str, float]:
+    """Redis's CPU seconds between two redis_busy reads, and per command executing (the
+    ones that took 10 ms or more)."""
+    spent = {
+        name: round(s - before[1].get(name, 0.0), 3)
+        for name, s in after[1].items()
+        if s - before[1].get(name, 0.0) >= 0.01
+    }
+    return {"cpu": round(after[0] - before[0], 3), **spent}
+
+
 async def used_memory(redis: Redis) -> int:
     info = await redis.info("memory")
     return int(info["used_memory"])
@@ -82,29 +110,53 @@ async def prepare(settings: Settings) -> None:
         await runtime.close()
 
 
-async def rankd_rebuild(settings: Settings, n: int) -> tuple[float, float]:
-    """(seconds, Redis bytes per member) of the rebuild of the whole period."""
+async def rankd_rebuild(
+    settings: Settings, n: int, processes: dict[str, list[int]]
+) -> tuple[float, float, dict[str, float]]:
+    """(seconds, Redis bytes per member, where the CPU went) of the rebuild of the whole
+    period; ``processes``: the servers' pids by name (bench/cpu.py's groups)."""
     runtime = Runtime.build(settings)
     await runtime.open(background=False)
     try:
         await runtime.redis.client.flushall()
         empty = await used_memory(runtime.redis.client)
+        before = await redis_busy(runtime.redis.client)
+        # read while the rebuild's connections are open, so their backends are counted
+        cpu_before, own_before = cpu.snapshot(processes), time.process_time()
         report = await runtime.rebuilder.rebuild(board=BOARD)
+        busy = busy_between(before, await redis_busy(runtime.redis.client))
         assert report is not None and report.members == n, report
+        cpu_after, own_s = cpu.snapshot(processes), time.process_time() - own_before
+        # CPU microseconds per member by process: over the machine's cores, their sum
+        # bounds the rate whatever the overlap
+        spent = cpu.budget(cpu_before, cpu_after, n, report.seconds)
+        busy |= {
+            "redis_us_per_member": spent["redis"],
+            "postgres_us_per_member": spent["postgres"],
+            "python_us_per_member": round(own_s * 1e6 / n, 1),  # this process alone
+            "machine_us_per_member": spent["machine"],  # anyone's: both cores
+            "machine_busy": spent["machine_busy"],  # the share of both cores in use
+        }
         per_member = (await used_memory(runtime.redis.client) - empty) / n
         print(f"rebuilt {n:,} members in {report.seconds:.1f}s, {per_member:.1f} B/member")
+        print(f"  CPU during it: {busy}")
         await runtime.redis.client.flushall(asynchronous=True)  # a large flush blocks seconds
     finally:
         await runtime.close()
-    return report.seconds, per_member
+    return report.seconds, per_member, busy
 
 
-def raw_load(settings: Settings, redis_port: int, n: int, tmp: Path) -> float:
-    """Seconds for redis-cli --pipe to load the same entries (file prepared untimed)."""
+def raw_load(
+    settings: Settings, redis_port: int, n: int, tmp: Path
+) -> tuple[float, dict[str, float]]:
+    """Seconds for redis-cli --pipe to load the same entries (file prepared untimed), and
+    Redis's own busy seconds meanwhile."""
     raw_key = keys.period_keys(BOARD, "all-time", "all-time").public + ":raw"
     pipe_file = tmp / "load.resp"
     write_pipe_file(settings.postgres_url or "", raw_key, pipe_file)
     cli = find_redis_server().parent / "redis-cli"
+    client = SyncRedis(port=redis_port)
+    before = _busy(client.info("cpu"), client.info("commandstats"))
     started = time.perf_counter()
     with pipe_file.open("rb") as source:
         subprocess.run(
@@ -114,19 +166,26 @@ def raw_load(settings: Settings, redis_port: int, n: int, tmp: Path) -> float:
             stdout=subprocess.DEVNULL,
         )
     seconds = time.perf_counter() - started
+    busy = busy_between(before, _busy(client.info("cpu"), client.info("commandstats")))
+    client.close()
     pipe_file.unlink()
     count = subprocess.run(
         [str(cli), "-p", str(redis_port), "ZCARD", raw_key], capture_output=True, text=True
     ).stdout.strip()
     assert int(count) == n, count
     subprocess.run([str(cli), "-p", str(redis_port), "FLUSHALL"], check=True, capture_output=True)
-    return seconds
+    return seconds, busy
 
 
-def measure(settings: Settings, redis_port: int, n: int, tmp: Path) -> dict[str, float]:
-    rankd_s, per_member = asyncio.run(rankd_rebuild(settings, n))
-    raw_s = raw_load(settings, redis_port, n, tmp)
+def measure(
+    settings: Settings, redis_port: int, n: int, tmp: Path, processes: dict[str, list[int]]
+) -> dict[str, Any]:
+    rankd_s, per_member, busy = asyncio.run(rankd_rebuild(settings, n, processes))
+    raw_s, raw_busy = raw_load(settings, redis_port, n, tmp)
+    print(f"  Redis busy during redis-cli --pipe: {raw_busy}")
     return {
+        "redis_busy_s": busy,
+        "raw_redis_busy_s": raw_busy,
         "members": n,
         "rankd_members_per_s": n / rankd_s,
         "rankd_seconds": rankd_s,
