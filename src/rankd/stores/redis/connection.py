@@ -41,6 +41,11 @@ from redis.maint_notifications import MaintNotificationsConfig
 from rankd.errors import PeriodBusy, Unavailable
 from rankd.stores.redis import keys
 from rankd.stores.redis.batch import Batcher
+from rankd.stores.redis.packing import (
+    FastConnection,
+    FastSentinelConnection,
+    FastSentinelSSLConnection,
+)
 from rankd.stores.redis.replicas import ReplicaReads
 from rankd.stores.redis.scripts import Call, Command, call_script, load_all, run_pipeline
 from rankd.stores.redis.url import RedisTarget, parse_redis_url
@@ -97,11 +102,13 @@ def connect(
             db=target.db,
             **common,
         )
+        # the class says TLS or not (the pool takes ``ssl`` only when it picks the class)
+        packing = FastSentinelSSLConnection if target.tls else FastSentinelConnection
         sentinels = SentinelConnectionPool(  # type: ignore[no-untyped-call]
             target.master,
             sentinel,
             max_connections=max_connections,
-            ssl=target.tls,
+            connection_class=packing,
             db=target.db,
             **common,
         )
@@ -111,7 +118,7 @@ def connect(
                 sentinel,
                 is_master=False,  # the replicas in turn, the primary when none answers
                 max_connections=max_connections,
-                ssl=target.tls,
+                connection_class=packing,
                 db=target.db,
                 **common,
             )
@@ -122,8 +129,11 @@ def connect(
     # single cost in the read profile, and a busy Redis (a large rebuild's swap, a flush of
     # millions of entries) would turn into errors; a dead Redis still fails fast (reset).
     # redis-py 8 made 5 s the default, so None is passed outright.
+    # packed by hiredis (packing.py); a rediss:// or unix:// URL keeps the class it implies
+    plain = {"connection_class": FastConnection} if target.url.startswith("redis://") else {}
     pool = BlockingConnectionPool.from_url(
         target.url,
+        **plain,
         max_connections=max_connections,
         timeout=pool_timeout_s,
         socket_connect_timeout=5,
