@@ -45,8 +45,13 @@ def model(runs: list[dict[str, Any]], policy: str) -> list[tuple[str, int]]:
     return [(r["player_id"], r["score"]) for r in ordered]
 
 
-async def standing(client: httpx.AsyncClient, board: str, window: str) -> list[tuple[str, int]]:
-    page = await client.get(f"/v1/boards/{board}/top", params={"n": 100, "window": window})
+async def standing(
+    client: httpx.AsyncClient, board: str, window: str, period: str | None = None
+) -> list[tuple[str, int]]:
+    params: dict[str, Any] = {"n": 100, "window": window}
+    if period is not None:
+        params["period"] = period
+    page = await client.get(f"/v1/boards/{board}/top", params=params)
     assert page.status_code == 200, page.text
     return [(e["player_id"], e["score"]) for e in page.json()["entries"]]
 
@@ -63,7 +68,12 @@ async def test_the_latest_run_holds_the_entry_whatever_the_order(
         windows=["all-time", "daily"], policy="latest", window_policies={"daily": "best"}
     )
     rng = random.Random(5)
-    base = datetime.now(UTC) - timedelta(minutes=30)
+    # every run ends in today's daily period, read by its id: just after midnight the runs
+    # end after it, and the test waits until the last has ended
+    now = datetime.now(UTC)
+    base = max(now - timedelta(minutes=30), now.replace(hour=0, minute=0, second=0, microsecond=0))
+    await asyncio.sleep(max(0.0, (base + timedelta(seconds=41) - now).total_seconds()))
+    periods = {"all-time": None, "daily": base.strftime("%Y-%m-%d")}
     players = [new_board_id("lp") for _ in range(8)]
     runs: list[dict[str, Any]] = []
     for i in range(120):
@@ -95,7 +105,7 @@ async def test_the_latest_run_holds_the_entry_whatever_the_order(
             [latest] = [s for s in answer["standings"] if s["window"] == "all-time"]
             assert latest["status"] == "ranked"
     expected = {"all-time": model(runs, "latest"), "daily": model(runs, "best")}
-    assert {w: await standing(client, board, w) for w in expected} == expected
+    assert {w: await standing(client, board, w, periods[w]) for w in expected} == expected
 
     # the answer of a run that does not hold the entry says so; a resend of the holder: mine
     holder = max(
@@ -129,16 +139,16 @@ async def test_the_latest_run_holds_the_entry_whatever_the_order(
     finally:
         await ban(client, players[1], False)
     await asyncio.sleep(0.3)
-    assert {w: await standing(client, board, w) for w in expected} == expected
+    assert {w: await standing(client, board, w, periods[w]) for w in expected} == expected
 
     await wait_consumer_idle(client, runtime)
     await wipe_board(redis, board)
     await runtime.rebuilder.rebuild(board=board)
-    assert {w: await standing(client, board, w) for w in expected} == expected
+    assert {w: await standing(client, board, w, periods[w]) for w in expected} == expected
     # after the rebuild, ties at one ms still go to the greater run id
     for run in runs[:40]:
         await send(run)
-    assert {w: await standing(client, board, w) for w in expected} == expected
+    assert {w: await standing(client, board, w, periods[w]) for w in expected} == expected
     await wipe_board(redis, board)
     await replay(runtime.runlog, runtime.applier, first)
-    assert {w: await standing(client, board, w) for w in expected} == expected
+    assert {w: await standing(client, board, w, periods[w]) for w in expected} == expected
