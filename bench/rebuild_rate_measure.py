@@ -73,7 +73,7 @@ def write_pipe_file(pg_url: str, key: str, path: Path) -> None:
 Busy = tuple[float, dict[str, float]]
 
 
-def _busy(cpu_info: dict[str, Any], stats: dict[str, Any]) -> Busy:
+def busy_of(cpu_info: dict[str, Any], stats: dict[str, Any]) -> Busy:
     spent = {name.removeprefix("cmdstat_"): v["usec"] / 1e6 for name, v in stats.items()}
     return float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]), spent
 
@@ -81,7 +81,7 @@ def _busy(cpu_info: dict[str, Any], stats: dict[str, Any]) -> Busy:
 async def redis_busy(redis: Redis) -> Busy:
     """Redis's CPU seconds so far (user + system) and the seconds each command has spent
     executing (INFO commandstats): read before and after a load, what Redis itself did."""
-    return _busy(await redis.info("cpu"), await redis.info("commandstats"))
+    return busy_of(await redis.info("cpu"), await redis.info("commandstats"))
 
 
 def busy_between(before: Busy, after: Busy) -> dict[str, float]:
@@ -156,7 +156,7 @@ def raw_load(
     write_pipe_file(settings.postgres_url or "", raw_key, pipe_file)
     cli = find_redis_server().parent / "redis-cli"
     client = SyncRedis(port=redis_port)
-    before = _busy(client.info("cpu"), client.info("commandstats"))
+    before = busy_of(client.info("cpu"), client.info("commandstats"))
     started = time.perf_counter()
     with pipe_file.open("rb") as source:
         subprocess.run(
@@ -166,7 +166,7 @@ def raw_load(
             stdout=subprocess.DEVNULL,
         )
     seconds = time.perf_counter() - started
-    busy = busy_between(before, _busy(client.info("cpu"), client.info("commandstats")))
+    busy = busy_between(before, busy_of(client.info("cpu"), client.info("commandstats")))
     client.close()
     pipe_file.unlink()
     count = subprocess.run(
