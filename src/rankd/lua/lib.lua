@@ -217,8 +217,14 @@ local function append_entry(out, public, player)
   end
 end
 
-local function put(key, public, player, composite, ms, meta)
-  local held_member, held, _, at, field = locate(key, public, player)
+-- put(key, public, player, composite, ms, meta[, held_member, held, at, field]): the last
+-- four as locate returned them just before (nothing written since), so a submit that has
+-- located the entry does not read it again (an HGET, a ZSCORE and the hashing a run)
+local function put(key, public, player, composite, ms, meta, held_member, held, at, field)
+  if not at then
+    local _
+    held_member, held, _, at, field = locate(key, public, player)
+  end
   local member = stamp(ms) .. player
   if held and held_member ~= member then
     redis.call('ZREM', key, held_member)

@@ -34,13 +34,13 @@ refuse_while_restoring(KEYS[2])
 
 if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], ARGV[2], nil) end
 local composite, ms = tonumber(ARGV[1]), tonumber(ARGV[3])
-local member, stored, stored_at = locate(KEYS[1], KEYS[2], ARGV[2])
+local member, stored, stored_at, at, field = locate(KEYS[1], KEYS[2], ARGV[2])
 local changed = 0
 local prev, prev_stored, prev_at = 0, stored or 0, stored_at or 0
 if (not stored) or better(composite, ms, stored, stored_at) then
   -- the old rank costs a lookup only when the entry moves; unchanged, it is the rank
   if stored then prev = rank_in(KEYS[1], KEYS[2], member, stored) end
-  member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms, ARGV[7])
+  member = put(KEYS[1], KEYS[2], ARGV[2], composite, ms, ARGV[7], member, stored, at, field)
   stored, stored_at, changed = composite, ms, 1
 end
 mark(KEYS[4], ARGV[4], ARGV[5])

@@ -22,12 +22,12 @@ for i = 3, #ARGV, 5 do
   local player = ARGV[i + 1]
   if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], player, nil) end
   local composite, ms = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
-  local member, stored, stored_at = locate(KEYS[1], KEYS[2], player)
+  local member, stored, stored_at, at, field = locate(KEYS[1], KEYS[2], player)
   local changed = 0
   local prev, prev_stored, prev_at = 0, stored or 0, stored_at or 0
   if (not stored) or better(composite, ms, stored, stored_at) then
     if stored then prev = rank_in(KEYS[1], KEYS[2], member, stored) end
-    member = put(KEYS[1], KEYS[2], player, composite, ms, ARGV[i + 4])
+    member = put(KEYS[1], KEYS[2], player, composite, ms, ARGV[i + 4], member, stored, at, field)
     stored, stored_at, changed = composite, ms, 1
   end
   mark(KEYS[4], ARGV[i + 3], ARGV[1])

@@ -22,7 +22,7 @@ local player, run_id = ARGV[2], ARGV[8]
 if KEYS[3] ~= KEYS[1] then absorb(KEYS[1], KEYS[3], KEYS[2], player, 'latest') end
 local composite, ms = tonumber(ARGV[1]), tonumber(ARGV[3])
 local rids = KEYS[2] .. ':rid'
-local member, stored, stored_at = locate(KEYS[1], KEYS[2], player)
+local member, stored, stored_at, at, field = locate(KEYS[1], KEYS[2], player)
 local holder = ''
 if stored then holder = run_id_of(KEYS[2], member) end
 local changed = 0
@@ -30,7 +30,7 @@ local prev, prev_stored, prev_at = 0, stored or 0, stored_at or 0
 if (not stored) or later(ms, run_id, stored_at, holder) then
   if stored then prev = rank_in(KEYS[1], KEYS[2], member, stored) end
   local old = member
-  member = put(KEYS[1], KEYS[2], player, composite, ms, ARGV[7])
+  member = put(KEYS[1], KEYS[2], player, composite, ms, ARGV[7], member, stored, at, field)
   if stored and old ~= member then redis.call('HDEL', rids, old) end
   redis.call('HSET', rids, member, run_id)
   stored, stored_at, holder, changed = composite, ms, run_id, 1
