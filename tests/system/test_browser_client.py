@@ -18,6 +18,7 @@ Skips only when no Chromium is installed (as tests/system/test_live_page.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import os
@@ -151,14 +152,15 @@ def sites() -> Iterator[tuple[Static, Static]]:
 
 
 @pytest.fixture(scope="module")
-def service(urls: Urls, sites: tuple[Static, Static]) -> Iterator[Service]:
+async def service(urls: Urls, sites: tuple[Static, Static]) -> AsyncIterator[Service]:
     game, _ = sites
     served = Service(urls, game.origin)
-    served.start()
+    # off the event loop, as test_live_page.py's service says why
+    await asyncio.to_thread(served.start)
     try:
         yield served
     finally:
-        served.stop()
+        await asyncio.to_thread(served.stop)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ docs/live-page-kiosk.png.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -24,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -89,15 +90,18 @@ class Service:
 
 
 @pytest.fixture
-def service(urls: Urls) -> Iterator[Service]:
+async def service(urls: Urls) -> AsyncIterator[Service]:
     if CHROMIUM is None:
         pytest.skip("no Chromium found (apt-get install chromium, or set RANKD_CHROMIUM)")
     served = Service(urls)
-    served.start()
+    # started and stopped off the event loop, which keeps running meanwhile: the session's
+    # in-process runtime lives on it, and a consumer batch of its frozen mid-transaction
+    # would hold the apply lock the new instance's startup waits for (seen as "no answer")
+    await asyncio.to_thread(served.start)
     try:
         yield served
     finally:
-        served.stop()
+        await asyncio.to_thread(served.stop)
 
 
 @pytest.fixture

@@ -41,15 +41,6 @@ ANY_IDS_UNPREPARED = False
 # snapshot and its RENAME see either all of a consumer batch or none of it.
 APPLY_LOCK = 0x72616E6B65
 
-# A shared holder of APPLY_LOCK idle in its transaction this long (a paused process) has its
-# session ended by PostgreSQL: exclusive takers wait no longer; its batch is applied again
-# from the log. Far above a batch's Redis writes between statements (mark wait: 2 s).
-APPLY_IDLE_LIMIT_S = 30.0
-_SHARED_WITH_LIMIT = (
-    "SELECT set_config('idle_in_transaction_session_timeout', %s, true),"
-    " pg_advisory_xact_lock_shared(%s)"
-)
-
 
 @contextlib.contextmanager
 def _reachable() -> Iterator[None]:
@@ -180,7 +171,6 @@ class PostgresStore:
     ) -> None:
         self.url = url
         self.timeout_s = timeout_s
-        self.apply_idle_limit_s = APPLY_IDLE_LIMIT_S
         self.pool = AsyncConnectionPool(
             url,
             min_size=min_size,
@@ -273,14 +263,11 @@ class PostgresStore:
         """A transaction holding the apply lock: shared by consumer batches, exclusive for a
         rebuild (see APPLY_LOCK). With ``lock_timeout_s`` (a request waiting on it), a lock
         not had by then is Unavailable rather than a wait for a whole rebuild."""
+        lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         async with self.connection() as conn, conn.transaction():
             if lock_timeout_s is not None:
                 await conn.execute(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
-            if exclusive:
-                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPLY_LOCK,))
-            else:  # with the idle limit, in the same round trip (set_config local: SET LOCAL)
-                limit = f"{int(self.apply_idle_limit_s * 1000)}ms"
-                await conn.execute(_SHARED_WITH_LIMIT, (limit, APPLY_LOCK))
+            await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
             yield conn
 
     @contextlib.asynccontextmanager

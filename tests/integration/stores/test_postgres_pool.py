@@ -58,31 +58,3 @@ async def test_requests_hold_at_most_half_the_pool(urls: Urls, migrated: None) -
             pass
     finally:
         await pg.close()
-
-
-async def test_a_stalled_holder_of_the_shared_apply_lock_cannot_keep_it(
-    urls: Urls, migrated: None
-) -> None:
-    """A consumer batch whose process stalls mid-transaction (SIGSTOP, a VM pause, a frozen
-    event loop) holds the apply lock shared; PostgreSQL ends its session after the idle
-    limit, so a rebuild elsewhere gets the lock exclusively then, not when the stalled one
-    resumes. The stalled batch fails (rolled back, applied again from the log) and its
-    store goes on with fresh connections."""
-    stalled = PostgresStore(urls.postgres, min_size=1, max_size=2)
-    stalled.apply_idle_limit_s = 0.5
-    other = PostgresStore(urls.postgres, min_size=1, max_size=2)
-    await asyncio.gather(stalled.open(), other.open())
-    try:
-        had_it = False
-        with pytest.raises(Unavailable):
-            async with stalled.apply_lock(exclusive=False) as conn:
-                await conn.execute("SELECT 1")
-                async with other.apply_lock(exclusive=True, lock_timeout_s=10) as mine:
-                    await mine.execute("SELECT 1")  # had once the idle limit ended the other
-                    had_it = True
-                await conn.execute("SELECT 1")  # the stalled batch resumes: its session is gone
-        assert had_it
-        async with stalled.apply_lock(exclusive=False) as conn:
-            await conn.execute("SELECT 1")
-    finally:
-        await asyncio.gather(stalled.close(), other.close())
