@@ -20,7 +20,8 @@
 -- one, replacing any (a changed time is a changed member: the old one must go, and its
 -- metadata with it). ``meta``: the run's metadata JSON, kept in <public>:meta under the
 -- member, '' for none (any the member had goes); nil leaves it as it is (an entry moved
--- with its member keeps what it had).
+-- with its member keeps what it had). Four more arguments, what locate returned just before
+-- (member, composite, at, field), spare it locating the entry again.
 --
 -- drop(key, public, player, forget): remove the player's entry on ``key`` and its time; 1
 -- if any. With ``forget`` (an erasure, a removed entry) its metadata goes too; otherwise it

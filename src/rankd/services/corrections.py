@@ -171,8 +171,8 @@ class Corrections:
         try:
             await asyncio.sleep(self.settle_s)
             await self.moderation.caught_up(int(time.time() * 1000), CATCH_UP_S)
-            # under the apply lock, as the erasure's second sweep (deletion.py) says why
-            async with self.pg.apply_lock(exclusive=True, lock_timeout_s=LOCK_WAIT_S) as conn:
+            # under the apply lock (no timeout), as the erasure's second sweep says why
+            async with self.pg.apply_lock(exclusive=True) as conn:
                 if await db.has_entry(conn, key):
                     return  # a later run's entry: it stands
                 await self.redis.moves.drop_entries(sorted(refs), [key[3]])

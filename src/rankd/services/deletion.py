@@ -225,8 +225,9 @@ class Deletions:
             refs |= await self.moderation.live_refs(player_id, await self.boards.list())
             # under the apply lock: a new run's batch either committed before the read (its
             # period is left alone) or reads its run's mark after the drop, finds none, and
-            # writes the entry to Redis itself; between the two it would have been lost
-            async with self.pg.apply_lock(exclusive=True, lock_timeout_s=LOCK_WAIT_S) as conn:
+            # writes the entry to Redis itself; between the two it would have been lost.
+            # No lock timeout: a background job, it waits out a rebuild rather than give up
+            async with self.pg.apply_lock(exclusive=True) as conn:
                 cur = await conn.execute(
                     "SELECT board_id, win, period, segment FROM player_best WHERE player_id = %s",
                     (player_id,),

@@ -130,7 +130,9 @@ def connect(
     # millions of entries) would turn into errors; a dead Redis still fails fast (reset).
     # redis-py 8 made 5 s the default, so None is passed outright.
     # packed by hiredis (packing.py); a rediss:// or unix:// URL keeps the class it implies
-    plain = {"connection_class": FastConnection} if target.url.startswith("redis://") else {}
+    plain = (
+        {"connection_class": FastConnection} if target.url.lower().startswith("redis://") else {}
+    )
     pool = BlockingConnectionPool.from_url(
         target.url,
         **plain,

@@ -5,7 +5,7 @@ command; the log consumer's folded script calls carry about twenty arguments a r
 that loop took 1.16 s of Python per 100,000 runs (28 calls of 72,000 arguments: 0.20 s
 packed by hiredis alone). hiredis encodes str (UTF-8, as redis-py's default encoder does),
 bytes, int and float (as ``repr``) itself, so those commands skip the loop. Anything else (a
-bool, None, a memoryview, a command name with a space) takes redis-py's own path, with its
+bool, None, a command name with whitespace) takes redis-py's own path, with its
 errors. Used for a single Redis and a Sentinel group; a cluster's nodes build their own
 connections (redis-py's defaults), which pack as before.
 """
@@ -22,10 +22,8 @@ from redis.asyncio.sentinel import SentinelManagedConnection, SentinelManagedSSL
 def pack_fast(args: tuple[Any, ...]) -> list[bytes] | None:
     """The command in RESP, or None when redis-py's own packing must decide."""
     first = args[0] if args else None
-    if isinstance(first, str):
-        if " " in first:  # "CLIENT SETNAME": redis-py splits it into words
-            return None
-    elif not isinstance(first, bytes) or b" " in first:
+    # a name redis-py would split into words ("CLIENT SETNAME", any whitespace), or empty
+    if not isinstance(first, str | bytes) or first.split() != [first]:
         return None
     try:
         return [hiredis.pack_command(args)]
