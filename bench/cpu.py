@@ -17,6 +17,7 @@ import resource
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
@@ -114,3 +115,26 @@ def budget_line(cpu: Mapping[str, float]) -> str:
         f"CPU µs/request: {', '.join(parts)}; ours {cpu['ours']:,.0f} of {cpu['machine']:,.0f}"
         f" on the machine (both cores {cpu['machine_busy']:.0%} busy)"
     )
+
+
+# --- Redis's own account: INFO cpu and commandstats ------------------------------------------
+
+RedisBusy = tuple[float, dict[str, float]]
+
+
+def redis_busy_of(cpu_info: dict[str, Any], commandstats: dict[str, Any]) -> RedisBusy:
+    """Redis's CPU seconds so far (user + system) and the seconds each command has spent
+    executing, from INFO cpu and INFO commandstats: read before and after a load."""
+    spent = {name.removeprefix("cmdstat_"): v["usec"] / 1e6 for name, v in commandstats.items()}
+    return float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]), spent
+
+
+def redis_busy_between(before: RedisBusy, after: RedisBusy) -> dict[str, float]:
+    """Redis's CPU seconds between two reads, and each command's execution seconds (the
+    ones that took 10 ms or more). Execution is timed, not CPU: it can exceed the CPU."""
+    spent = {
+        name: round(s - before[1].get(name, 0.0), 3)
+        for name, s in after[1].items()
+        if s - before[1].get(name, 0.0) >= 0.01
+    }
+    return {"cpu": round(after[0] - before[0], 3), **spent}

@@ -70,29 +70,9 @@ def write_pipe_file(pg_url: str, key: str, path: Path) -> None:
             out.write(b"".join(parts))
 
 
-Busy = tuple[float, dict[str, float]]
-
-
-def busy_of(cpu_info: dict[str, Any], stats: dict[str, Any]) -> Busy:
-    spent = {name.removeprefix("cmdstat_"): v["usec"] / 1e6 for name, v in stats.items()}
-    return float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]), spent
-
-
-async def redis_busy(redis: Redis) -> Busy:
-    """Redis's CPU seconds so far (user + system) and the seconds each command has spent
-    executing (INFO commandstats): read before and after a load, what Redis itself did."""
-    return busy_of(await redis.info("cpu"), await redis.info("commandstats"))
-
-
-def busy_between(before: Busy, after: Busy) -> dict[str, float]:
-    """Redis's CPU seconds between two redis_busy reads, and per command executing (the
-    ones that took 10 ms or more)."""
-    spent = {
-        name: round(s - before[1].get(name, 0.0), 3)
-        for name, s in after[1].items()
-        if s - before[1].get(name, 0.0) >= 0.01
-    }
-    return {"cpu": round(after[0] - before[0], 3), **spent}
+async def redis_busy(redis: Redis) -> cpu.RedisBusy:
+    """cpu.redis_busy_of, read through an asyncio client."""
+    return cpu.redis_busy_of(await redis.info("cpu"), await redis.info("commandstats"))
 
 
 async def used_memory(redis: Redis) -> int:
@@ -124,7 +104,7 @@ async def rankd_rebuild(
         # read while the rebuild's connections are open, so their backends are counted
         cpu_before, own_before = cpu.snapshot(processes), time.process_time()
         report = await runtime.rebuilder.rebuild(board=BOARD)
-        busy = busy_between(before, await redis_busy(runtime.redis.client))
+        busy = cpu.redis_busy_between(before, await redis_busy(runtime.redis.client))
         assert report is not None and report.members == n, report
         cpu_after, own_s = cpu.snapshot(processes), time.process_time() - own_before
         # CPU microseconds per member by process: over the machine's cores, their sum
@@ -156,7 +136,7 @@ def raw_load(
     write_pipe_file(settings.postgres_url or "", raw_key, pipe_file)
     cli = find_redis_server().parent / "redis-cli"
     client = SyncRedis(port=redis_port)
-    before = busy_of(client.info("cpu"), client.info("commandstats"))
+    before = cpu.redis_busy_of(client.info("cpu"), client.info("commandstats"))
     started = time.perf_counter()
     with pipe_file.open("rb") as source:
         subprocess.run(
@@ -166,7 +146,9 @@ def raw_load(
             stdout=subprocess.DEVNULL,
         )
     seconds = time.perf_counter() - started
-    busy = busy_between(before, busy_of(client.info("cpu"), client.info("commandstats")))
+    busy = cpu.redis_busy_between(
+        before, cpu.redis_busy_of(client.info("cpu"), client.info("commandstats"))
+    )
     client.close()
     pipe_file.unlink()
     count = subprocess.run(

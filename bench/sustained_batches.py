@@ -27,7 +27,6 @@ from redis import Redis as SyncRedis
 
 from bench import cpu
 from bench.common import SERVER, create_board, machine_line, servers, service_process, write_result
-from bench.rebuild_rate_measure import busy_between, busy_of
 from bench.wrk_measure import processes, settle
 from bench.wrk_runs import parse_wrk
 
@@ -48,7 +47,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         redis = SyncRedis.from_url(stack.redis_url)
         before, redis_before = (
             cpu.snapshot(procs),
-            busy_of(redis.info("cpu"), redis.info("commandstats")),
+            cpu.redis_busy_of(redis.info("cpu"), redis.info("commandstats")),
         )
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.seconds + 90)
@@ -60,8 +59,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             raise RuntimeError(f"{run.non_2xx} non-2xx, socket errors {run.socket_errors}")
         drain_s = settle(stack)
         after = cpu.snapshot(procs)
-        commands = busy_between(
-            redis_before, busy_of(redis.info("cpu"), redis.info("commandstats"))
+        commands = cpu.redis_busy_between(
+            redis_before, cpu.redis_busy_of(redis.info("cpu"), redis.info("commandstats"))
         )
         redis.close()
     acked = run.requests * args.runs
