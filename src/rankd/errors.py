@@ -54,6 +54,10 @@ class BoardImmutableField(RankdError):
     code = "board_immutable_field"
 
 
+class ReshardInProgress(BoardImmutableField):
+    """``shards`` cannot change while the board's last change of it is still being moved."""
+
+
 class BoardFull(RankdError):
     code = "board_full"
 

@@ -101,6 +101,17 @@ TARGETS_ALREADY_APPLIED = Counter(
     "Standings (run, window, segment) the log consumer left alone in Redis because the "
     "submit path had marked them applied.",
 )
+RESHARD_WRITES_SKIPPED = Counter(
+    "rankd_reshard_writes_skipped_total",
+    "Writes a resharding's other layout did not take (services/resharding.py): busy, a "
+    "period being built (the move builds it again); unavailable, a submit's second write "
+    "failed (the log consumer applies the run there).",
+    ["why"],
+)
+RESHARD_MOVED = Counter(
+    "rankd_reshard_entries_moved_total",
+    "Entries built into a resharding's new layout (services/resharding.py).",
+)
 MESSAGES_PARKED = Counter(
     "rankd_log_messages_parked_total",
     "Log messages this process parked in PostgreSQL because they failed to apply on their own.",

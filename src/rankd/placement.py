@@ -42,6 +42,45 @@ def shard_of(player_id: str, shards: int) -> int:
     )
 
 
+class Layout(int):
+    """A board's shard count, used as the int it is everywhere, that also knows where its
+    shards' key names start: shard ``k`` of a layout is named ``#<base + k>``. Changing a
+    board's ``shards`` builds a second layout beside the one that serves
+    (services/resharding.py), named so the two cannot collide, so both are written while
+    the move runs and the reads switch over at once."""
+
+    base: int
+
+    def __new__(cls, shards: int, base: int = 0) -> Layout:
+        made = super().__new__(cls, shards)
+        made.base = base if shards > 1 else 0
+        return made
+
+    def __repr__(self) -> str:
+        return f"Layout({int(self)}, base={self.base})"
+
+
+def base_of(shards: int) -> int:
+    """Where a layout's shard names start (0 for a plain count)."""
+    return shards.base if isinstance(shards, Layout) else 0
+
+
+def shard_name(player_id: str, shards: int) -> int:
+    """The name of the shard holding a player (``#<n>`` in its keys; -1: not sharded)."""
+    k = shard_of(player_id, shards)
+    return k if k < 0 else k + base_of(shards)
+
+
+def next_base(serving: int, shards: int) -> int:
+    """Where a new layout of ``shards`` beside ``serving`` starts its names: below the
+    serving one's range if it fits there, else just past it (an unsharded layout has no
+    shard names, so any start fits beside it)."""
+    if shards <= 1 or serving <= 1:
+        return 0
+    start = base_of(serving)
+    return 0 if shards <= start else start + int(serving)
+
+
 def time_bucket(member: str) -> int:
     """Which exact-times hash holds a member's time: its bytes as a big-endian number modulo
     65,521 (the Lua scripts' ``at_key`` computes the same, a byte at a time)."""

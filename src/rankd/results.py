@@ -3,12 +3,11 @@
 plain dicts that orjson renders as they are, mypy checks each against its shape, and the
 routes name them as FastAPI response models, so /openapi.json documents exactly them
 (api/schemas.py adds the examples); the Python client re-exports them. The input rules
-stated (patterns, bounds) are the validators' constants.
-
-A key that may be left out (``NotRequired``, any key of a ``total=False`` body) is
-documented as also taking null (api/schemas.py ``nullable_optionals``): answers leave it
-out, bodies may send null (a board's settings must leave it out). Only ``Ready`` has a
-docstring: class docstrings become schema descriptions.
+stated (patterns, bounds) are the validators' constants. A key that may be left out
+(``NotRequired``, any key of a ``total=False`` body) is documented as also taking null
+(api/schemas.py ``nullable_optionals``): answers leave it out, bodies may send null (a
+board's settings must leave it out). Only ``Ready`` has a docstring: class docstrings
+become schema descriptions.
 """
 
 from __future__ import annotations
@@ -54,8 +53,8 @@ class BoardSettings(TypedDict, total=False):
         Doc(
             minimum=1,
             maximum=MAX_SHARDS,
-            description="sorted sets each period is split over (1: unsharded); "
-            "fixed once it has runs",
+            description="sorted sets each period is split over (1: unsharded); a change on a"
+            " board with runs reshards it while it serves (`resharding` shows how far)",
         ),
     ]
     hold_top: Annotated[
@@ -205,6 +204,7 @@ class Board(TypedDict):
     schedule: NotRequired[dict[str, str | None] | None]
     current_period: NotRequired[Occurrence | None]
     next_period: NotRequired[Occurrence | None]
+    resharding: NotRequired[dict[str, int]]  # while new shards are moved in: done, total
     created_at: str
     tie_resolution_ms: dict[str, int]
 

@@ -32,6 +32,7 @@ from rankd.services.rebuild.repairs import Repairs
 from rankd.services.rebuild.restart import Restorer
 from rankd.services.recovery import Recovery
 from rankd.services.registry import RECREATE_SWEEP_S, BoardRegistry
+from rankd.services.resharding import PASS_S, Resharding
 from rankd.services.run_ids import RunIds
 from rankd.services.seasons import SeasonJob
 from rankd.services.segment_values import SegmentValues
@@ -78,20 +79,21 @@ class Runtime:
     recovery: Recovery = field(default_factory=Recovery)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    # the probes, /readyz and the Redis watch (health.py)
-    health: Health = field(init=False)
-    # player event streams (services/player_streams.py)
-    players_live: PlayerHub = field(init=False)
-    # rebuilds after run-id conflicts (services/heals.py)
-    heals: Heals = field(init=False)
-    # the boards' webhooks (services/webhooks.py)
-    webhooks: Webhooks = field(init=False)
+    health: Health = field(init=False)  # the probes, /readyz and the Redis watch
+    players_live: PlayerHub = field(init=False)  # services/player_streams.py
+    heals: Heals = field(init=False)  # rebuilds after run-id conflicts (services/heals.py)
+    webhooks: Webhooks = field(init=False)  # the boards' webhooks (services/webhooks.py)
+    resharding: Resharding = field(init=False)  # live moves (services/resharding.py)
 
     def __post_init__(self) -> None:
         self.submitter.on_busy = self.repairs.ask
         self.heals = Heals(self.rebuilder, self.settings.consumer_mark_wait_s)
         s = self.settings
         self.webhooks = Webhooks(self.pg, s.webhook_secret, s.webhook_timeout_s)
+        settle_s = s.config_cache_ttl_s + 1.0  # every instance has reloaded a config
+        self.resharding = Resharding(
+            self.pg, self.redis, self.rebuilder, self.runlog, DURABLE, settle_s=settle_s
+        )
         self.players_live = PlayerHub(
             self.boards.get,
             self.reader.ranks,
@@ -315,6 +317,8 @@ class Runtime:
         self._tasks.append(asyncio.create_task(trims, name="log-retention"))
         scrubber = self.deletions.run_scrubber(self._stopping)
         self._tasks.append(asyncio.create_task(scrubber, name="log-scrubber"))
+        moves = self.resharding.run_forever(PASS_S, self._stopping)
+        self._tasks.append(asyncio.create_task(moves, name="resharding"))
         if self.settings.season_job_interval_s > 0:
             job = self.seasons.run_forever(self.settings.season_job_interval_s, self._stopping)
             self._tasks.append(asyncio.create_task(job, name="season-job"))
@@ -375,12 +379,10 @@ class Runtime:
         closing = (self.runlog.close(), self.pg.close(), self.redis.close())
         await asyncio.wait([asyncio.ensure_future(c) for c in closing], timeout=CLOSE_TIMEOUT_S)
 
-    async def readiness(self) -> dict[str, str]:
-        """Each dependency's state: "ok" or why not (see health.py)."""
+    async def readiness(self) -> dict[str, str]:  # each dependency: "ok" or why not
         return await self.health.readiness()
 
-    async def recovering(self) -> dict[str, str]:
-        """What is recovering and how far (see health.py)."""
+    async def recovering(self) -> dict[str, str]:  # what is recovering and how far
         return await self.health.recovering()
 
     async def check_redis_memory(self) -> float:

@@ -22,7 +22,7 @@ from rankd.api import (
     routes_runs,
     schemas,
 )
-from rankd.boards import apply_changes
+from rankd.board_changes import apply_changes
 from rankd.client import types
 from rankd.errors import InvalidRequest
 

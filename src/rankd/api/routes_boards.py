@@ -35,6 +35,8 @@ def board_out(config: BoardConfig, *, admin: bool = False) -> dict[str, Any]:
         now_ms = int(time.time() * 1000)
         settings["current_period"] = _occurrence(config.schedule.occurrence_at(now_ms))
         settings["next_period"] = _occurrence(config.schedule.next_after(now_ms))
+    if config.reshard is not None:
+        settings["resharding"] = config.reshard.progress()
     return {
         "board_id": config.board_id,
         **settings,

@@ -97,6 +97,8 @@ async def settle(
             send.append((i, replace(target, counted_ms=counted_ms or now_ms)))
     if send:
         sent = await writes.apply(board, [[t] for _, t in send], ranked=True)
+        # a resharding's other layout too (the script counts a run once there as well)
+        await writes.apply_other(board, [[t] for _, t in send], consumer=conn is not None)
         for (i, _), [reply] in zip(send, sent, strict=True):
             if reply is not None:
                 improved, rank, stored, counted, achieved, *before = reply

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
-from rankd.boards import BoardConfig, apply_changes, changed_immutable, schedule_change_allowed
-from rankd.errors import BoardImmutableField, BoardNotFound, Unavailable
+from rankd.board_changes import apply_changes, changed_immutable, schedule_change_allowed
+from rankd.boards import BoardConfig
+from rankd.errors import BoardImmutableField, BoardNotFound, ReshardInProgress, Unavailable
 from rankd.formats import check_board_id, clip, is_board_id
 from rankd.periods import WINDOWS
+from rankd.placement import Layout, next_base
+from rankd.reshard import Reshard
 from rankd.stores import deletions
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.stores import RedisStores
@@ -110,7 +114,7 @@ class BoardRegistry:
     def _keep(self, config: BoardConfig) -> None:
         self._cache.put(config.board_id, config)
         # the Redis store reads a sharded board's keys by its shards
-        self.redis.shards.note(config.board_id, config.shards)
+        self.redis.shards.note(config.board_id, config.shards, config.other_layout)
 
     async def reload(self, board_id: str) -> BoardConfig:
         """The board's config from PostgreSQL now (not the cache); BoardNotFound if none."""
@@ -118,7 +122,7 @@ class BoardRegistry:
         if config is None:
             self.forget(board_id)
             raise self._not_found(board_id)
-        self._cache.put(board_id, config)
+        self._keep(config)
         return config
 
     def forget(self, board_id: str) -> None:
@@ -129,7 +133,7 @@ class BoardRegistry:
     async def list(self) -> list[BoardConfig]:
         configs = await self.pg.list_boards()
         for config in configs:
-            self.redis.shards.note(config.board_id, config.shards)
+            self.redis.shards.note(config.board_id, config.shards, config.other_layout)
         return configs
 
     async def has_runs(self, config: BoardConfig) -> bool:
@@ -137,6 +141,27 @@ class BoardRegistry:
         if await self.redis.index.has_periods(config.board_id, WINDOWS):
             return True
         return await self.pg.board_has_periods(config.board_id)
+
+    async def _layout(
+        self, current: BoardConfig, new: BoardConfig
+    ) -> tuple[BoardConfig, BoardConfig | None]:
+        """``new`` with the layout it is stored with, and ``current`` when this PUT changes
+        the layout (else None: the stored layout and any move under way are kept). New
+        ``shards`` on a board with runs start a live resharding (services/resharding.py)."""
+        if new.shards == current.requested_shards:
+            return replace(new, shards=current.shards, reshard=current.reshard), None
+        if current.reshard is not None:
+            moved = current.reshard.progress()
+            raise ReshardInProgress(
+                f"board {current.board_id!r} is being resharded to {current.requested_shards}"
+                f" shards ({moved['done']} of {moved['total']} entries moved); change shards"
+                " again once it ends"
+            )
+        if not await self.has_runs(current):
+            return replace(new, shards=Layout(new.shards), reshard=None), current
+        target = Layout(new.shards, next_base(current.shards, new.shards))
+        move = Reshard(phase="copy", other=target, since_ms=int(time.time() * 1000))
+        return replace(new, shards=current.shards, reshard=move), current
 
     async def _removal_done(self, board_id: str) -> bool:
         """Whether a deleted board's keys are gone, waiting a few seconds for it: the
@@ -163,7 +188,9 @@ class BoardRegistry:
                 )
             # whatever a failed background removal left behind goes before the new board
             await self.redis.board_keys.drop_board_keys(board_id)
+        layout: BoardConfig | None = None  # set: this PUT changes the stored layout
         if current is not None:
+            new, layout = await self._layout(current, new)
             changed = changed_immutable(current, new)
             if changed and await self.has_runs(current):
                 raise BoardImmutableField(
@@ -179,7 +206,12 @@ class BoardRegistry:
                     "a schedule change on a board with runs may only change occurrences that"
                     " have not started (move ends_at, or start a new board)"
                 )
-        stored, created = await self.pg.put_board(new)
+        put = await self.pg.put_board(new, layout=layout)
+        if put is None:
+            raise ReshardInProgress(
+                f"board {board_id!r} changed its shards meanwhile (another PUT); read it again"
+            )
+        stored, created = put
         self._keep(stored)
         self._unknown.pop(board_id)
         return stored, created

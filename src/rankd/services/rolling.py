@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rankd.boards import BoardConfig
 from rankd.periods import ROLLING, ROLLING_PERIOD_ID, PeriodRef, rolling_first_day
@@ -75,15 +75,22 @@ async def roll(
         for segment, player, ms in done.gone:
             by_segment.setdefault(segment, []).append((player, ms))
         refs = {s: PeriodRef(board.board_id, ROLLING, ROLLING_PERIOD_ID, s) for s in by_segment}
-        for segment, gone in by_segment.items():
-            await redis.rolling.forget_departed(refs[segment], gone)
-        # the old entries stay readable until the swap: nothing to mark as being restored
-        await rebuilder.rebuild(
-            board.board_id, ROLLING, ROLLING_PERIOD_ID, fresh_config=board, serve_meanwhile=True
-        )
-        for segment, gone in by_segment.items():
-            left = [p for p, _ in gone if (segment, p) not in done.kept]
-            await redis.rolling.forget_times(refs[segment], left)
+        # both layouts of a board being resharded (rankd/reshard.py), the served one first
+        for layout in filter(None, (board.shards, board.other_layout)):
+            config = replace(board, shards=layout, reshard=None)
+            for segment, gone in by_segment.items():
+                await redis.rolling.forget_departed(refs[segment], gone, layout)
+            # the old entries stay readable until the swap: nothing to mark as being restored
+            await rebuilder.rebuild(
+                board.board_id,
+                ROLLING,
+                ROLLING_PERIOD_ID,
+                fresh_config=config,
+                serve_meanwhile=True,
+            )
+            for segment, gone in by_segment.items():
+                left = [p for p, _ in gone if (segment, p) not in done.kept]
+                await redis.rolling.forget_times(refs[segment], left, layout)
         async with pg.connection() as conn:
             await rolling.record(conn, board.board_id, pg_day=first, redis_day=first)
         if announce is not None:

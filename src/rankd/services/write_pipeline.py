@@ -106,6 +106,7 @@ class WritePipeline:
             if mark_wait_ms is not None:
                 marked = await self._marked(board, plans, mark_wait_ms)
             replies = await self._send(board, plans, marked, announce)
+            await self.writes.apply_other(board, plans, consumer=True)
         elif record_holds and any(t.side == "pending" for p in plans for t in p):
             # a held run follows the decision already made on it (a resent rejected run is
             # applied nowhere), as the log consumer will; the hold rows stay locked until
@@ -113,8 +114,10 @@ class WritePipeline:
             async with self.pg.request_slot(), self.pg.connection() as own, own.transaction():
                 plans = await self.moderation.follow_decisions(own, board, plans)
                 replies = await self._send(board, plans, marked, announce)
+            await self.writes.apply_other(board, plans, consumer=False)
         else:
             replies = await self._send(board, plans, marked, announce)
+            await self.writes.apply_other(board, plans, consumer=False)
         # a sum board's all-time window, for runs older than Redis remembers
         late = [
             (i, j)

@@ -21,7 +21,7 @@ from rankd.periods import PeriodRef
 from rankd.stores.order_sql import member_sql, shard_sql
 from rankd.stores.rebuild.pages import resp_fragment
 from rankd.stores.redis.bulk import Loader
-from rankd.stores.redis.keys import period_keys
+from rankd.stores.redis.keys import base_of, period_keys
 from rankd.stores.redis.staging import Loads
 
 FIELDS_PER_COMMAND = 1000
@@ -113,7 +113,9 @@ async def restore(
                 while found := await cur.fetchmany(100):
                     for board, win, pid, segment, k, fields, arguments in found:
                         if PeriodRef(board, win, pid, segment) in wanted:
-                            pk = period_keys(board, win, pid, segment, int(k))
+                            k = int(k)  # the shard's number; its keys' name counts from the base
+                            name = k if k < 0 else k + base_of(shards[board])
+                            pk = period_keys(board, win, pid, segment, name)
                             key = pk.meta if suffix == "meta" else pk.rid
                             yield key, int(fields), arguments.encode()
 

@@ -12,7 +12,6 @@ import contextlib
 import itertools
 import re
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime
 from importlib import resources
 from typing import Any
 
@@ -22,8 +21,10 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from rankd.aio import keep_task
-from rankd.boards import BoardConfig, from_settings
+from rankd.boards import BoardConfig
 from rankd.errors import Deadlock, InvalidRequest, Unavailable
+from rankd.placement import base_of
+from rankd.stores import board_rows
 
 # A connection handed to the durable-copy functions in stores/standings.py.
 Conn = AsyncConnection[Any]
@@ -152,17 +153,6 @@ async def _close_after(query: asyncio.Future[Any], conn: Conn) -> None:
     with contextlib.suppress(BaseException):
         await query
     await _close_quietly(conn)
-
-
-# A board's early-closed periods (migrations/015_period_closes.sql), loaded with its config.
-CLOSES = (
-    "(SELECT coalesce(jsonb_agg(jsonb_build_array(c.win, c.period, c.closed_ms)), '[]')"
-    " FROM period_closes c WHERE c.board_id = boards.board_id)"
-)
-
-
-def _closes(rows: list[list[Any]]) -> dict[tuple[str, str], int]:
-    return {(str(win), str(period)): int(ms) for win, period, ms in rows}
 
 
 class PostgresStore:
@@ -313,41 +303,46 @@ class PostgresStore:
     async def get_board(self, board_id: str, timeout_s: float | None = None) -> BoardConfig | None:
         async with self.connection(timeout_s) as conn:
             cur = await conn.execute(
-                f"SELECT config, created_at, generation, {CLOSES} FROM boards WHERE board_id = %s",
+                f"SELECT config, created_at, generation, {board_rows.CLOSES} FROM boards"
+                " WHERE board_id = %s",
                 (board_id,),
             )
             row = await cur.fetchone()
-        if row is None:
-            return None
-        return from_settings(board_id, row[0], row[1], int(row[2]), _closes(row[3]))
+        return None if row is None else board_rows.config_of(board_id, row)
 
     async def list_boards(self) -> list[BoardConfig]:
         async with self.connection() as conn:
             cur = await conn.execute(
-                f"SELECT board_id, config, created_at, generation, {CLOSES} FROM boards"
+                f"SELECT board_id, config, created_at, generation, {board_rows.CLOSES} FROM boards"
                 " ORDER BY board_id"
             )
             rows = await cur.fetchall()
-        return [from_settings(r[0], r[1], r[2], int(r[3]), _closes(r[4])) for r in rows]
+        return [board_rows.config_of(r[0], r[1:]) for r in rows]
 
-    async def put_board(self, config: BoardConfig) -> tuple[BoardConfig, bool]:
-        """Upsert; returns the stored config (with created_at) and whether it was created."""
+    async def put_board(
+        self, config: BoardConfig, *, layout: BoardConfig | None = None
+    ) -> tuple[BoardConfig, bool] | None:
+        """Upsert; returns the stored config (with created_at) and whether it was created.
+        An update keeps the stored layout and resharding state, unless ``layout`` (the
+        config as read before) is given: then ``config``'s are written, only if the row
+        still has ``layout``'s and no move under way (else None: changed meanwhile)."""
+        served = config.shards if layout is None else layout.shards
         async with self.connection() as conn:
             cur = await conn.execute(
-                "INSERT INTO boards (board_id, config, generation)"
-                " VALUES (%s, %s, nextval('board_generation_seq'))"
-                " ON CONFLICT (board_id) DO UPDATE SET config = EXCLUDED.config,"
-                " updated_at = now()"
-                f" RETURNING created_at, (xmax = 0) AS created, generation, {CLOSES}",
-                (config.board_id, Jsonb(config.settings())),
+                board_rows.PUT,
+                {
+                    "id": config.board_id,
+                    "config": Jsonb(config.stored()),
+                    "layout": layout is not None,
+                    "shards": int(served),
+                    "base": base_of(served),
+                },
             )
             row = await cur.fetchone()
-        assert row is not None
-        created_at: datetime = row[0]
-        stored = from_settings(
-            config.board_id, config.settings(), created_at, int(row[2]), _closes(row[3])
-        )
-        return stored, bool(row[1])
+        if row is None:
+            return None
+        stored = board_rows.config_of(config.board_id, (row[0], row[1], row[3], row[4]))
+        return stored, bool(row[2])
 
     async def board_has_periods(self, board_id: str) -> bool:
         async with self.connection() as conn:

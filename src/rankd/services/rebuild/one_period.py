@@ -33,6 +33,7 @@ async def load(
     counted runs from then on are restored too (None: not a sum board)."""
     n = config.shards if config.shards > 1 else 0
     staged: list[int | None] = [None]
+    every = shard_keys(*ref, max(n, 1))
     if n:  # a sharded period: every shard's entries in one pass, then each shard
         staged = list(
             await loads.stage_shards(
@@ -64,11 +65,11 @@ async def load(
                 progress,
                 shadowed=[p for p in banned.get(ref, ()) if mine(p)],
                 held=[h for h in held.get(ref, ()) if mine(h[0])],
-                shard=k if n else -1,
+                shard=every[k].shard,
                 staged=staged[k],
             )
         return members
     except BaseException:
         # a shard that failed gave up its own lease; the ones after it go too
-        await loads.leases.abandon([pk.public for pk in shard_keys(*ref, max(n, 1))])
+        await loads.leases.abandon([pk.public for pk in every])
         raise

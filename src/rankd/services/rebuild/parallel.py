@@ -110,7 +110,7 @@ async def load_period(
                 progress,
                 shadowed=[p for p in shadowed if mine(p)],
                 held=[h for h in held if mine(h[0])],
-                shard=k if n else -1,
+                shard=every[k].shard,
                 staged=loaded[k],
             )
 

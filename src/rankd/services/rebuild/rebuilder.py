@@ -189,6 +189,7 @@ class Rebuilder:
         when: Literal["always", "redis_changed", "missing"] = "always",
         fresh_config: BoardConfig | None = None,
         serve_meanwhile: bool = False,
+        standings_only: bool = False,
     ) -> RebuildReport | None:
         """Restore the selected periods (default: all). Returns None if nothing was needed.
 
@@ -197,6 +198,8 @@ class Rebuilder:
         config as the caller just read it (else the registry's, which may be seconds old).
         ``serve_meanwhile``: the periods' keys are whole (a rolling window's day change),
         so reads keep being answered from them until the swap, not 503.
+        ``standings_only``: the standings and their metadata, not the admission and league
+        keys beside them (a resharding's build of its new layout: fresh_config's).
         """
         started = time.perf_counter()
         report = RebuildReport()
@@ -261,10 +264,13 @@ class Rebuilder:
             self.restoring = set() if serve_meanwhile else {ref for ref, _, _ in todo}
             try:
                 await entry_metadata.restore(conn, self.redis.loads, todo, board, window, period)
-                await restore_admission(conn, self.redis.tournaments, todo, board, window, period)
-                leagues = Leagues(self.redis.leagues, self.pg)
-                for config in {c.board_id: c for _, _, c in todo if c.league}.values():
-                    await leagues.restore(conn, config)  # the boards' placements and tiers
+                if not standings_only:
+                    await restore_admission(
+                        conn, self.redis.tournaments, todo, board, window, period
+                    )
+                    leagues = Leagues(self.redis.leagues, self.pg)
+                    for config in {c.board_id: c for _, _, c in todo if c.league}.values():
+                        await leagues.restore(conn, config)  # the placements and tiers
                 await self._load(conn, todo, banned, held, now_ms, report, progress, whole)
             finally:
                 self.restoring = set()

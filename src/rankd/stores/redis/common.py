@@ -58,22 +58,34 @@ def mark_of(run_id: str, player_id: str) -> str:
 
 
 class Shards:
-    """Each board's shards (1: unsharded), noted by the board registry whenever it loads a
-    config; one small entry per board this process has seen."""
+    """Each board's shards (1: unsharded; a placement.Layout, which names its keys), noted
+    by the board registry whenever it loads a config, and the second layout writes also go
+    to while the board is resharded; one small entry per board this process has seen."""
 
     def __init__(self) -> None:
         self.by_board: dict[str, int] = {}
+        self.other: dict[str, int] = {}
 
-    def note(self, board_id: str, shards: int) -> None:
+    def note(self, board_id: str, shards: int, other: int | None = None) -> None:
         """Remember a board's shards (the board registry calls this for every config)."""
         self.by_board[board_id] = shards
+        if other is None:
+            self.other.pop(board_id, None)
+        else:
+            self.other[board_id] = other
 
     def of(self, board_id: str) -> int:
+        """The layout reads are served from."""
         return self.by_board.get(board_id, 1)
+
+    def written(self, board_id: str) -> list[int]:
+        """The layouts a write goes to: the served one, and the other one of a move."""
+        other = self.other.get(board_id)
+        return [self.of(board_id)] if other is None else [self.of(board_id), other]
 
     def own(self, ref: PeriodRef, player_id: str) -> keys.PeriodKeys:
         """A player's keys of a period: their shard's on a sharded board."""
-        return keys.period_keys(*ref, keys.shard_of(player_id, self.of(ref.board)))
+        return keys.own_keys(*ref, player_id, self.of(ref.board))
 
     def every(self, ref: PeriodRef) -> list[keys.PeriodKeys]:
         """Every shard's keys of a period (one set on an unsharded board)."""

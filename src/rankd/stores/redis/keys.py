@@ -24,7 +24,10 @@ from functools import cached_property, lru_cache
 # the numbers of placement, named here too: every store module asks keys for them
 from rankd.placement import SHARD_TIME_BUCKETS as SHARD_TIME_BUCKETS
 from rankd.placement import TIME_BUCKETS as TIME_BUCKETS
+from rankd.placement import Layout as Layout
+from rankd.placement import base_of as base_of
 from rankd.placement import league_bucket
+from rankd.placement import shard_name as shard_name
 from rankd.placement import shard_of as shard_of
 from rankd.placement import time_bucket as time_bucket
 
@@ -37,7 +40,7 @@ class PeriodKeys:
     window: str
     period: str
     segment: str = ""  # "" or "<dimension>:<value>"
-    shard: int = -1  # -1: an unsharded board; else 0..shards-1, its own hash tag
+    shard: int = -1  # -1: an unsharded board; else the shard's name (placement.Layout), own tag
 
     @cached_property
     def tag(self) -> str:
@@ -100,10 +103,19 @@ def period_keys(
 
 
 def shard_keys(board: str, window: str, period: str, segment: str, shards: int) -> list[PeriodKeys]:
-    """Every shard's keys of one period's standings (one unsharded key set for shards 1)."""
+    """Every shard's keys of one period's standings (one unsharded key set for shards 1),
+    in shard order; a Layout's are named from its base."""
     if shards <= 1:
         return [period_keys(board, window, period, segment)]
-    return [period_keys(board, window, period, segment, k) for k in range(shards)]
+    base = base_of(shards)
+    return [period_keys(board, window, period, segment, base + k) for k in range(shards)]
+
+
+def own_keys(
+    board: str, window: str, period: str, segment: str, player: str, shards: int
+) -> PeriodKeys:
+    """The keys of the shard holding ``player`` (the only ones of an unsharded period)."""
+    return period_keys(board, window, period, segment, shard_name(player, shards))
 
 
 def periods_index(board: str, window: str) -> str:

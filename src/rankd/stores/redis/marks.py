@@ -31,8 +31,9 @@ class Marks:
         key, one round trip)."""
         by_key: dict[str, list[int]] = {}
         for i, t in enumerate(targets):
-            shard = keys.shard_of(t.run.player_id, board.shards)
-            pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment, shard)
+            pk = keys.own_keys(
+                board.board_id, t.window, t.period.id, t.segment, t.run.player_id, board.shards
+            )
             by_key.setdefault(pk.applied, []).append(i)
         found = [False] * len(targets)
         if not by_key:

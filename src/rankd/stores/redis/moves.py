@@ -53,9 +53,11 @@ class Moves:
         approved run is raised into its side like a submit; the :pending entry becomes the
         best of the holds still waiting, or goes."""
         calls: list[Call] = []
-        for ref, hold, approved, side, waiting in decided:
+        for (ref, hold, approved, side, waiting), layout in (
+            (d, layout) for d in decided for layout in self.shards.written(board.board_id)
+        ):
             player = hold.player_id
-            pk = self.shards.own(ref, player)
+            pk = keys.own_keys(*ref, player, layout)
             if approved:
                 calls.append(
                     (
@@ -100,7 +102,8 @@ class Moves:
                 mode, extra = "sum", sum_args(board, ref.window)
             by_shard: dict[int, list[str]] = {}
             for player in players:  # each player's entries are on their own shard
-                by_shard.setdefault(keys.shard_of(player, board.shards), []).append(player)
+                for layout in self.shards.written(board.board_id):  # both, in a move
+                    by_shard.setdefault(keys.shard_name(player, layout), []).append(player)
             for shard, on_shard in by_shard.items():
                 pk = keys.period_keys(*ref, shard)
                 calls.append(
@@ -129,8 +132,8 @@ class Moves:
         for ref in refs:
             by_shard: dict[int, list[str]] = {}
             for player in player_ids:
-                shard = keys.shard_of(player, self.shards.of(ref.board))
-                by_shard.setdefault(shard, []).append(player)
+                for layout in self.shards.written(ref.board):  # both, in a move
+                    by_shard.setdefault(keys.shard_name(player, layout), []).append(player)
             targets += [(keys.period_keys(*ref, k), mine) for k, mine in by_shard.items()]
         for pk, mine in targets:
             for side in ("public", "shadow", "pending"):

@@ -63,8 +63,9 @@ class Reads:
     ) -> tuple[int, tuple[int, int, int] | None, int]:
         """On a sharded board, the player's own shard alone: (the shard, (composite, 0-based
         rank on the shard, exact ms) or None, the shard's total). One script call."""
-        shard = keys.shard_of(player_id, self.shards.of(ref.board))
-        call = (ENTRY, (keys.period_keys(*ref, shard).public,), (player_id,))
+        shards = self.shards.of(ref.board)
+        shard = keys.shard_of(player_id, shards)
+        call = (ENTRY, (keys.own_keys(*ref, player_id, shards).public,), (player_id,))
         with reachable():
             reply = await self.conn.call(call)
         if len(reply) == 1:

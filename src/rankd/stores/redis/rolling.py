@@ -23,21 +23,24 @@ class RollingKeys:
         self.conn = conn
         self.shards = shards
 
+    @staticmethod
     def _by_key(
-        self, ref: PeriodRef, players: Iterable[tuple[str, int]]
+        ref: PeriodRef, players: Iterable[tuple[str, int]], shards: int
     ) -> dict[keys.PeriodKeys, list[tuple[str, int]]]:
         """The players (with an exact time) grouped by the keys of their shard of ``ref``."""
-        shards = self.shards.of(ref.board)
         found: dict[keys.PeriodKeys, list[tuple[str, int]]] = {}
         for player, ms in players:
-            pk = keys.period_keys(*ref, keys.shard_of(player, shards))
+            pk = keys.own_keys(*ref, player, shards)
             found.setdefault(pk, []).append((player, ms))
         return found
 
-    async def forget_departed(self, ref: PeriodRef, gone: Sequence[tuple[str, int]]) -> None:
+    async def forget_departed(
+        self, ref: PeriodRef, gone: Sequence[tuple[str, int]], shards: int
+    ) -> None:
         """Entries that left (player, exact ms of the entry): off the :shadow and :pending
-        sides, with their times, and their members' metadata and run ids dropped."""
-        for pk, players in self._by_key(ref, gone).items():
+        sides, with their times, and their members' metadata and run ids dropped, in the
+        layout ``shards``."""
+        for pk, players in self._by_key(ref, gone, shards).items():
             ids = [p for p, _ in players]
             members = [codec.member(p, ms) for p, ms in players]
             calls: list[Call] = [
@@ -51,9 +54,10 @@ class RollingKeys:
                     for i in range(0, len(members), CHUNK):
                         await self.conn.client.hdel(key, *members[i : i + CHUNK])
 
-    async def forget_times(self, ref: PeriodRef, players: Sequence[str]) -> None:
-        """The public side's exact times of players left with no entry (after the swap)."""
-        for pk, held in self._by_key(ref, ((p, 0) for p in players)).items():
+    async def forget_times(self, ref: PeriodRef, players: Sequence[str], shards: int) -> None:
+        """The public side's exact times of players left with no entry (after the swap), in
+        the layout ``shards``."""
+        for pk, held in self._by_key(ref, ((p, 0) for p in players), shards).items():
             by_hash: dict[str, list[str]] = {}
             for player, _ in held:
                 by_hash.setdefault(keys.times(pk.public, player), []).append(player)

@@ -75,14 +75,17 @@ class SeasonKeys:
         entries = list(zip(players, achieved, strict=True))
         return await metadata_of(self.conn, self.shards, ref, entries, primary=True)
 
-    async def unlink_period(self, ref: PeriodRef) -> int:
+    async def unlink_period(self, ref: PeriodRef, layout: int | None = None) -> int:
         """Remove a period's keys; UNLINK frees their memory off Redis's main thread, so a
-        large board leaving never blocks other commands."""
+        large board leaving never blocks other commands. ``layout``: only that layout's
+        standings (a resharding's old one), else every layout written and the admission."""
         removed = 0
-        if ref.window == "scheduled" and not ref.segment:  # its admission keys go too
+        if layout is None and ref.window == "scheduled" and not ref.segment:
             with reachable():
                 await self.conn.client.unlink(*keys.tournament(ref.board, ref.period))
-        for pk in self.shards.every(ref):  # every shard's keys, a shard at a time
+        layouts = self.shards.written(ref.board) if layout is None else [layout]
+        every = [pk for n in layouts for pk in keys.shard_keys(*ref, n)]
+        for pk in every:  # every shard's keys (of both layouts in a move), a shard at a time
             # the exact-times hashes too: every bucket, in a few commands (absent ones cost
             # Redis a lookup each), as the members are not known here
             buckets = [f"{pk.public}:at:{b}" for b in range(keys.time_buckets_of(pk.public))]

@@ -99,7 +99,7 @@ def shard_refs(ref: PeriodRef, shards: int) -> list[keys.PeriodKeys]:
 
 
 def own_keys(ref: PeriodRef, shards: int, player_id: str) -> keys.PeriodKeys:
-    return keys.period_keys(*ref, keys.shard_of(player_id, shards))
+    return keys.own_keys(*ref, player_id, shards)
 
 
 class ShardedReads:
@@ -214,7 +214,7 @@ class ShardedReads:
         """Each player's (composite, 0-based rank, exact ms or 0) or None, and their names."""
         by_shard: dict[int, list[int]] = {}
         for i, player_id in enumerate(player_ids):
-            by_shard.setdefault(keys.shard_of(player_id, shards), []).append(i)
+            by_shard.setdefault(keys.shard_name(player_id, shards), []).append(i)
         calls: list[Call] = []
         for shard, indexes in by_shard.items():
             pk = keys.period_keys(*ref, shard)

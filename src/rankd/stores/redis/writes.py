@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from rankd import codec
+from rankd import codec, metrics
 from rankd.boards import BoardConfig
+from rankd.errors import PeriodBusy, Unavailable
 from rankd.plan import Reply, Target
 from rankd.stores.redis import keys
 from rankd.stores.redis.common import mark_of, side_keys
@@ -32,8 +34,9 @@ def script_call(board: BoardConfig, target: Target, now_ms: int = 0, keep_ms: in
     the period's :applied key that the submit path applied it (at ``now_ms``, forgetting
     marks older than ``keep_ms``)."""
     run = target.run
-    shard = keys.shard_of(run.player_id, board.shards)
-    pk = keys.period_keys(board.board_id, target.window, target.period.id, target.segment, shard)
+    pk = keys.own_keys(
+        board.board_id, target.window, target.period.id, target.segment, run.player_id, board.shards
+    )
     marked = mark_of(run.run_id, run.player_id) if target.mark else ""
     if target.operation != "sum":
         assert target.composite is not None
@@ -161,6 +164,34 @@ class Writes:
             await self._board_ranks(board, plans, out)
         return out  # type: ignore[return-value]
 
+    async def apply_other(
+        self, board: BoardConfig, plans: Sequence[Sequence[Target]], *, consumer: bool
+    ) -> None:
+        """While ``board`` is resharded, its other layout takes every write too
+        (rankd/reshard.py); nothing of it is answered. The log consumer (``consumer``)
+        skips the targets the submit path marked there and fails its batch where Redis
+        fails; the submit path gives up quietly (its run is not marked there, so the
+        consumer applies it). A period the move is still building (PeriodBusy) is skipped
+        by both: the move builds it from PostgreSQL again before it switches."""
+        layout = board.other_layout
+        if layout is None:
+            return
+        other = replace(board, shards=layout, reshard=None)
+        try:
+            sent: Sequence[Sequence[Target]] = plans
+            if consumer:
+                targets = [t for p in plans for t in p if t.sendable]
+                found = await self.marks.find_marks(other, targets)
+                skip = {id(t) for t, m in zip(targets, found, strict=True) if m}
+                sent = [[t for t in p if id(t) not in skip] for p in plans]
+            await self.apply(other, sent, ranked=False)
+        except PeriodBusy:
+            metrics.RESHARD_WRITES_SKIPPED.labels("busy").inc()
+        except Unavailable:
+            if consumer:
+                raise
+            metrics.RESHARD_WRITES_SKIPPED.labels("unavailable").inc()
+
     async def _board_ranks(
         self,
         board: BoardConfig,
@@ -176,16 +207,18 @@ class Writes:
             for j, (t, reply) in enumerate(zip(targets, answered, strict=True)):
                 if reply is None or not int(reply[1]):
                     continue
-                own = keys.shard_of(t.run.player_id, board.shards)
+                own = keys.shard_name(t.run.player_id, board.shards)
                 pairs: tuple[str | int, ...] = (
                     int(reply[2]),
                     codec.member(t.run.player_id, int(reply[4])),
                 )
                 if int(reply[0]) and int(reply[5]):  # moved: where it stood before, too
                     pairs += (int(reply[6]), codec.member(t.run.player_id, int(reply[7])))
-                for k in range(board.shards):
-                    if k != own:
-                        pk = keys.period_keys(board.board_id, t.window, t.period.id, t.segment, k)
+                every = keys.shard_keys(
+                    board.board_id, t.window, t.period.id, t.segment, board.shards
+                )
+                for pk in every:
+                    if pk.shard != own:
                         calls.append((AHEAD, (pk.public,), (0, 0, *pairs)))
                         slots.append((i, j))
         if not calls:

@@ -1,0 +1,75 @@
+"""A board's live resharding, as data: where a move stands, kept in the board's stored
+config (services/resharding.py drives it, one phase after the other).
+
+A move has two layouts of the board's standings (placement.Layout: a shard count and where
+its key names start): the one reads are served from (the config's ``shards``) and the
+``other``. Phases:
+
+- ``copy``: reads from the old layout; every write goes to both; the mover builds the new
+  layout from PostgreSQL period by period, then waits for the log consumer to apply
+  everything logged until then (to both), and switches.
+- ``drain``: reads from the new layout (the config's ``shards`` is now the new one, ``other``
+  the old); writes still go to both, so an instance whose cached config still says ``copy``
+  reads exact standings until its cache expires.
+- ``drop``: writes go to the new layout only; once every instance knows, the old layout's
+  keys are removed and the move ends (``reshard`` None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rankd.placement import Layout, base_of
+
+Phase = Literal["copy", "drain", "drop"]
+PHASES: tuple[Phase, ...] = ("copy", "drain", "drop")
+
+
+@dataclass(frozen=True)
+class Reshard:
+    phase: Phase
+    other: Layout  # copy: the layout being built; drain and drop: the one served before
+    since_ms: int  # when this phase began (every instance knows it a settle time later)
+    done: int = 0  # entries of the periods built so far (copy), all of them after it
+    total: int = 0  # entries of the periods to build, as counted when the copy began
+    cursor: str = ""  # the last period built, "<window>/<period>" (in the copy's order)
+    redis: str = ""  # the Redis run id the copy began on: another one starts it over
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "other_shards": int(self.other),
+            "other_base": base_of(self.other),
+            "since_ms": self.since_ms,
+            "done": self.done,
+            "total": self.total,
+            "cursor": self.cursor,
+            "redis": self.redis,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Reshard:
+        phase = raw["phase"]
+        if phase not in PHASES:
+            raise ValueError(f"unknown resharding phase {phase!r}")
+        return cls(
+            phase=phase,
+            other=Layout(int(raw["other_shards"]), int(raw.get("other_base", 0))),
+            since_ms=int(raw["since_ms"]),
+            done=int(raw.get("done", 0)),
+            total=int(raw.get("total", 0)),
+            cursor=str(raw.get("cursor", "")),
+            redis=str(raw.get("redis", "")),
+        )
+
+    @property
+    def writes_other(self) -> bool:
+        """Whether writes still go to the other layout too."""
+        return self.phase in ("copy", "drain")
+
+    def progress(self) -> dict[str, int]:
+        """What GET shows while the move runs."""
+        if self.phase == "copy":
+            return {"done": self.done, "total": self.total}
+        return {"done": self.total, "total": self.total}

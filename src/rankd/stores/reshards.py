@@ -1,0 +1,73 @@
+"""PostgreSQL's side of a live resharding (services/resharding.py): which boards have a move
+under way, the periods a move builds, and each step recorded only if the move is still
+where its driver last saw it (a PUT, a deletion or another driver may have moved on)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from rankd.boards import BoardConfig
+from rankd.placement import Layout, base_of
+from rankd.reshard import Reshard
+from rankd.stores.postgres import PostgresStore
+
+_MOVING = (
+    "SELECT board_id FROM boards WHERE coalesce(config->'reshard', 'null') <> 'null'"
+    " ORDER BY board_id"
+)
+
+# the board incarnation and the phase the driver read: a deleted or recreated board, or a
+# move that went on without it, is left alone
+_STEP = (
+    "UPDATE boards SET config = config || %(patch)s, updated_at = now()"
+    " WHERE board_id = %(id)s AND generation = %(generation)s"
+    " AND config->'reshard'->>'phase' = %(phase)s"
+)
+
+# (window, period) pairs with entries in the durable copy and their entries (every segment)
+_PERIODS = (
+    "SELECT s.win, s.period, coalesce(sum(b.n), 0)::bigint FROM periods_seen s"
+    " LEFT JOIN (SELECT win, period, segment, count(*) AS n FROM player_best"
+    "  WHERE board_id = %(b)s GROUP BY win, period, segment) b"
+    " ON b.win = s.win AND b.period = s.period AND b.segment = s.segment"
+    " WHERE s.board_id = %(b)s GROUP BY s.win, s.period"
+)
+
+
+async def moving(pg: PostgresStore) -> list[str]:
+    """The boards with a move under way."""
+    async with pg.connection() as conn:
+        cur = await conn.execute(_MOVING)
+        return [str(r[0]) for r in await cur.fetchall()]
+
+
+async def periods(pg: PostgresStore, board_id: str) -> list[tuple[str, str, int]]:
+    """(window, period, entries) of the board's periods, in the order a move builds them."""
+    async with pg.connection() as conn:
+        cur = await conn.execute(_PERIODS, {"b": board_id})
+        found = [(str(w), str(p), int(n)) for w, p, n in await cur.fetchall()]
+    # the order the move's cursor compares by (Python's, not the database's collation)
+    return sorted(found, key=lambda r: f"{r[0]}/{r[1]}")
+
+
+async def step(
+    pg: PostgresStore, config: BoardConfig, then: Reshard | None, served: Layout | None = None
+) -> bool:
+    """Record the move's next state ``then`` (None: it ended) and, with ``served``, the
+    layout reads come from; only if the stored move is still in ``config``'s phase.
+    Returns whether it was recorded."""
+    assert config.reshard is not None
+    patch: dict[str, Any] = {"reshard": None if then is None else then.as_json()}
+    if served is not None:
+        patch |= {"shards": int(served), "shard_base": base_of(served)}
+    params = {
+        "patch": Jsonb(patch),
+        "id": config.board_id,
+        "generation": config.generation,
+        "phase": config.reshard.phase,
+    }
+    async with pg.connection() as conn:
+        cur = await conn.execute(_STEP, params)
+        return cur.rowcount == 1

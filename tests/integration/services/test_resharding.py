@@ -1,0 +1,242 @@
+"""Live resharding (services/resharding.py): a board's ``shards`` changed while it takes runs.
+
+A plain model (best entries per window, period and segment, ranked by score, then the
+earlier run, then the greater player id) checks every read made during the move: between
+rounds of runs, the top lists, players' ranks, around and friends views of every window and
+a segment must be exactly the model's, in whatever phase the move is. The move runs in the
+session app's own background task, as it would in production.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from redis.asyncio import Redis
+
+from rankd.periods import period_at
+from rankd.runtime import Runtime
+from rankd.stores.redis import keys
+from tests.support.common import ADMIN_H, SERVER_H, new_board_id
+from tests.support.durable import wait_consumer_idle
+
+COUNTRIES = ["FR", "DE", "JP"]
+MOVE_TIMEOUT_S = 120.0
+
+Where = tuple[str, str, str]  # window, period, segment ("" for the whole board)
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class Model:
+    # where -> player -> (score, ended ms)
+    entries: dict[Where, dict[str, tuple[int, int]]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+
+    def apply(self, player: str, country: str, score: int, ended_ms: int) -> None:
+        for window in ("all-time", "daily"):
+            period = "all-time" if window == "all-time" else period_at("daily", ended_ms).id
+            for segment in ("", f"country:{country}"):
+                held = self.entries[(window, period, segment)]
+                best = held.get(player)
+                if best is None or score > best[0] or (score == best[0] and ended_ms < best[1]):
+                    held[player] = (score, ended_ms)
+
+    def ranking(self, where: Where) -> list[tuple[str, int]]:
+        held = self.entries[where]
+        by_id = sorted(held, key=lambda p: p.encode(), reverse=True)
+        ordered = sorted(by_id, key=lambda p: (-held[p][0], held[p][1]))
+        return [(p, held[p][0]) for p in ordered]
+
+
+@dataclass
+class Feed:
+    board_id: str
+    rng: random.Random
+    players: list[str]
+    country: dict[str, str]
+    model: Model = field(default_factory=Model)
+    clock_ms: int = 0
+    sent: int = 0
+
+    def runs(self, n: int) -> list[dict[str, Any]]:
+        out = []
+        for _ in range(n):
+            player = self.rng.choice(self.players)
+            self.clock_ms += 1  # distinct end times: ties of score go to the earlier run
+            score = self.rng.randrange(1_000_000)
+            self.sent += 1
+            out.append(
+                {
+                    "run_id": f"r{self.sent}",
+                    "player_id": player,
+                    "score": score,
+                    "ended_at": iso(self.clock_ms),
+                    "segments": {"country": self.country[player]},
+                }
+            )
+            self.model.apply(player, self.country[player], score, self.clock_ms)
+        return out
+
+
+async def send(client: httpx.AsyncClient, feed: Feed, runs: list[dict[str, Any]]) -> None:
+    """A batch, retried on 503 (logged: retrying is safe), until it is acknowledged."""
+    for _ in range(20):
+        response = await client.post(
+            f"/v1/boards/{feed.board_id}/runs:batch", json={"runs": runs}, headers=SERVER_H
+        )
+        if response.status_code != 503:
+            break
+        await asyncio.sleep(0.1)
+    assert response.status_code == 200, response.text
+    assert all("error" not in r for r in response.json()["results"])
+
+
+async def get(client: httpx.AsyncClient, url: str, **params: Any) -> dict[str, Any]:
+    response = await client.get(url, params=params)
+    assert response.status_code == 200, (url, params, response.text)
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def check_reads(client: httpx.AsyncClient, feed: Feed, rng: random.Random) -> None:
+    """Every read asked is exactly what the model says."""
+    base = f"/v1/boards/{feed.board_id}"
+    wheres = sorted(feed.model.entries)
+    for where in [w for w in wheres if w[0] == "all-time"] + [rng.choice(wheres)]:
+        window, period, segment = where
+        ranking = feed.model.ranking(where)
+        seg = {"segment": segment} if segment else {}
+        top = await get(client, f"{base}/top", window=window, period=period, n=50, **seg)
+        assert top["total"] == len(ranking), where
+        got = [(e["player_id"], e["score"]) for e in top["entries"]]
+        assert got == ranking[:50], where
+        for player, _ in rng.sample(ranking, min(3, len(ranking))):
+            rank = ranking.index((player, feed.model.entries[where][player][0])) + 1
+            mine = await get(
+                client, f"{base}/players/{player}", window=window, period=period, **seg
+            )
+            assert (mine["rank"], mine["score"]) == (rank, ranking[rank - 1][1]), (where, player)
+        player = rng.choice(ranking)[0]
+        around = await get(
+            client, f"{base}/players/{player}/around", window=window, period=period, range=3, **seg
+        )
+        place = [p for p, _ in ranking].index(player)
+        expected = ranking[max(0, place - 3) : place + 4]
+        assert [(e["player_id"], e["score"]) for e in around["entries"]] == expected, where
+        friends = [p for p, _ in rng.sample(ranking, min(4, len(ranking)))]
+        group = await get(
+            client,
+            f"{base}/players/{player}/friends",
+            window=window,
+            period=period,
+            ids=",".join(friends),
+            **seg,
+        )
+        want = sorted(
+            ((p, s) for p, s in ranking if p in {*friends, player}),
+            key=lambda x: ranking.index(x),
+        )
+        assert [(e["player_id"], e["score"]) for e in group["entries"]] == want, where
+
+
+async def board_with_runs(
+    client: httpx.AsyncClient, shards: int, players: int, runs: int, seed: int
+) -> Feed:
+    board_id = new_board_id("reshard")
+    body = {"windows": ["all-time", "daily"], "segments": ["country"], "shards": shards}
+    response = await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
+    assert response.status_code == 201, response.text
+    rng = random.Random(seed)
+    ids = [f"p{i}-{rng.randrange(10**6)}" for i in range(players)]
+    feed = Feed(board_id, rng, ids, {p: rng.choice(COUNTRIES) for p in ids})
+    # the runs end a ms apart from half a minute ago: in today's day, or yesterday's within
+    # its hour of grace
+    feed.clock_ms = int(time.time() * 1000) - 30_000
+    for i in range(0, runs, 500):
+        await send(client, feed, feed.runs(min(500, runs - i)))
+    return feed
+
+
+async def reshard(client: httpx.AsyncClient, board_id: str, shards: int) -> dict[str, Any]:
+    response = await client.put(f"/v1/boards/{board_id}", json={"shards": shards}, headers=ADMIN_H)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def moving(client: httpx.AsyncClient, board_id: str) -> dict[str, int] | None:
+    body = await get(client, f"/v1/boards/{board_id}")
+    found: dict[str, int] | None = body.get("resharding")
+    return found
+
+
+@pytest.mark.parametrize(("before", "after"), [(1, 4), (4, 3), (3, 1)])
+async def test_reads_stay_exact_while_a_board_is_resharded_under_writes(
+    client: httpx.AsyncClient, runtime: Runtime, redis: Redis, before: int, after: int
+) -> None:
+    feed = await board_with_runs(client, before, players=300, runs=2000, seed=before * 10 + after)
+    rng = random.Random(7)
+    await check_reads(client, feed, rng)
+    answer = await reshard(client, feed.board_id, after)
+    assert answer["shards"] == after and answer["resharding"]["done"] == 0
+    seen: list[dict[str, int]] = []
+    rounds = 0
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
+    while (progress := await moving(client, feed.board_id)) is not None:
+        assert time.monotonic() < deadline, f"still resharding: {progress}"
+        seen.append(progress)
+        await send(client, feed, feed.runs(rng.randint(1, 30)))
+        await check_reads(client, feed, rng)
+        rounds += 1
+    assert rounds >= 5, "the move ended before reads could be checked during it"
+    assert seen[-1]["done"] == seen[-1]["total"] > 0
+    # settled: once more, and Redis holds the new layout's keys only
+    await send(client, feed, feed.runs(50))
+    await check_reads(client, feed, rng)
+    board = await get(client, f"/v1/boards/{feed.board_id}")
+    assert board["shards"] == after and "resharding" not in board
+    names = {k.decode() async for k in redis.scan_iter(match=f"lb:{{{feed.board_id}:all-time*")}
+    publics = {n for n in names if n.endswith("}")}
+    config = await runtime.boards.reload(feed.board_id)
+    want = {
+        pk.public
+        for pk in keys.shard_keys(feed.board_id, "all-time", "all-time", "", config.shards)
+    }
+    assert publics == want
+    await wait_consumer_idle(client, runtime)
+
+
+async def test_shards_cannot_change_again_while_a_move_runs(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    feed = await board_with_runs(client, 1, players=50, runs=100, seed=3)
+    await reshard(client, feed.board_id, 2)
+    again = await client.put(f"/v1/boards/{feed.board_id}", json={"shards": 5}, headers=ADMIN_H)
+    assert again.status_code == 409, again.text
+    error = again.json()["error"]
+    assert error["code"] == "board_immutable_field" and "resharded" in error["message"]
+    # restating the target, or changing another field, is fine meanwhile
+    same = await client.put(
+        f"/v1/boards/{feed.board_id}", json={"shards": 2, "grace_seconds": 60}, headers=ADMIN_H
+    )
+    assert same.status_code == 200, same.text
+    assert same.json()["grace_seconds"] == 60 and same.json()["shards"] == 2
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
+    while await moving(client, feed.board_id) is not None:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
+    board = await get(client, f"/v1/boards/{feed.board_id}")
+    assert (board["shards"], board["grace_seconds"]) == (2, 60)
+    await check_reads(client, feed, random.Random(1))
