@@ -1,10 +1,10 @@
 """Live resharding (services/resharding.py): a board's ``shards`` changed while it takes runs.
 
-A plain model (best entries per window, period and segment, ranked by score, then the
-earlier run, then the greater player id) checks every read made during the move: between
-rounds of runs, the top lists, players' ranks, around and friends views of every window and
-a segment must be exactly the model's, in whatever phase the move is. The move runs in the
-session app's own background task, as it would in production.
+A plain model (all-time best entries, daily sums, per window, period and segment, ranked
+by score, then the earlier entry, then the greater player id) checks every read made
+during the move: between rounds of runs, the top lists, players' ranks, around and friends
+views of every window and a segment must be exactly the model's, in whatever phase the
+move is. The move runs in the session app's own background task, as in production.
 """
 
 from __future__ import annotations
@@ -50,7 +50,10 @@ class Model:
             for segment in ("", f"country:{country}"):
                 held = self.entries[(window, period, segment)]
                 best = held.get(player)
-                if best is None or score > best[0] or (score == best[0] and ended_ms < best[1]):
+                if window == "daily":  # a sum: the total, reached with the latest run
+                    total = score + (0 if best is None else best[0])
+                    held[player] = (total, max(ended_ms, 0 if best is None else best[1]))
+                elif best is None or score > best[0] or (score == best[0] and ended_ms < best[1]):
                     held[player] = (score, ended_ms)
 
     def ranking(self, where: Where) -> list[tuple[str, int]]:
@@ -155,7 +158,12 @@ async def board_with_runs(
     client: httpx.AsyncClient, shards: int, players: int, runs: int, seed: int
 ) -> Feed:
     board_id = new_board_id("reshard")
-    body = {"windows": ["all-time", "daily"], "segments": ["country"], "shards": shards}
+    body = {
+        "windows": ["all-time", "daily"],
+        "window_policies": {"daily": "sum"},  # each run counted once, in either layout
+        "segments": ["country"],
+        "shards": shards,
+    }
     response = await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
     assert response.status_code == 201, response.text
     rng = random.Random(seed)
