@@ -63,6 +63,10 @@ SELECTION = [
     "test_a_league_places_ranks_and_moves_players_against_a_model[shards4]",
     "tests/integration/services/test_webhooks.py::"
     "test_a_frozen_period_is_announced_once_signed_and_retried_until_a_2xx",
+    # v1.3: a live move from one key to 4 shards (built on every primary, the old key's
+    # removal a SCAN of each), every read checked against a model throughout
+    "tests/integration/services/test_resharding.py::"
+    "test_reads_stay_exact_while_a_board_is_resharded_under_writes[1-4]",
 ]
 
 pytestmark = [
