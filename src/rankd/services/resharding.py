@@ -38,6 +38,7 @@ from typing import Any
 from rankd import metrics
 from rankd.aio import wait_or_stop
 from rankd.boards import BoardConfig
+from rankd.logs import Repeats
 from rankd.placement import Layout, base_of
 from rankd.services.rebuild import Rebuilder
 from rankd.stores import reshards
@@ -51,6 +52,8 @@ logger = logging.getLogger("rankd.resharding")
 
 # How often every instance looks for moves to drive (one query when there are none).
 PASS_S = 1.0
+# A pass that keeps failing the same way is logged this often.
+WARN_EVERY_S = 30.0
 # One instance drives the moves at a time (a session advisory lock: "rankr").
 RESHARD_LOCK = 0x72616E6B72
 # How long the mover waits at most, in one pass, for the log consumer to apply what was
@@ -84,14 +87,19 @@ class Resharding:
         self.settle_ms = int(settle_s * 1000)
 
     async def run_forever(self, interval_s: float, stop: asyncio.Event) -> None:
-        """A pass every ``interval_s`` until ``stop`` is set."""
+        """A pass every ``interval_s`` until ``stop`` is set; a failing pass (PostgreSQL
+        down, say) says so once every WARN_EVERY_S, with how many failed meanwhile."""
+        repeats = Repeats(WARN_EVERY_S, max_kinds=16)
         while not await wait_or_stop(stop, interval_s):
             try:
                 await self.run_pass()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                logger.warning("resharding: %s: %s", type(exc).__name__, exc)
+                kind = f"{type(exc).__name__}: {exc}"
+                held = repeats.allow(kind)
+                if held is not None:
+                    logger.warning("resharding: %s (and %d more like it)", kind, held)
 
     async def run_pass(self) -> int:
         """Take every move under way as far as it can go now (if this instance holds the

@@ -1,0 +1,74 @@
+"""A resharding's pure parts: layouts' key names never meet, the move's state round-trips
+through its stored JSON, and the old layout's keys are told from everything else."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rankd.placement import Layout, base_of, next_base, shard_name, shard_of
+from rankd.reshard import PHASES, Reshard
+from rankd.services.resharding import in_layout
+from rankd.stores.redis import keys
+
+counts = st.integers(min_value=1, max_value=1024)
+
+
+def names(layout: int) -> set[str]:
+    return {pk.public for pk in keys.shard_keys("b", "daily", "2026-12-06", "", layout)}
+
+
+@given(st.lists(counts, min_size=2, max_size=8))
+def test_each_new_layout_is_named_apart_from_the_one_it_replaces(chain: list[int]) -> None:
+    served = Layout(chain[0])
+    for shards in chain[1:]:
+        if shards == served:
+            continue  # the same count is no move
+        new = Layout(shards, next_base(served, shards))
+        assert not names(served) & names(new), (served, new)
+        assert len(names(new)) == shards
+        served = new
+
+
+@given(counts, st.integers(min_value=0, max_value=4096), st.text(min_size=1, max_size=20))
+def test_a_players_shard_is_named_from_the_base(shards: int, base: int, player: str) -> None:
+    layout = Layout(shards, base)
+    k = shard_of(player, shards)
+    assert shard_name(player, layout) == (-1 if shards == 1 else base_of(layout) + k)
+    own = keys.own_keys("b", "daily", "2026-12-06", "", player, layout)
+    assert own.public in names(layout)
+
+
+def test_a_plain_count_names_as_before() -> None:
+    assert names(16) == names(Layout(16, 0))
+    assert names(1) == {"lb:{b:daily:2026-12-06}"}
+    assert Layout(1, 7).base == 0  # an unsharded layout has no shard names
+
+
+@given(
+    st.sampled_from(PHASES),
+    counts,
+    st.integers(min_value=0, max_value=2048),
+    st.integers(min_value=0, max_value=10**9),
+    st.text(max_size=30),
+)
+def test_a_move_round_trips_through_its_stored_json(
+    phase: str, shards: int, base: int, done: int, cursor: str
+) -> None:
+    move = Reshard(phase, Layout(shards, base), 1_700_000_000_000, done, done + 5, cursor, "r")  # type: ignore[arg-type]
+    back = Reshard.from_json(move.as_json())
+    assert back == move and base_of(back.other) == base_of(move.other)
+    assert back.writes_other == (phase != "drop")
+
+
+def test_the_old_layouts_keys_are_told_from_the_rest() -> None:
+    eight = range(16, 24)
+    assert in_layout(b"lb:{b:daily:2026-12-06#17}:at:12", eight)
+    assert not in_layout(b"lb:{b:daily:2026-12-06#3}", eight)
+    assert not in_layout(b"lb:{b:daily:2026-12-06}", eight)
+    # the unsharded layout: tags with no shard; never a league's keys or another name
+    assert in_layout("lb:{b:daily:2026-12-06}:shadow", None)
+    assert in_layout("lb:{b/country=FR:daily:2026-12-06}:at:7", None)
+    assert not in_layout("lb:{b:league}:tiers:3", None)
+    assert not in_layout("lb:{b:daily:2026-12-06#0}", None)
+    assert not in_layout("lb:periods:{b}:daily", None)
