@@ -118,6 +118,14 @@ class BoardConfig:
         move = self.reshard
         return move.other if move is not None and move.writes_other else None
 
+    @property
+    def layout_key(self) -> str:
+        """Where the standings are written, as stores/deletions.current_generations reads
+        it from the stored config: the served layout and the move's phase and other one."""
+        move = self.reshard
+        other = "" if move is None else f"{move.phase}/{int(move.other)}/{base_of(move.other)}"
+        return f"{int(self.shards)}/{base_of(self.shards)}/{other or '//'}"
+
     def stored(self) -> dict[str, Any]:
         """What PostgreSQL keeps: the settings with the served layout and the move."""
         return self.settings() | {

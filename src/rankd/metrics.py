@@ -103,10 +103,8 @@ TARGETS_ALREADY_APPLIED = Counter(
 )
 RESHARD_WRITES_SKIPPED = Counter(
     "rankd_reshard_writes_skipped_total",
-    "Writes a resharding's other layout did not take (services/resharding.py): busy, a "
-    "period being built (the move builds it again); unavailable, a submit's second write "
-    "failed (the log consumer applies the run there).",
-    ["why"],
+    "Writes a resharding's other layout did not take because the period was being built "
+    "there (services/resharding.py builds it from PostgreSQL before the switch).",
 )
 RESHARD_MOVED = Counter(
     "rankd_reshard_entries_moved_total",

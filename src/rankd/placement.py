@@ -59,6 +59,9 @@ class Layout(int):
     def __repr__(self) -> str:
         return f"Layout({int(self)}, base={self.base})"
 
+    def __str__(self) -> str:  # the count, as any int prints (an int's str is its repr)
+        return str(int(self))
+
 
 def base_of(shards: int) -> int:
     """Where a layout's shard names start (0 for a plain count)."""

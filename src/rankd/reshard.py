@@ -12,7 +12,11 @@ its key names start): the one reads are served from (the config's ``shards``) an
   the old); writes still go to both, so an instance whose cached config still says ``copy``
   reads exact standings until its cache expires.
 - ``drop``: writes go to the new layout only; once every instance knows, the old layout's
-  keys are removed and the move ends (``reshard`` None).
+  keys are removed; ``sweep``: a settle time later, once more (a request that read the
+  config before may still have written one), and the move ends (``reshard`` None).
+
+A move is cancelled while it copies by a PUT of the served ``shards``: it goes straight to
+``drop``, with ``other`` the layout it was building.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Any, Literal
 
 from rankd.placement import Layout, base_of
 
-Phase = Literal["copy", "drain", "drop"]
-PHASES: tuple[Phase, ...] = ("copy", "drain", "drop")
+Phase = Literal["copy", "drain", "drop", "sweep"]
+PHASES: tuple[Phase, ...] = ("copy", "drain", "drop", "sweep")
 
 
 @dataclass(frozen=True)

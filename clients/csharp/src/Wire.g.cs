@@ -301,6 +301,9 @@ namespace Rankd
         /// <summary><c>next_period</c>, optional.</summary>
         public Occurrence NextPeriod { get; set; }
 
+        /// <summary><c>resharding</c>, optional.</summary>
+        public Dictionary<string, long> Resharding { get; set; }
+
         /// <summary><c>created_at</c>, required.</summary>
         public string CreatedAt { get; set; }
 
@@ -338,6 +341,7 @@ namespace Rankd
             it.Schedule = global::Rankd.Json.AsMap(o["schedule"], x => global::Rankd.Json.AsString(x));
             it.CurrentPeriod = Occurrence.FromJson(o["current_period"]);
             it.NextPeriod = Occurrence.FromJson(o["next_period"]);
+            it.Resharding = global::Rankd.Json.AsMap(o["resharding"], x => global::Rankd.Json.AsLong(x));
             it.CreatedAt = global::Rankd.Json.AsString(o["created_at"]);
             it.TieResolutionMs = global::Rankd.Json.AsMap(o["tie_resolution_ms"], x => global::Rankd.Json.AsLong(x));
             return it;
@@ -369,6 +373,7 @@ namespace Rankd
             if (Schedule != null) o["schedule"] = Schedule;
             if (CurrentPeriod != null) o["current_period"] = CurrentPeriod;
             if (NextPeriod != null) o["next_period"] = NextPeriod;
+            if (Resharding != null) o["resharding"] = Resharding;
             if (CreatedAt != null) o["created_at"] = CreatedAt;
             if (TieResolutionMs != null) o["tie_resolution_ms"] = TieResolutionMs;
             return o;

@@ -58,6 +58,7 @@ export interface Board {
   schedule?: Record<string, string | null> | null;
   current_period?: Occurrence | null;
   next_period?: Occurrence | null;
+  resharding?: Record<string, number> | null;
   created_at: string;
   tie_resolution_ms: Record<string, number>;
 }

@@ -208,7 +208,7 @@ class Applier:
         between this check and the batch's writes): runs of a deleted board incarnation
         (generation 0: received before its deletion), and runs of an erased player logged
         before the erasure, are dropped. Runs planned with a cached config of another
-        incarnation, or while this instance knew other bans than now (``seen``: the
+        incarnation or layout, or while this instance knew other bans than now (``seen``: the
         snapshot they were planned with; the batch may have waited for the lock), are
         planned again with the current ones."""
         boards = await deletions.current_generations(conn, plans)
@@ -224,8 +224,11 @@ class Applier:
         for board_id, entries in plans.items():
             if board_id not in boards:
                 continue  # deleted since it was planned
-            current, deleted_ms = boards[board_id]
+            current, deleted_ms, layout = boards[board_id]
+            # another incarnation, or a resharding moved on since this config was cached (its
+            # builds take the apply lock exclusively: a batch never meets one half done)
             stale = configs[board_id].generation != current
+            stale = stale or configs[board_id].layout_key != layout
             if stale:
                 configs[board_id] = await self.boards.reload(board_id)
             if stale or now_seen is not seen:

@@ -43,6 +43,7 @@ from typing import Any
 from rankd import metrics
 from rankd.histogram import bucket
 from rankd.periods import PeriodRef
+from rankd.placement import Layout, base_of
 from rankd.stores.redis.histograms import HistogramKeys
 
 logger = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ class Histograms:
         self.refresh_s = refresh_s
         self.max_bytes = max_bytes
         self.reconcile_s = reconcile_s
-        self._held: OrderedDict[tuple[PeriodRef, int], PeriodHistograms] = OrderedDict()
+        self._held: OrderedDict[tuple[PeriodRef, int, int], PeriodHistograms] = OrderedDict()
         self._bytes = 0
         self._reconciled_s = time.monotonic()
 
@@ -141,7 +142,7 @@ class Histograms:
             logger.warning("the histograms of %s had drifted by %d entries; repaired", ref, drift)
         return drift
 
-    def _keep(self, key: tuple[PeriodRef, int], held: PeriodHistograms) -> None:
+    def _keep(self, key: tuple[PeriodRef, int, int], held: PeriodHistograms) -> None:
         old = self._held.pop(key, None)
         if old is not None:
             self._bytes -= old.size
@@ -152,7 +153,7 @@ class Histograms:
             self._bytes -= gone.size
 
     async def refresh(self, ref: PeriodRef, shards: int) -> PeriodHistograms:
-        key = (ref, shards)
+        key = (ref, int(shards), base_of(shards))  # a layout's names, not just its count
         now = time.monotonic()
         fresh = await self._fetch(ref, shards)
         old = self._held.get(key)
@@ -171,7 +172,7 @@ class Histograms:
     ) -> tuple[int, int, int]:
         """For an entry of ``composite`` on shard ``own``: (estimated entries ahead of it on
         the other shards, the bound on that estimate's error, their entries in all)."""
-        key = (ref, shards)
+        key = (ref, int(shards), base_of(shards))  # a layout's names, not just its count
         held = self._held.get(key)
         if held is None:
             held = await self.refresh(ref, shards)
@@ -205,9 +206,10 @@ class Histograms:
                     self._bytes -= held.size
                     self._held.pop(key, None)
                     continue
+                layout = Layout(key[1], key[2])
                 try:
                     if recount:
-                        await self.reconcile(*key)
-                    await self.refresh(*key)
+                        await self.reconcile(key[0], layout)
+                    await self.refresh(key[0], layout)
                 except Exception:
                     logger.warning("histogram refresh of %s failed", key[0], exc_info=True)

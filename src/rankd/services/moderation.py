@@ -42,11 +42,12 @@ from types import MappingProxyType
 
 from rankd.aio import keep_task, stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
-from rankd.errors import HoldNotFound
+from rankd.errors import HoldNotFound, Unavailable
 from rankd.formats import clip
 from rankd.periods import PeriodRef
 from rankd.plan import Target, Visibility, plan
 from rankd.runs import Run
+from rankd.services import live_periods
 from rankd.services.invalidation import Invalidations
 from rankd.services.registry import BoardRegistry
 from rankd.stores import corrections, standings
@@ -62,6 +63,8 @@ MAX_SWEEP_TASKS = 64  # pending second sweeps per process; beyond it a ban sweep
 # how long a ban's first and second sweeps wait for the consumer to apply earlier runs
 FIRST_SWEEP_WAIT_S = 0.5
 CATCH_UP_S = 5.0
+# how long a hold decision waits for the apply lock (a rebuild holds it) before a 503
+DECIDE_LOCK_WAIT_S = 5.0
 
 
 def _now_ms() -> int:
@@ -284,7 +287,7 @@ class Moderation:
         configs = {b.board_id: b for b in await self.boards.list()}
         refs |= await self.live_refs(player_id, configs.values())
         source, dest = ("public", "shadow") if banned else ("shadow", "public")
-        moved = 0
+        moved, failed = 0, None
         by_board: dict[str, list[PeriodRef]] = {}
         for ref in refs:
             by_board.setdefault(ref.board, []).append(ref)
@@ -292,26 +295,18 @@ class Moderation:
             config = configs.get(board_id)
             if config is None:
                 continue
-            moved += await self.moves.move_entries(
-                config, [(ref, source, dest, [player_id]) for ref in sorted(board_refs)]
-            )
+            try:  # one board's period being rebuilt holds up no other board's sweep
+                moved += await self.moves.move_entries(
+                    config, [(ref, source, dest, [player_id]) for ref in sorted(board_refs)]
+                )
+            except Unavailable as exc:
+                failed = exc
+        if failed is not None:
+            raise failed
         return moved
 
     async def live_refs(self, player_id: str, boards: Iterable[BoardConfig]) -> set[PeriodRef]:
-        """Every board's live periods (open, or within their grace) where the player may
-        have an entry the durable copy does not list yet: globally and in the segments of
-        their profile."""
-        [profile] = await self.profiles.profile_segments([player_id])
-        now = _now_ms()
-        refs: set[PeriodRef] = set()
-        for board in boards:
-            segments = [""] + [f"{d}:{v}" for d, v in profile.items() if d in board.segments]
-            for window in board.windows:
-                at = (board.period_at(window, now), board.period_at(window, now - grace_ms(board)))
-                for period in {p for p in at if p is not None}:
-                    for segment in segments:
-                        refs.add(PeriodRef(board.board_id, window, period.id, segment))
-        return refs
+        return await live_periods.player_refs(self.profiles, player_id, boards)
 
     # holds
 
@@ -319,7 +314,13 @@ class Moderation:
         return await db.list_holds(self.pg, board.board_id, limit)
 
     async def decide(self, board: BoardConfig, run_id: str, approve: bool) -> None:
-        """Approve (publish) or reject a held run; HoldNotFound if none waits."""
+        """Approve (publish) or reject a held run; HoldNotFound if none waits. Under the
+        shared apply lock, as a consumer batch: a rebuild (or a resharding's build of a
+        new layout) has the decision in its snapshot or sees its moves after its swap."""
+        async with self.pg.apply_lock(exclusive=False, lock_timeout_s=DECIDE_LOCK_WAIT_S):
+            await self._decide(board, run_id, approve)
+
+    async def _decide(self, board: BoardConfig, run_id: str, approve: bool) -> None:
         async with self.pg.connection() as conn, conn.transaction():
             holds = await db.decide(
                 conn, board.board_id, run_id, "approved" if approve else "rejected"
@@ -364,10 +365,6 @@ class Moderation:
             ],
         )
         self.invalidations.publish()
-
-
-def grace_ms(board: BoardConfig) -> int:
-    return board.grace_seconds * 1000
 
 
 def _holds(board: BoardConfig, plans: Sequence[Sequence[Target]]) -> list[db.Hold]:

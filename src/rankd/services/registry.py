@@ -14,13 +14,16 @@ from rankd.formats import check_board_id, clip, is_board_id
 from rankd.periods import WINDOWS
 from rankd.placement import Layout, next_base
 from rankd.reshard import Reshard
-from rankd.stores import deletions
+from rankd.stores import deletions, reshards
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.stores import RedisStores
 from rankd.ttlcache import TTLCache
 
 # A request that must wait for a config waits this long at most for PostgreSQL.
 LOAD_TIMEOUT_S = 2.0
+# A cached config older than its TTL by this much was not asked for while its refresh was
+# due (else a background refresh would have renewed it): it is loaded before it is served.
+IDLE_S = 0.5
 # How often a PUT that recreates a just-deleted board looks whether its removal is done.
 RECREATE_POLL_S = 0.1
 # Beyond the deletion's settle time, how long that PUT allows the two sweeps themselves:
@@ -76,6 +79,8 @@ class BoardRegistry:
             raise self._not_found(board_id)  # e.g. a NUL: no such board can exist
         hit = self._cache.get(board_id, stale_ok=True)
         if hit is not None:
+            if hit.age_s >= self._cache.ttl_s + IDLE_S and board_id not in self._refreshing:
+                return await self._reload_idle(board_id, hit.value)
             if hit.age_s >= self._cache.ttl_s and board_id not in self._refreshing:
                 task = asyncio.create_task(self._refresh(board_id))
                 self._refreshing[board_id] = task
@@ -89,6 +94,25 @@ class BoardRegistry:
             raise Unavailable("board configs cannot be loaded right now; retry shortly") from exc
         if config is None:
             self._unknown.put(board_id, True)
+            raise self._not_found(board_id)
+        self._keep(config)
+        return config
+
+    async def _reload_idle(self, board_id: str, held: BoardConfig) -> BoardConfig:
+        """A config not asked for here since before its refresh was due: loaded now, since
+        other instances count on this one having seen any change a settle time (the TTL and
+        a second) after it was made (a resharding's next step, a deletion's second sweep).
+        The one held is served only if PostgreSQL cannot answer (then for a second more
+        before the next try, in the background)."""
+        try:
+            # bounded whole: a paused PostgreSQL holds a query, not just the pool
+            load = self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
+            config = await asyncio.wait_for(load, LOAD_TIMEOUT_S)
+        except (Unavailable, TimeoutError):
+            self._cache.put(board_id, held, age_s=self._cache.ttl_s - 1.0)
+            return held
+        if config is None:
+            self.forget(board_id)
             raise self._not_found(board_id)
         self._keep(config)
         return config
@@ -150,6 +174,13 @@ class BoardRegistry:
         ``shards`` on a board with runs start a live resharding (services/resharding.py)."""
         if new.shards == current.requested_shards:
             return replace(new, shards=current.shards, reshard=current.reshard), None
+        move = current.reshard
+        if move is not None and move.phase == "copy" and new.shards == current.shards:
+            # back to the served shards while the copy runs: the move is called off, and
+            # the layout it was building goes (rankd/reshard.py)
+            off = replace(move, phase="drop", since_ms=int(time.time() * 1000))
+            if await reshards.step(self.pg, current, off):
+                return replace(new, shards=current.shards, reshard=off), None
         if current.reshard is not None:
             moved = current.reshard.progress()
             raise ReshardInProgress(
@@ -160,8 +191,8 @@ class BoardRegistry:
         if not await self.has_runs(current):
             return replace(new, shards=Layout(new.shards), reshard=None), current
         target = Layout(new.shards, next_base(current.shards, new.shards))
-        move = Reshard(phase="copy", other=target, since_ms=int(time.time() * 1000))
-        return replace(new, shards=current.shards, reshard=move), current
+        start = Reshard(phase="copy", other=target, since_ms=int(time.time() * 1000))
+        return replace(new, shards=current.shards, reshard=start), current
 
     async def _removal_done(self, board_id: str) -> bool:
         """Whether a deleted board's keys are gone, waiting a few seconds for it: the

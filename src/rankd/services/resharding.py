@@ -52,6 +52,8 @@ logger = logging.getLogger("rankd.resharding")
 
 # How often every instance looks for moves to drive (one query when there are none).
 PASS_S = 1.0
+# The longest pause before a board whose move failed is tried again.
+MAX_REST_S = 60.0
 # A pass that keeps failing the same way is logged this often.
 WARN_EVERY_S = 30.0
 # One instance drives the moves at a time (a session advisory lock: "rankr").
@@ -85,6 +87,10 @@ class Resharding:
         self.runlog = runlog
         self.durable = durable
         self.settle_ms = int(settle_s * 1000)
+        # boards whose last step failed: the pause before the next try, and until when
+        # (entries only for moves under way, which an admin starts one at a time per board)
+        self._rests: dict[str, float] = {}
+        self._resting: dict[str, float] = {}
 
     async def run_forever(self, interval_s: float, stop: asyncio.Event) -> None:
         """A pass every ``interval_s`` until ``stop`` is set; a failing pass (PostgreSQL
@@ -110,9 +116,28 @@ class Resharding:
         async with self.pg.lease(RESHARD_LOCK) as held:
             if held is None:
                 return len(moving)
-            left = 0
+            left, failed = 0, None
+            now = time.monotonic()
             for board_id in moving:
-                left += not await self.advance(board_id)
+                if self._resting.get(board_id, 0.0) > now:
+                    left += 1
+                    continue
+                try:  # one board's failing move holds up no other board's
+                    done = await self.advance(board_id)
+                except Exception as exc:
+                    # tried again after a pause that doubles: each build of a period holds
+                    # the apply lock, so a move failing every second would stall the log
+                    # consumer of every board
+                    pause = min(MAX_REST_S, 2 * self._rests.get(board_id, PASS_S))
+                    self._rests[board_id] = pause
+                    self._resting[board_id] = now + pause
+                    left, failed = left + 1, exc
+                    continue
+                self._rests.pop(board_id, None)
+                self._resting.pop(board_id, None)
+                left += not done
+            if failed is not None:
+                raise failed
             return left
 
     async def advance(self, board_id: str) -> bool:
@@ -129,15 +154,16 @@ class Resharding:
                     return False
             elif move.phase == "drain":
                 await reshards.step(self.pg, config, replace(move, phase="drop", since_ms=_now()))
-            else:
+            elif move.phase == "drop":
+                # nobody writes the other layout now: its keys go, and once more a settle
+                # time later (a request that began before this phase may still write one)
                 removed = await self._drop(board_id, move.other)
+                await reshards.step(self.pg, config, replace(move, phase="sweep", since_ms=_now()))
+                logger.info("%s: %d keys of the layout left behind removed", board_id, removed)
+            else:
+                await self._drop(board_id, move.other)
                 if await reshards.step(self.pg, config, None):
-                    logger.info(
-                        "%s: resharded to %d shards; %d keys of the old layout removed",
-                        board_id,
-                        int(config.shards),
-                        removed,
-                    )
+                    logger.info("%s: served from %d shards", board_id, int(config.shards))
 
     async def _copy(self, config: BoardConfig) -> bool:
         """Build the new layout period by period, wait for the log consumer, then switch;
@@ -150,6 +176,11 @@ class Resharding:
             if not await reshards.step(self.pg, config, move):
                 return False
             config = replace(config, reshard=move)
+        # a barrier: every log consumer batch that took the apply lock before this has
+        # committed (its new periods are listed below); every later one checks the layout
+        # under the lock (services/applier.py _still_wanted) and writes both
+        async with self.pg.apply_lock(exclusive=True):
+            pass
         listed = await reshards.periods(self.pg, config.board_id)
         if move.total == 0:
             move = replace(move, total=sum(n for _, _, n in listed))

@@ -114,7 +114,7 @@ class WritePipeline:
             async with self.pg.request_slot(), self.pg.connection() as own, own.transaction():
                 plans = await self.moderation.follow_decisions(own, board, plans)
                 replies = await self._send(board, plans, marked, announce)
-            await self.writes.apply_other(board, plans, consumer=False)
+                await self.writes.apply_other(board, plans, consumer=False)
         else:
             replies = await self._send(board, plans, marked, announce)
             await self.writes.apply_other(board, plans, consumer=False)

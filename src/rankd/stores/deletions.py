@@ -19,15 +19,22 @@ from rankd.stores.postgres import Conn, PostgresStore
 
 async def current_generations(
     conn: Conn, board_ids: Collection[str]
-) -> dict[str, tuple[int, int | None]]:
-    """For each board that exists now (a deleted one is absent): its generation, and when
-    an earlier incarnation of its id was last deleted (ms; None: never)."""
+) -> dict[str, tuple[int, int | None, str]]:
+    """For each board that exists now (a deleted one is absent): its generation, when an
+    earlier incarnation of its id was last deleted (ms; None: never), and where its
+    standings are written now (BoardConfig.layout_key: a resharding moves it)."""
     cur = await conn.execute(
-        "SELECT b.board_id, b.generation, d.deleted_ms FROM boards b"
+        "SELECT b.board_id, b.generation, d.deleted_ms, concat_ws('/', b.config->>'shards',"
+        " coalesce(b.config->>'shard_base', '0'), coalesce(b.config->'reshard'->>'phase', ''),"
+        " coalesce(b.config->'reshard'->>'other_shards', ''),"
+        " coalesce(b.config->'reshard'->>'other_base', '')) FROM boards b"
         " LEFT JOIN deleted_boards d ON d.board_id = b.board_id WHERE b.board_id = ANY(%s)",
         (list(board_ids),),
     )
-    return {r[0]: (int(r[1]), None if r[2] is None else int(r[2])) for r in await cur.fetchall()}
+    return {
+        r[0]: (int(r[1]), None if r[2] is None else int(r[2]), str(r[3]))
+        for r in await cur.fetchall()
+    }
 
 
 async def deleted_generation(pg: PostgresStore, board_id: str) -> int | None:

@@ -19,10 +19,13 @@ from typing import Any
 
 import httpx
 import pytest
+from psycopg import AsyncConnection
 from redis.asyncio import Redis
 
 from rankd.periods import period_at
 from rankd.runtime import Runtime
+from rankd.services.registry import IDLE_S
+from rankd.stores import deletions
 from rankd.stores.redis import keys
 from tests.support.common import ADMIN_H, SERVER_H, new_board_id
 from tests.support.durable import wait_consumer_idle
@@ -248,3 +251,58 @@ async def test_shards_cannot_change_again_while_a_move_runs(
     board = await get(client, f"/v1/boards/{feed.board_id}")
     assert (board["shards"], board["grace_seconds"]) == (2, 60)
     await check_reads(client, feed, random.Random(1))
+
+
+async def test_a_move_called_off_during_its_copy_leaves_the_served_layout_alone(
+    client: httpx.AsyncClient, runtime: Runtime, redis: Redis
+) -> None:
+    feed = await board_with_runs(client, 2, players=100, runs=500, seed=5)
+    await reshard(client, feed.board_id, 5)
+    # while the move waits out its settle time before it copies: called off
+    off = await reshard(client, feed.board_id, 2)
+    assert off["shards"] == 2
+    rng = random.Random(2)
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
+    while await moving(client, feed.board_id) is not None:
+        assert time.monotonic() < deadline
+        await send(client, feed, feed.runs(rng.randint(1, 20)))
+        await check_reads(client, feed, rng)
+    config = await runtime.boards.reload(feed.board_id)
+    assert (int(config.shards), keys.base_of(config.shards), config.reshard) == (2, 0, None)
+    tags = {
+        k.decode().split("}")[0] + "}"
+        async for k in redis.scan_iter(match=f"lb:{{{feed.board_id}:*", count=1000)
+    }
+    assert {t.rsplit("#", 1)[-1] for t in tags} == {"0}", "1}"}, sorted(tags)[:5]
+    await check_reads(client, feed, rng)
+
+
+async def test_the_consumer_reads_the_layout_as_the_config_names_it(
+    client: httpx.AsyncClient, runtime: Runtime, pg: AsyncConnection[Any]
+) -> None:
+    """The log consumer compares its cached config's layout_key with the stored one under
+    the apply lock (services/applier.py): both must spell a layout alike."""
+    feed = await board_with_runs(client, 1, players=20, runs=40, seed=9)
+    for shards in (None, 3):
+        if shards is not None:
+            await reshard(client, feed.board_id, shards)
+        config = await runtime.boards.reload(feed.board_id)
+        stored = await deletions.current_generations(pg, [feed.board_id])
+        assert stored[feed.board_id][2] == config.layout_key, config.reshard
+
+
+async def test_an_instance_idle_on_a_board_loads_its_config_before_serving_it(
+    client: httpx.AsyncClient, bare_runtime: Runtime
+) -> None:
+    """Other instances count on every instance knowing a change a settle time after it:
+    a config cached long ago is not served as it was once its refresh is overdue."""
+    board_id = new_board_id("idle")
+    response = await client.put(f"/v1/boards/{board_id}", json={}, headers=ADMIN_H)
+    assert response.status_code == 201, response.text
+    assert (await bare_runtime.boards.get(board_id)).grace_seconds == 3600
+    response = await client.put(
+        f"/v1/boards/{board_id}", json={"grace_seconds": 77}, headers=ADMIN_H
+    )
+    assert response.status_code == 200, response.text
+    await asyncio.sleep(bare_runtime.settings.config_cache_ttl_s + IDLE_S + 0.2)
+    assert (await bare_runtime.boards.get(board_id)).grace_seconds == 77

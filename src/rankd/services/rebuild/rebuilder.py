@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from rankd import metrics
@@ -262,8 +262,17 @@ class Rebuilder:
             # the current periods first: each is served as soon as it is in place
             todo.sort(key=lambda t: (t[0][1] not in ENDLESS, -t[1]))
             self.restoring = set() if serve_meanwhile else {ref for ref, _, _ in todo}
+            # a board being resharded keeps its other layout whole too (services/resharding.py)
+            others = [
+                (ref, start_ms, replace(c, shards=c.other_layout, reshard=None))
+                for ref, start_ms, c in todo
+                if c.other_layout is not None
+            ]
             try:
-                await entry_metadata.restore(conn, self.redis.loads, todo, board, window, period)
+                for group in (todo, others):
+                    await entry_metadata.restore(
+                        conn, self.redis.loads, group, board, window, period
+                    )
                 if not standings_only:
                     await restore_admission(
                         conn, self.redis.tournaments, todo, board, window, period
@@ -271,7 +280,7 @@ class Rebuilder:
                     leagues = Leagues(self.redis.leagues, self.pg)
                     for config in {c.board_id: c for _, _, c in todo if c.league}.values():
                         await leagues.restore(conn, config)  # the placements and tiers
-                await self._load(conn, todo, banned, held, now_ms, report, progress, whole)
+                await self._load(conn, todo + others, banned, held, now_ms, report, progress, whole)
             finally:
                 self.restoring = set()
             if whole and when != "missing":

@@ -10,7 +10,7 @@ from typing import Any
 
 from rankd import codec, metrics
 from rankd.boards import BoardConfig
-from rankd.errors import PeriodBusy, Unavailable
+from rankd.errors import PeriodBusy
 from rankd.plan import Reply, Target
 from rankd.stores.redis import keys
 from rankd.stores.redis.common import mark_of, side_keys
@@ -169,10 +169,10 @@ class Writes:
     ) -> None:
         """While ``board`` is resharded, its other layout takes every write too
         (rankd/reshard.py); nothing of it is answered. The log consumer (``consumer``)
-        skips the targets the submit path marked there and fails its batch where Redis
-        fails; the submit path gives up quietly (its run is not marked there, so the
-        consumer applies it). A period the move is still building (PeriodBusy) is skipped
-        by both: the move builds it from PostgreSQL again before it switches."""
+        skips the targets the submit path marked there. Where Redis fails, so does the
+        caller (a submit answers 503, as when its first write fails: the switch must find
+        every acknowledged run in the new layout). A period the move is still building
+        (PeriodBusy) is skipped: the move builds it from PostgreSQL before it switches."""
         layout = board.other_layout
         if layout is None:
             return
@@ -186,11 +186,7 @@ class Writes:
                 sent = [[t for t in p if id(t) not in skip] for p in plans]
             await self.apply(other, sent, ranked=False)
         except PeriodBusy:
-            metrics.RESHARD_WRITES_SKIPPED.labels("busy").inc()
-        except Unavailable:
-            if consumer:
-                raise
-            metrics.RESHARD_WRITES_SKIPPED.labels("unavailable").inc()
+            metrics.RESHARD_WRITES_SKIPPED.inc()
 
     async def _board_ranks(
         self,
