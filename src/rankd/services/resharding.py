@@ -20,7 +20,14 @@ instance (or the same one restarted) resumes where it stopped:
 2. The switch: the new layout is the one served (``drain``); writes still go to both, so
    an instance still serving the old one until its cache expires answers exactly.
 3. ``drop``, a settle time later: writes go to the new layout only; a settle time after
-   that, the old layout's keys are removed (SCAN and UNLINK) and the move ends.
+   that, the old layout's keys are removed (SCAN and UNLINK), and again a settle time
+   later (``sweep``: a request that read the config before may still have written one);
+   the move ends.
+
+A PUT of the served shards while the copy runs calls the move off (services/registry.py):
+straight to ``drop``, with the layout it was building as the one to remove. A board whose
+step fails is tried again after a pause that doubles, up to MAX_REST_S: each build holds
+the apply lock, which every log consumer batch waits for.
 
 A period created after the copy's list was taken has had every run written to both layouts
 from its first, so nothing needs building for it.
@@ -118,6 +125,9 @@ class Resharding:
                 return len(moving)
             left, failed = 0, None
             now = time.monotonic()
+            for gone in set(self._rests) - set(moving):  # ended or deleted meanwhile
+                self._rests.pop(gone, None)
+                self._resting.pop(gone, None)
             for board_id in moving:
                 if self._resting.get(board_id, 0.0) > now:
                     left += 1
@@ -228,11 +238,13 @@ class Resharding:
         to CATCH_UP_WAIT_S)."""
         last = await self.runlog.last_sequence()
         deadline = time.monotonic() + CATCH_UP_WAIT_S
-        while (await self.runlog.lag(self.durable)).ack_floor < last:
+        while True:
+            lag = await self.runlog.lag(self.durable)
+            if lag.caught_up or lag.ack_floor >= last:
+                return True
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.05)
-        return True
 
     async def _drop(self, board_id: str, old: int) -> int:
         """Remove every key of the layout ``old`` of the board (SCAN, UNLINK in batches):
