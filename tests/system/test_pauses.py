@@ -107,13 +107,21 @@ def signal_all(pids: list[int], sig: signal.Signals) -> None:
 
 
 async def poll_ready(scene: Scene, stop: asyncio.Event) -> None:
+    """/readyz of every instance the load goes to, as one: 200 once all of them say so (an
+    instance that catches up after a partition refuses its own submits until it has)."""
     while not stop.is_set():
         t = time.monotonic()
-        try:
-            response = await scene.http.get("/readyz", timeout=5)
-            status, body = response.status_code, response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            status, body = 0, repr(exc)
+        status, body = 200, None
+        for http in [scene.http, *scene.more_http]:
+            try:
+                response = await http.get("/readyz", timeout=5)
+                said, what = response.status_code, response.json()
+            except (httpx.HTTPError, ValueError) as exc:
+                said, what = 0, repr(exc)
+            if body is None or said != 200:
+                body = what
+            if status == 200:
+                status = said
         scene.ready.append((t, status, body))
         await asyncio.sleep(0.1)
 

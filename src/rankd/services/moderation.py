@@ -42,7 +42,7 @@ from types import MappingProxyType
 
 from rankd.aio import keep_task, stop_tasks, wait_or_stop
 from rankd.boards import BoardConfig
-from rankd.errors import HoldNotFound, Unavailable
+from rankd.errors import HoldNotFound
 from rankd.formats import clip
 from rankd.periods import PeriodRef
 from rankd.plan import Target, Visibility, plan
@@ -63,8 +63,9 @@ MAX_SWEEP_TASKS = 64  # pending second sweeps per process; beyond it a ban sweep
 # how long a ban's first and second sweeps wait for the consumer to apply earlier runs
 FIRST_SWEEP_WAIT_S = 0.5
 CATCH_UP_S = 5.0
-# how long a hold decision waits for the apply lock (a rebuild holds it) before a 503
-DECIDE_LOCK_WAIT_S = 5.0
+# how long a hold decision or a ban's own sweep waits for the apply lock (a rebuild holds
+# it) before a 503
+LOCK_WAIT_S = 5.0
 
 
 def _now_ms() -> int:
@@ -262,7 +263,7 @@ class Moderation:
         try:
             await self.caught_up(at_ms, CATCH_UP_S)
             if (player_id in self.bans.banned) == banned:  # not reversed meanwhile
-                await self.sweep(player_id, banned)
+                await self.sweep(player_id, banned, wait_s=None)  # in the background
                 self.invalidations.publish()  # what it moved shows too (live streams)
         except Exception as exc:
             logger.warning("second sweep for %s: %s: %s", player_id, type(exc).__name__, exc)
@@ -280,14 +281,21 @@ class Moderation:
             await asyncio.sleep(0.05)
         return False
 
-    async def sweep(self, player_id: str, banned: bool) -> int:
+    async def sweep(self, player_id: str, banned: bool, wait_s: float | None = LOCK_WAIT_S) -> int:
         """Move the player's entries to :shadow (``banned``) or back to the public keys, in
-        every period where the durable copy has them and in every board's live periods."""
+        every period where the durable copy has them and in every board's live periods.
+        Under the shared apply lock (waiting ``wait_s`` at most; None: as long as needed),
+        as a consumer batch: a rebuild, or a resharding's build of a new layout, has the
+        ban in its snapshot or meets these moves after its swap, never half way."""
+        async with self.pg.apply_lock(exclusive=False, lock_timeout_s=wait_s):
+            return await self._sweep(player_id, banned)
+
+    async def _sweep(self, player_id: str, banned: bool) -> int:
         refs = set(await db.player_periods(self.pg, player_id))
         configs = {b.board_id: b for b in await self.boards.list()}
         refs |= await self.live_refs(player_id, configs.values())
         source, dest = ("public", "shadow") if banned else ("shadow", "public")
-        moved, failed = 0, None
+        moved = 0
         by_board: dict[str, list[PeriodRef]] = {}
         for ref in refs:
             by_board.setdefault(ref.board, []).append(ref)
@@ -295,14 +303,9 @@ class Moderation:
             config = configs.get(board_id)
             if config is None:
                 continue
-            try:  # one board's period being rebuilt holds up no other board's sweep
-                moved += await self.moves.move_entries(
-                    config, [(ref, source, dest, [player_id]) for ref in sorted(board_refs)]
-                )
-            except Unavailable as exc:
-                failed = exc
-        if failed is not None:
-            raise failed
+            moved += await self.moves.move_entries(
+                config, [(ref, source, dest, [player_id]) for ref in sorted(board_refs)]
+            )
         return moved
 
     async def live_refs(self, player_id: str, boards: Iterable[BoardConfig]) -> set[PeriodRef]:
@@ -317,7 +320,7 @@ class Moderation:
         """Approve (publish) or reject a held run; HoldNotFound if none waits. Under the
         shared apply lock, as a consumer batch: a rebuild (or a resharding's build of a
         new layout) has the decision in its snapshot or sees its moves after its swap."""
-        async with self.pg.apply_lock(exclusive=False, lock_timeout_s=DECIDE_LOCK_WAIT_S):
+        async with self.pg.apply_lock(exclusive=False, lock_timeout_s=LOCK_WAIT_S):
             await self._decide(board, run_id, approve)
 
     async def _decide(self, board: BoardConfig, run_id: str, approve: bool) -> None:
