@@ -68,6 +68,7 @@ RESHARD_LOCK = 0x72616E6B72
 # How long the mover waits at most, in one pass, for the log consumer to apply what was
 # logged before the switch; the next pass waits again.
 CATCH_UP_WAIT_S = 60.0
+CATCH_UP_POLL_S = 0.2  # each look asks the log for its consumer's state
 # Keys removed per UNLINK when the old layout goes.
 UNLINK_BATCH = 500
 
@@ -244,7 +245,7 @@ class Resharding:
                 return True
             if time.monotonic() > deadline:
                 return False
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(CATCH_UP_POLL_S)
 
     async def _drop(self, board_id: str, old: int) -> int:
         """Remove every key of the layout ``old`` of the board (SCAN, UNLINK in batches):
