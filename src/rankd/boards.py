@@ -19,9 +19,7 @@ from rankd.periods import (
 )
 from rankd.placement import Layout, base_of
 from rankd.reshard import Reshard
-from rankd.results import (
-    ScoreFormat,
-)
+from rankd.results import ScoreFormat
 from rankd.schedules import SCHEDULED, Schedule, parse_schedule
 
 Policy = Literal["best", "sum", "latest"]
@@ -203,7 +201,8 @@ class BoardConfig:
         return {w: 1 for w in self.codecs}
 
     def settings(self) -> dict[str, Any]:
-        """The stored, user-settable fields (copies: the config stays frozen)."""
+        """The user-settable fields as the API shows them, ``shards`` the count last asked
+        for (copies: the config stays frozen); stored() adds the layout and the move."""
         values = {name: getattr(self, name) for name in SETTING_FIELDS}
         values["shards"] = self.requested_shards
         values["windows"] = list(self.windows)

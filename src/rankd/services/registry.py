@@ -221,7 +221,6 @@ class BoardRegistry:
             await self.redis.board_keys.drop_board_keys(board_id)
         layout: BoardConfig | None = None  # set: this PUT changes the stored layout
         if current is not None:
-            new, layout = await self._layout(current, new)
             changed = changed_immutable(current, new)
             if changed and await self.has_runs(current):
                 raise BoardImmutableField(
@@ -237,6 +236,8 @@ class BoardRegistry:
                     "a schedule change on a board with runs may only change occurrences that"
                     " have not started (move ends_at, or start a new board)"
                 )
+            # last: calling a move off is written at once, so nothing is refused after it
+            new, layout = await self._layout(current, new)
         put = await self.pg.put_board(new, layout=layout)
         if put is None:
             raise ReshardInProgress(

@@ -238,6 +238,13 @@ async def test_shards_cannot_change_again_while_a_move_runs(
     assert again.status_code == 409, again.text
     error = again.json()["error"]
     assert error["code"] == "board_immutable_field" and "resharded" in error["message"]
+    # a PUT refused for another field calls nothing off
+    refused = await client.put(
+        f"/v1/boards/{feed.board_id}", json={"shards": 1, "order": "asc"}, headers=ADMIN_H
+    )
+    assert refused.status_code == 409, refused.text
+    stored = await runtime.boards.reload(feed.board_id)
+    assert stored.reshard is not None and stored.reshard.phase == "copy", stored.reshard
     # restating the target, or changing another field, is fine meanwhile
     same = await client.put(
         f"/v1/boards/{feed.board_id}", json={"shards": 2, "grace_seconds": 60}, headers=ADMIN_H
