@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from typing import Any
 
 import httpx
@@ -432,6 +434,11 @@ async def test_shards_set_before_any_run_apply_at_once_and_after_start_a_move(
     # the move is under way (tests/integration/services/test_resharding.py follows them)
     assert response.json()["shards"] == 1
     assert response.json()["resharding"] == {"done": 0, "total": 0}
+    # and ends, so no move runs on under later tests (a settle time per phase)
+    deadline = time.monotonic() + 120
+    while "resharding" in await get_board(client, board_id):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
 
 
 async def test_hold_top_is_for_best_boards(

@@ -296,6 +296,15 @@ async def test_the_consumer_reads_the_layout_as_the_config_names_it(
         config = await runtime.boards.reload(feed.board_id)
         stored = await deletions.current_generations(pg, [feed.board_id])
         assert stored[feed.board_id][2] == config.layout_key, config.reshard
+    await moved(client, feed.board_id)  # no move left running under later tests
+
+
+async def moved(client: httpx.AsyncClient, board_id: str) -> None:
+    """Until the board's move has ended."""
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
+    while await moving(client, board_id) is not None:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
 
 
 async def test_an_instance_idle_on_a_board_loads_its_config_before_serving_it(
