@@ -37,8 +37,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 MEMBERS = 300_000
 BACK_WITHIN_S = 30.0
 # another board's run reaches PostgreSQL this soon, while the big board is repaired (it was
-# 554 s behind when the consumer stalled on the big board's refusals)
-OTHERS_WITHIN_S = 15.0
+# 554 s behind when the consumer stalled on the big board's refusals). Not sooner: the repair
+# holds the apply lock for its whole rebuild, and a batch that met the refusals comes again
+# only after the consumer's backoff (2 s, then 5 s); a full CI run on two loaded cores saw 15.1 s
+OTHERS_WITHIN_S = 30.0
 
 
 def pg_players(postgres_url: str, board: str) -> set[str]:
@@ -119,6 +121,14 @@ async def test_a_rebuild_stopped_midway_holds_up_nothing_for_long(
         back_at: float | None = None
         statuses: list[tuple[float, int, dict[str, object]]] = []
         other_sent: dict[str, float] = {}
+        other_late: dict[str, float] = {}  # how long each took to reach PostgreSQL
+
+        async def look_up_others() -> None:
+            found = await asyncio.to_thread(pg_players, urls.postgres, other)
+            now = time.monotonic()
+            for player in found & (other_sent.keys() - other_late.keys()):
+                other_late[player] = now - other_sent[player]
+
         logged: set[str] = set()
         n = 0
         while back_at is None and time.monotonic() - stopped < BACK_WITHIN_S + 10:
@@ -127,6 +137,7 @@ async def test_a_rebuild_stopped_midway_holds_up_nothing_for_long(
                 back_at = time.monotonic()
             if await submit(http, other, f"other-{n}", f"o-{n}") == 200:
                 other_sent[f"o-{n}"] = time.monotonic()
+            await look_up_others()
             ready = await http.get("/readyz")
             statuses.append((time.monotonic(), ready.status_code, ready.json()))
             await asyncio.sleep(0.2)
@@ -135,16 +146,20 @@ async def test_a_rebuild_stopped_midway_holds_up_nothing_for_long(
         assert back_at - stopped < BACK_WITHIN_S
 
         # every run of the other board reached PostgreSQL soon after its answer
-        late: dict[str, float] = {}
-        pending = dict(other_sent)
-        while pending:
-            found = await asyncio.to_thread(pg_players, urls.postgres, other)
+        assert other_sent, "the other board took no run meanwhile"
+        while other_late.keys() != other_sent.keys():
+            await look_up_others()
             now = time.monotonic()
-            for player in [p for p in pending if p in found]:
-                del pending[player]
-            late = {p: now - t for p, t in pending.items() if now - t > OTHERS_WITHIN_S}
+            late = {
+                p: now - t
+                for p, t in other_sent.items()
+                if p not in other_late and now - t > OTHERS_WITHIN_S
+            }
             assert not late, f"not in PostgreSQL {OTHERS_WITHIN_S:.0f}s after their 2xx: {late}"
             await asyncio.sleep(0.2)
+        slowest = max(other_late.values())
+        print(f"[{sig.name}] the other board's runs in PostgreSQL within {slowest:.1f}s")
+        assert slowest <= OTHERS_WITHIN_S + 1, other_late
 
         # /readyz said the board was being put back, and stops saying so once it is (other
         # tests' parked messages on these shared servers may keep it "degraded" otherwise)
