@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 from rankd.embedded import EmbeddedServers, NatsServer, free_port, start_embedded
+from rankd.embedded.topology import TopologyServers, start_topology
 from rankd.settings import Settings
 
 RESULTS = Path(__file__).parent / "results"
@@ -91,6 +92,31 @@ def embedded_settings() -> Iterator[Settings]:
             postgres_url=started.postgres_url,
             nats_url=started.nats_url,
         )
+
+
+@contextlib.contextmanager
+def topology_settings(topology: str, **overrides: Any) -> Iterator[tuple[str, Settings]]:
+    """Fresh servers of ``topology`` ("single": the embedded ones; "cluster", "sentinel":
+    rankd.embedded.topology's) in a temporary directory, stopped afterwards: PostgreSQL's
+    URL (benches fill it directly) and the settings of a service on them, with
+    ``overrides``."""
+    with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
+        if topology == "single":
+            started: EmbeddedServers | TopologyServers = start_embedded(Path(tmp) / "servers")
+        else:
+            started = start_topology(Path(tmp) / "servers", topology)  # type: ignore[arg-type]
+        try:
+            yield (
+                started.postgres_url,
+                Settings(
+                    redis_url=started.redis_url,
+                    postgres_url=started.postgres_url,
+                    nats_url=started.nats_url,
+                    **overrides,
+                ),
+            )
+        finally:
+            started.stop()
 
 
 @contextlib.contextmanager

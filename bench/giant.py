@@ -30,17 +30,13 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from bench.common import machine_line, write_result
+from bench.common import machine_line, topology_settings, write_result
 from bench.rebuild_rate_streams import emptied, primaries_used
-from rankd.embedded import start_embedded
-from rankd.embedded.topology import start_topology
 from rankd.periods import ALL_TIME, PeriodRef
 from rankd.plan import plan
 from rankd.runs import Run
@@ -265,27 +261,15 @@ def main() -> None:
     # room for the largest board (about 130 B a member) and its rebuild's staging keys
     gib = max(2, -(-args.members * 260 // 2**30))
     os.environ.setdefault("RANKD_REDIS_MAX_MEMORY", f"{gib}gb")
-    with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
-        if args.topology == "single":
-            servers: Any = start_embedded(Path(tmp) / "servers")
-        else:
-            servers = start_topology(Path(tmp) / "servers", args.topology)
-        try:
-            settings = Settings(
-                redis_url=servers.redis_url,
-                postgres_url=servers.postgres_url,
-                nats_url=servers.nats_url,
+    with topology_settings(args.topology) as (postgres_url, settings):
+        asyncio.run(prepare(settings, args.shards))
+        started = time.perf_counter()
+        fill(postgres_url, args.members, args.shards)
+        print(f"filled in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+        for k in args.shards:
+            results.append(
+                asyncio.run(measure(settings, args.members, k, args.reads, args.submits))
             )
-            asyncio.run(prepare(settings, args.shards))
-            started = time.perf_counter()
-            fill(servers.postgres_url, args.members, args.shards)
-            print(f"filled in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
-            for k in args.shards:
-                results.append(
-                    asyncio.run(measure(settings, args.members, k, args.reads, args.submits))
-                )
-        finally:
-            servers.stop()
     write_result(
         "giant" if args.topology == "single" else f"giant_{args.topology}",
         {

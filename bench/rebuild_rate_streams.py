@@ -10,18 +10,14 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
 from redis.asyncio import Redis
 
-from bench.common import write_result
+from bench.common import topology_settings, write_result
 from bench.rebuild_rate_measure import BOARD, fill
-from rankd.embedded import start_embedded
-from rankd.embedded.topology import start_topology
 from rankd.runtime import Runtime
 from rankd.settings import Settings
 from rankd.stores.redis.connection import is_cluster
@@ -95,68 +91,56 @@ def main_streams(args: argparse.Namespace) -> None:
     order = [*args.streams, *reversed(args.streams)] * max(1, args.rounds)
     results = []
     loadavg = [[round(x, 2) for x in os.getloadavg()]]
-    with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
-        if args.topology == "single":
-            servers: Any = start_embedded(Path(tmp) / "servers")
-        else:
-            servers = start_topology(Path(tmp) / "servers", args.topology)
-        try:
-            base = Settings(
-                redis_url=servers.redis_url,
-                postgres_url=servers.postgres_url,
-                nats_url=servers.nats_url,
-            )
+    with topology_settings(args.topology) as (postgres_url, base):
 
-            async def boards() -> None:
-                runtime = Runtime.build(base)
-                await runtime.open(background=False)
-                try:
-                    for k in args.shards:
-                        config = {"windows": ["all-time"], "shards": k}
-                        await runtime.boards.put(streams_board(k), config)
-                finally:
-                    await runtime.close()
-
-            asyncio.run(boards())
-            for n in args.sizes:
-                started = time.perf_counter()
-                first = streams_board(args.shards[0])
-                fill(servers.postgres_url, n, first)
-                for k in args.shards[1:]:
-                    copy_board(servers.postgres_url, first, streams_board(k))
-                print(f"filled {n:,} rows in {time.perf_counter() - started:.1f}s", flush=True)
+        async def boards() -> None:
+            runtime = Runtime.build(base)
+            await runtime.open(background=False)
+            try:
                 for k in args.shards:
-                    runs: dict[int, list[dict[str, float]]] = {s: [] for s in args.streams}
-                    for streams in order:
-                        settings = base.model_copy(update={"rebuild_streams": streams})
-                        run = asyncio.run(timed_rebuild(settings, streams_board(k), n))
-                        runs[streams].append(run)
-                        print(
-                            f"{n:>11,} members, {k:>2} shards, {streams} streams:"
-                            f" {run['members_per_s']:>9,}/s ({run['seconds']}s),"
-                            f" {run['redis_bytes_per_member']} B/member",
-                            flush=True,
-                        )
-                    for streams, done in runs.items():
-                        rates = [r["members_per_s"] for r in done]
-                        results.append(
-                            {
-                                "topology": args.topology,
-                                "members": n,
-                                "shards": k,
-                                "streams": streams,
-                                "mean_members_per_s": round(statistics.mean(rates)),
-                                "runs": done,
-                            }
-                        )
-                        print(
-                            f"  {k} shards, {streams} streams: mean {statistics.mean(rates):,.0f}"
-                            f" members/s over {len(rates)}",
-                            flush=True,
-                        )
-                loadavg.append([round(x, 2) for x in os.getloadavg()])
-        finally:
-            servers.stop()
+                    config = {"windows": ["all-time"], "shards": k}
+                    await runtime.boards.put(streams_board(k), config)
+            finally:
+                await runtime.close()
+
+        asyncio.run(boards())
+        for n in args.sizes:
+            started = time.perf_counter()
+            first = streams_board(args.shards[0])
+            fill(postgres_url, n, first)
+            for k in args.shards[1:]:
+                copy_board(postgres_url, first, streams_board(k))
+            print(f"filled {n:,} rows in {time.perf_counter() - started:.1f}s", flush=True)
+            for k in args.shards:
+                runs: dict[int, list[dict[str, float]]] = {s: [] for s in args.streams}
+                for streams in order:
+                    settings = base.model_copy(update={"rebuild_streams": streams})
+                    run = asyncio.run(timed_rebuild(settings, streams_board(k), n))
+                    runs[streams].append(run)
+                    print(
+                        f"{n:>11,} members, {k:>2} shards, {streams} streams:"
+                        f" {run['members_per_s']:>9,}/s ({run['seconds']}s),"
+                        f" {run['redis_bytes_per_member']} B/member",
+                        flush=True,
+                    )
+                for streams, done in runs.items():
+                    rates = [r["members_per_s"] for r in done]
+                    results.append(
+                        {
+                            "topology": args.topology,
+                            "members": n,
+                            "shards": k,
+                            "streams": streams,
+                            "mean_members_per_s": round(statistics.mean(rates)),
+                            "runs": done,
+                        }
+                    )
+                    print(
+                        f"  {k} shards, {streams} streams: mean {statistics.mean(rates):,.0f}"
+                        f" members/s over {len(rates)}",
+                        flush=True,
+                    )
+            loadavg.append([round(x, 2) for x in os.getloadavg()])
     write_result(
         "rebuild_streams" if args.topology == "single" else f"rebuild_streams_{args.topology}",
         {

@@ -36,17 +36,13 @@ import asyncio
 import os
 import random
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any, cast
 
-from bench.common import machine_line, write_result
+from bench.common import machine_line, topology_settings, write_result
 from bench.giant import board_of, fill, prepare
 from bench.rebuild_rate_streams import emptied
 from rankd.boards import BoardConfig
-from rankd.embedded import start_embedded
-from rankd.embedded.topology import start_topology
 from rankd.periods import ALL_TIME, PeriodRef
 from rankd.runtime import Runtime
 from rankd.services.consumer import DURABLE
@@ -268,27 +264,15 @@ def main() -> None:
     # room for both layouts at once (about 130 B a member each) and a build's staging keys
     gib = max(2, -(-args.members * 520 // 2**30))
     os.environ.setdefault("RANKD_REDIS_MAX_MEMORY", f"{gib}gb")
-    with tempfile.TemporaryDirectory(prefix="rankd-bench-") as tmp:
-        if args.topology == "single":
-            servers: Any = start_embedded(Path(tmp) / "servers")
-        else:
-            servers = start_topology(Path(tmp) / "servers", args.topology)
-        try:
-            settings = Settings(
-                redis_url=servers.redis_url,
-                postgres_url=servers.postgres_url,
-                nats_url=servers.nats_url,
-                config_cache_ttl_s=CONFIG_CACHE_TTL_S,
-            )
-            asyncio.run(prepare(settings, [args.source]))
-            started = time.perf_counter()
-            fill(servers.postgres_url, args.members, [args.source])
-            print(f"filled in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
-            result = asyncio.run(
-                measure(settings, args.members, args.source, args.target, args.timeout)
-            )
-        finally:
-            servers.stop()
+    stack = topology_settings(args.topology, config_cache_ttl_s=CONFIG_CACHE_TTL_S)
+    with stack as (postgres_url, settings):
+        asyncio.run(prepare(settings, [args.source]))
+        started = time.perf_counter()
+        fill(postgres_url, args.members, [args.source])
+        print(f"filled in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+        result = asyncio.run(
+            measure(settings, args.members, args.source, args.target, args.timeout)
+        )
     write_result(
         "reshard_rate" if args.topology == "single" else f"reshard_rate_{args.topology}",
         {
