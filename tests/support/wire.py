@@ -1,11 +1,15 @@
-"""Small helpers the API tests share: wire times, period ids, the error shape."""
+"""Small helpers the API tests share: wire times, period ids, the error shape, a batch
+sent until it is acknowledged."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+
+from tests.support.common import SERVER_H
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -59,3 +63,21 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
     assert body["error"]["message"].strip()
     error: dict[str, Any] = body["error"]
     return error
+
+
+async def send_batch(
+    client: httpx.AsyncClient, board_id: str, runs: list[dict[str, Any]], tries: int = 50
+) -> list[dict[str, Any]]:
+    """Submit ``runs`` as one batch, sent again on a 503 (the contract's "retry": the runs
+    were logged or refused whole, so resending them is harmless) until it is acknowledged;
+    the batch's results."""
+    for _ in range(tries):
+        response = await client.post(
+            f"/v1/boards/{board_id}/runs:batch", json={"runs": runs}, headers=SERVER_H
+        )
+        if response.status_code != 503:
+            break
+        await asyncio.sleep(0.2)
+    assert response.status_code == 200, response.text
+    results: list[dict[str, Any]] = response.json()["results"]
+    return results

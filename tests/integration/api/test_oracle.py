@@ -49,6 +49,7 @@ from rankd.periods import period_at
 from rankd.runtime import Runtime
 from tests.support.common import ADMIN_H, SERVER_H, new_board_id
 from tests.support.durable import wait_consumer_idle
+from tests.support.wire import send_batch
 
 SEED = int(os.environ.get("RANKD_ORACLE_SEED", "20261103"))
 SHARD_COUNTS = [int(n) for n in os.environ.get("RANKD_TEST_ORACLE_SHARDS", "1,16").split(",")]
@@ -1211,17 +1212,8 @@ async def sum_board(client: httpx.AsyncClient, **config: Any) -> str:
 
 
 async def batch(client: httpx.AsyncClient, board_id: str, runs: list[dict[str, Any]]) -> Any:
-    # a 503 while a settled period is put back in place (its :restoring window) is the
-    # contract's "retry": resending the same runs is harmless
-    for _ in range(50):
-        response = await client.post(
-            f"/v1/boards/{board_id}/runs:batch", json={"runs": runs}, headers=SERVER_H
-        )
-        if response.status_code != 503:
-            break
-        await asyncio.sleep(0.2)
-    assert response.status_code == 200, response.text
-    return [r["standings"][0] for r in response.json()["results"]]
+    # a 503 while a settled period is put back in place (its :restoring window) is retried
+    return [r["standings"][0] for r in await send_batch(client, board_id, runs)]
 
 
 async def test_a_late_run_twice_in_one_batch_changes_the_entry_once(

@@ -27,8 +27,9 @@ from rankd.runtime import Runtime
 from rankd.services.registry import IDLE_S
 from rankd.stores import deletions
 from rankd.stores.redis import keys
-from tests.support.common import ADMIN_H, SERVER_H, new_board_id
+from tests.support.common import ADMIN_H, new_board_id
 from tests.support.durable import wait_consumer_idle
+from tests.support.wire import send_batch
 
 COUNTRIES = ["FR", "DE", "JP"]
 MOVE_TIMEOUT_S = 120.0
@@ -97,16 +98,8 @@ class Feed:
 
 
 async def send(client: httpx.AsyncClient, feed: Feed, runs: list[dict[str, Any]]) -> None:
-    """A batch, retried on 503 (logged: retrying is safe), until it is acknowledged."""
-    for _ in range(20):
-        response = await client.post(
-            f"/v1/boards/{feed.board_id}/runs:batch", json={"runs": runs}, headers=SERVER_H
-        )
-        if response.status_code != 503:
-            break
-        await asyncio.sleep(0.1)
-    assert response.status_code == 200, response.text
-    assert all("error" not in r for r in response.json()["results"])
+    results = await send_batch(client, feed.board_id, runs)
+    assert all("error" not in r for r in results)
 
 
 async def get(client: httpx.AsyncClient, url: str, **params: Any) -> dict[str, Any]:
