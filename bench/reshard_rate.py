@@ -50,6 +50,7 @@ from rankd.services.rebuild import Rebuilder
 from rankd.services.rebuild.rebuilder import RebuildReport
 from rankd.services.resharding import Resharding, in_layout
 from rankd.settings import Settings
+from rankd.stores.postgres import Conn
 from rankd.stores.redis import keys
 
 # the settle time of the runtime's own instances (config_cache_ttl_s + 1 s); the mover
@@ -95,10 +96,10 @@ class TimedResharding(Resharding):
     drop_s: float = 0.0
     drop_keys: int = 0
 
-    async def _copy(self, config: BoardConfig) -> bool:
+    async def _copy(self, config: BoardConfig, held: Conn) -> bool:
         started = time.perf_counter()
         try:
-            return await super()._copy(config)
+            return await super()._copy(config, held)
         finally:
             self.copy_s += time.perf_counter() - started
 

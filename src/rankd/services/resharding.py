@@ -49,7 +49,7 @@ from rankd.logs import Repeats
 from rankd.placement import Layout, base_of
 from rankd.services.rebuild import Rebuilder
 from rankd.stores import reshards
-from rankd.stores.postgres import PostgresStore
+from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis import keys
 from rankd.stores.redis.connection import reachable
 from rankd.stores.redis.stores import RedisStores
@@ -134,7 +134,7 @@ class Resharding:
                     left += 1
                     continue
                 try:  # one board's failing move holds up no other board's
-                    done = await self.advance(board_id)
+                    done = await self.advance(board_id, held)
                 except Exception as exc:
                     # tried again after a pause that doubles: each build of a period holds
                     # the apply lock, so a move failing every second would stall the log
@@ -151,8 +151,9 @@ class Resharding:
                 raise failed
             return left
 
-    async def advance(self, board_id: str) -> bool:
-        """Steps of one board's move while each is due; True once the move has ended."""
+    async def advance(self, board_id: str, held: Conn) -> bool:
+        """Steps of one board's move while each is due; True once the move has ended.
+        ``held``: the lease's connection, every step is recorded on it."""
         while True:
             config = await self.pg.get_board(board_id)
             move = None if config is None else config.reshard
@@ -161,22 +162,24 @@ class Resharding:
             if int(time.time() * 1000) < move.since_ms + self.settle_ms:
                 return False  # some instance may not know this phase yet
             if move.phase == "copy":
-                if not await self._copy(config):
+                if not await self._copy(config, held):
                     return False
             elif move.phase == "drain":
-                await reshards.step(self.pg, config, replace(move, phase="drop", since_ms=_now()))
+                then = replace(move, phase="drop", since_ms=_now())
+                await reshards.step(self.pg, config, then, conn=held)
             elif move.phase == "drop":
                 # nobody writes the other layout now: its keys go, and once more a settle
                 # time later (a request that began before this phase may still write one)
                 removed = await self._drop(board_id, move.other)
-                await reshards.step(self.pg, config, replace(move, phase="sweep", since_ms=_now()))
+                then = replace(move, phase="sweep", since_ms=_now())
+                await reshards.step(self.pg, config, then, conn=held)
                 logger.info("%s: %d keys of the layout left behind removed", board_id, removed)
             else:
                 await self._drop(board_id, move.other)
-                if await reshards.step(self.pg, config, None):
+                if await reshards.step(self.pg, config, None, conn=held):
                     logger.info("%s: served from %d shards", board_id, int(config.shards))
 
-    async def _copy(self, config: BoardConfig) -> bool:
+    async def _copy(self, config: BoardConfig, held: Conn) -> bool:
         """Build the new layout period by period, wait for the log consumer, then switch;
         False if it could not finish in this pass (recorded progress is kept)."""
         move = config.reshard
@@ -184,7 +187,7 @@ class Resharding:
         redis = await self.redis.positions.server_run_id()
         if move.redis != redis:  # a start, or Redis restarted: every period (again)
             move = replace(move, redis=redis, done=0, cursor="", total=0)
-            if not await reshards.step(self.pg, config, move):
+            if not await reshards.step(self.pg, config, move, conn=held):
                 return False
             config = replace(config, reshard=move)
         # a barrier: every log consumer batch that took the apply lock before this has
@@ -212,7 +215,7 @@ class Resharding:
             metrics.RESHARD_MOVED.inc(entries)
             moved += entries
             move = replace(move, cursor=at, done=min(move.total, move.done + entries))
-            if not await reshards.step(self.pg, config, move):
+            if not await reshards.step(self.pg, config, move, conn=held):
                 return False  # deleted, or another driver went on
             config = replace(config, reshard=move)
         if moved:
@@ -232,7 +235,7 @@ class Resharding:
         # the switch: reads from the new layout; the old one keeps taking writes meanwhile
         old = Layout(config.shards, base_of(config.shards))
         drain = replace(move, phase="drain", other=old, since_ms=_now())
-        return await reshards.step(self.pg, config, drain, served=move.other)
+        return await reshards.step(self.pg, config, drain, served=move.other, conn=held)
 
     async def _caught_up(self) -> bool:
         """Whether the log consumer has applied everything logged until now (waiting up
@@ -250,6 +253,10 @@ class Resharding:
     async def _drop(self, board_id: str, old: int) -> int:
         """Remove every key of the layout ``old`` of the board (SCAN, UNLINK in batches):
         its standings and their side keys, of every period and segment."""
+        # a barrier: a rebuild that read the config before this phase (it may write the
+        # old layout too) has ended; every later one knows the phase (the settle time)
+        async with self.pg.apply_lock(exclusive=True):
+            pass
         names = range(base_of(old), base_of(old) + int(old)) if old > 1 else None
         removed = 0
         client = self.redis.conn.client

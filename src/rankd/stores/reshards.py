@@ -11,19 +11,20 @@ from psycopg.types.json import Jsonb
 from rankd.boards import BoardConfig
 from rankd.placement import Layout, base_of
 from rankd.reshard import Reshard
-from rankd.stores.postgres import PostgresStore
+from rankd.stores.postgres import Conn, PostgresStore
 
 _MOVING = (
     "SELECT board_id FROM boards WHERE coalesce(config->'reshard', 'null') <> 'null'"
     " ORDER BY board_id"
 )
 
-# the board incarnation and the phase the driver read: a deleted or recreated board, or a
-# move that went on without it, is left alone
+# the board incarnation and the move exactly as the driver read them: a deleted or
+# recreated board, or a move that went on without it (another driver, a cancel and a new
+# move), is left alone
 _STEP = (
     "UPDATE boards SET config = config || %(patch)s, updated_at = now()"
     " WHERE board_id = %(id)s AND generation = %(generation)s"
-    " AND config->'reshard'->>'phase' = %(phase)s"
+    " AND config->'reshard' = %(was)s"
 )
 
 # (window, period) pairs with entries in the durable copy and their entries (every segment)
@@ -53,10 +54,15 @@ async def periods(pg: PostgresStore, board_id: str) -> list[tuple[str, str, int]
 
 
 async def step(
-    pg: PostgresStore, config: BoardConfig, then: Reshard | None, served: Layout | None = None
+    pg: PostgresStore,
+    config: BoardConfig,
+    then: Reshard | None,
+    served: Layout | None = None,
+    conn: Conn | None = None,
 ) -> bool:
     """Record the move's next state ``then`` (None: it ended) and, with ``served``, the
-    layout reads come from; only if the stored move is still in ``config``'s phase.
+    layout reads come from; only if the stored move is still exactly ``config``'s. ``conn``:
+    the driver's lease connection, so that a driver whose lease lapsed records nothing.
     Returns whether it was recorded."""
     assert config.reshard is not None
     patch: dict[str, Any] = {"reshard": None if then is None else then.as_json()}
@@ -66,8 +72,11 @@ async def step(
         "patch": Jsonb(patch),
         "id": config.board_id,
         "generation": config.generation,
-        "phase": config.reshard.phase,
+        "was": Jsonb(config.reshard.as_json()),
     }
-    async with pg.connection() as conn:
+    if conn is not None:
         cur = await conn.execute(_STEP, params)
+        return cur.rowcount == 1
+    async with pg.connection() as own:
+        cur = await own.execute(_STEP, params)
         return cur.rowcount == 1

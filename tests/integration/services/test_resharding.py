@@ -13,19 +13,24 @@ import asyncio
 import random
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
 from redis.asyncio import Redis
 
 from rankd.periods import period_at
+from rankd.placement import Layout, next_base
+from rankd.reshard import Reshard
 from rankd.runtime import Runtime
 from rankd.services.registry import IDLE_S
-from rankd.stores import deletions
+from rankd.services.resharding import RESHARD_LOCK
+from rankd.stores import deletions, reshards
 from rankd.stores.redis import keys
 from tests.support.common import ADMIN_H, new_board_id
 from tests.support.durable import wait_consumer_idle
@@ -315,3 +320,35 @@ async def test_an_instance_idle_on_a_board_loads_its_config_before_serving_it(
     assert response.status_code == 200, response.text
     await asyncio.sleep(bare_runtime.settings.config_cache_ttl_s + IDLE_S + 0.2)
     assert (await bare_runtime.boards.get(board_id)).grace_seconds == 77
+
+
+async def test_a_step_is_recorded_only_over_the_move_as_read_and_while_the_lease_lives(
+    client: httpx.AsyncClient, runtime: Runtime, pg: AsyncConnection[Any]
+) -> None:
+    """stores/reshards.step: a driver that read the move before another one went on, or
+    whose lease's connection is gone, records nothing (and its successor's steps stand)."""
+    board_id = new_board_id("step")
+    response = await client.put(f"/v1/boards/{board_id}", json={}, headers=ADMIN_H)
+    assert response.status_code == 201, response.text
+    # a move due in an hour: the session's own driver leaves it alone meanwhile
+    move = Reshard("copy", Layout(2, next_base(1, 2)), since_ms=int(time.time() * 1000) + 3_600_000)
+    await pg.execute(
+        "UPDATE boards SET config = config || %s WHERE board_id = %s",
+        (Jsonb({"reshard": move.as_json()}), board_id),
+    )
+    await pg.commit()
+    read = await runtime.boards.reload(board_id)
+    assert read.reshard == move
+    ahead = replace(move, cursor="all-time/all-time", done=3, total=3)
+    async with runtime.pg.lease(RESHARD_LOCK + 1) as held:
+        assert held is not None
+        assert await reshards.step(runtime.pg, read, ahead, conn=held)
+        # same phase, other progress: the stale driver's step is refused
+        assert not await reshards.step(runtime.pg, read, replace(move, total=99), conn=held)
+    assert (await runtime.boards.reload(board_id)).reshard == ahead
+    gone = held  # closed with its lease
+    with pytest.raises(psycopg.OperationalError):
+        await reshards.step(runtime.pg, replace(read, reshard=ahead), None, conn=gone)
+    assert (await runtime.boards.reload(board_id)).reshard == ahead
+    response = await client.delete(f"/v1/boards/{board_id}", headers=ADMIN_H)
+    assert response.status_code == 200, response.text
