@@ -75,7 +75,9 @@ async def roll(
         for segment, player, ms in done.gone:
             by_segment.setdefault(segment, []).append((player, ms))
         refs = {s: PeriodRef(board.board_id, ROLLING, ROLLING_PERIOD_ID, s) for s in by_segment}
-        # both layouts of a board being resharded (rankd/reshard.py), the served one first
+        # both layouts of a board being resharded (rankd/reshard.py), the served one first,
+        # as stored now: a move may have begun or switched since the caller read the config
+        board = await pg.get_board(board.board_id) or board
         for layout in filter(None, (board.shards, board.other_layout)):
             config = replace(board, shards=layout, reshard=None)
             for segment, gone in by_segment.items():

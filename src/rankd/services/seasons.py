@@ -26,8 +26,7 @@ holder dies the next instance takes over. Each period is archived once (its
 before its grace ended has been applied (the log consumer's ack floor) and a short settle
 time has passed, so no accepted run misses its archive.
 
-All decisions take ``now_ms``; the clock is injected, so tests cross day, week and month
-boundaries without sleeping.
+All decisions take ``now_ms`` (injected: tests cross day, week and month without sleeping).
 """
 
 from __future__ import annotations
@@ -307,7 +306,8 @@ class SeasonJob:
         if action == "thaw":
             await archive_job.thaw(conn, ref)
             if state is not None and state.archived:
-                await self.rebuilder.rebuild(ref.board, ref.window, ref.period, fresh_config=board)
+                fresh = await self.pg.get_board(ref.board) or board  # a move may have switched
+                await self.rebuilder.rebuild(ref.board, ref.window, ref.period, fresh_config=fresh)
             report.thawed += 1
             return
         if action == "freeze":
