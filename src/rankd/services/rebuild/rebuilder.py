@@ -1,18 +1,15 @@
 """Rebuild Redis boards from the PostgreSQL copy, and notice when Redis needs it.
 
-A period is streamed out of ``player_best`` with COPY in composite order (Redis inserts
-sorted input fastest), loaded with multi-member ZADDs into a temporary key beside the board
-(same hash tag), then RENAMEd over it, so readers never see half a board. A ``sum`` board's
-counted run ids are restored the same way.
+A period's members come out of ``player_best`` as pages PostgreSQL formats in composite
+order (stores/rebuild/), loaded into staging keys beside the board (same hash tag) and
+swapped in, so readers never see half a board: a period at a time (one_period.py), many
+small ones per round trip (small.py), a large one in parallel streams (parallel.py).
 
 The rebuild holds the apply lock exclusively: every consumer batch either committed before
-the snapshot (so it is in it) or runs after the RENAME (so it lands on the new key). Runs
-logged but not yet in PostgreSQL are therefore applied by the consumer afterwards, and
-nothing acknowledged is missing.
-
-Redis's ``run_id`` changes on every restart. The boards remember the run id they were last
-verified on (the marker key); a different one means Redis restarted (maybe with an AOF that
-lost its last second, or empty), and everything is rebuilt. Entries' metadata goes first.
+the snapshot (so it is in it) or runs after the swap (so it lands on the new keys), and
+nothing acknowledged is missing. Redis's ``run_id`` changes on every restart: the boards
+remember the one they were last verified on (the marker key); another one means Redis
+restarted (with an AOF that lost its last second, or empty), and everything is rebuilt.
 """
 
 from __future__ import annotations
@@ -25,19 +22,19 @@ from typing import Literal
 
 from rankd import metrics
 from rankd.boards import BoardConfig
-from rankd.errors import BoardNotFound
-from rankd.periods import ALL_TIME, ENDLESS, PeriodError, PeriodRef, start_ms_of
-from rankd.plan import counted_ids_kept_since, expires_at_ms, sum_horizon_ms
+from rankd.periods import ALL_TIME, ENDLESS, PeriodRef
+from rankd.plan import counted_ids_kept_since, sum_horizon_ms
 from rankd.services.leagues import Leagues
-from rankd.services.rebuild import one_period, small
+from rankd.services.rebuild import one_period, selection, small
 from rankd.services.rebuild import parallel as parallel_rebuild
 from rankd.services.rebuild.small import SmallBatches
 from rankd.services.registry import BoardRegistry
 from rankd.services.tournaments import restore_admission
-from rankd.stores import archive_job, entry_metadata
-from rankd.stores import moderation as moderation_db
+from rankd.stores import entry_metadata
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.rebuild import pages as rebuild_pages
+from rankd.stores.rebuild import players as rebuild_players
+from rankd.stores.rebuild import small as rebuild_small
 from rankd.stores.redis.bulk import SmallPeriod
 from rankd.stores.redis.stores import RedisStores
 
@@ -103,11 +100,11 @@ class Rebuilder:
     ) -> None:
         """Load ``todo`` in its order: small periods in batches (small.py), a large one
         by several streams (parallel.py) or one (one_period.py)."""
-        sizes = await rebuild_pages.period_sizes(conn, None, None, None) if whole else {}
+        sizes = await rebuild_small.period_sizes(conn, None, None, None) if whole else {}
         if not whole and len(todo) > 1:
             board_id, window = todo[0][0][0], todo[0][0][1]
             one_window = all(t[0][0] == board_id and t[0][1] == window for t in todo)
-            sizes = await rebuild_pages.period_sizes(
+            sizes = await rebuild_small.period_sizes(
                 conn, board_id, window if one_window else None, None
             )
 
@@ -221,41 +218,17 @@ class Rebuilder:
                 # first: submits resolve profile segments from this copy before logging
                 self.restoring_profiles = True
                 try:
-                    await self.redis.profiles.restore_names(rebuild_pages.name_chunks(conn))
+                    await self.redis.profiles.restore_names(rebuild_players.name_chunks(conn))
                     await self.redis.profiles.restore_profile_segments(
-                        rebuild_pages.profile_segment_chunks(conn)
+                        rebuild_players.profile_segment_chunks(conn)
                     )
                 finally:
                     self.restoring_profiles = False
-            selected = await rebuild_pages.periods(conn, board, window, period)
-            archived = await archive_job.archived_refs(conn, board, window, period)
-            # banned players to :shadow, held runs to :pending, as PostgreSQL says
-            banned = await moderation_db.banned_entries(conn, board)
-            held = await moderation_db.held_entries(conn, board)
-            # a period whose every run waits for review has no entries yet, but its
-            # :pending key serves the players' own views
-            selected += _held_only(selected, held, window, period)
-            todo: list[tuple[PeriodRef, int, BoardConfig]] = []
-            for ref, start_ms in selected:
-                board_id, win, pid, _ = ref
-                try:
-                    if fresh_config is not None and fresh_config.board_id == board_id:
-                        config = fresh_config
-                    else:
-                        config = await self.boards.get(board_id)
-                except BoardNotFound:
-                    report.skipped.append(f"{board_id}: no such board")
-                    continue
-                try:
-                    expires = expires_at_ms(config, config.period_of(win, pid))
-                except PeriodError:  # no longer an occurrence of the board's schedule
-                    report.skipped.append(f"{board_id} {win} {pid}: not a period of the board")
-                    continue
-                if ref in archived or (expires is not None and now_ms >= expires):
-                    # archived, or about to be (past its retention): served from the archive;
-                    # the season job freezes a period not frozen yet from player_best
-                    continue
-                todo.append((ref, start_ms, config))
+            chosen = await selection.select(
+                conn, self.boards, board, window, period, fresh_config, now_ms
+            )
+            todo, banned, held = chosen.todo, chosen.banned, chosen.held
+            report.skipped += chosen.skipped
             if when == "missing":
                 missing = await self.redis.loads.missing_periods([ref for ref, _, _ in todo])
                 todo = [t for t in todo if t[0] in missing]
@@ -295,15 +268,3 @@ class Rebuilder:
             report.members_per_s,
         )
         return report
-
-
-def _held_only(
-    selected: list[tuple[PeriodRef, int]],
-    held: dict[PeriodRef, list[tuple[str, int, int]]],
-    window: str | None,
-    period: str | None,
-) -> list[tuple[PeriodRef, int]]:
-    """The periods with held runs and no entries, narrowed as ``selected`` was."""
-    seen = {ref for ref, _ in selected}
-    wanted = [r for r in sorted(held) if r not in seen and window in (None, r.window)]
-    return [(r, start_ms_of(r.window, r.period)) for r in wanted if period in (None, r.period)]

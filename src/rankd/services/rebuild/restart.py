@@ -51,7 +51,7 @@ from rankd.services.registry import BoardRegistry
 from rankd.services.replay import replay
 from rankd.stores import moderation as moderation_db
 from rankd.stores.postgres import PostgresStore
-from rankd.stores.rebuild import pages as rebuild_pages
+from rankd.stores.rebuild import players as rebuild_players
 from rankd.stores.redis.stores import RedisStores
 from rankd.stores.runlog import RunLog
 
@@ -241,7 +241,7 @@ class Restorer:
         self.rebuilder.restoring_profiles = True
         try:
             async with self.pg.connection() as conn:
-                changed = await rebuild_pages.players_changed_since(
+                changed = await rebuild_players.players_changed_since(
                     conn, at_ms - self.change_margin_ms
                 )
             await self.redis.profiles.patch_players(changed)

@@ -10,7 +10,7 @@ from typing import Any
 from rankd.boards import BoardConfig
 from rankd.periods import PeriodRef
 from rankd.stores.postgres import Conn
-from rankd.stores.rebuild import pages as rebuild_pages
+from rankd.stores.rebuild import small as rebuild_small
 from rankd.stores.redis.bulk import SmallPeriod
 
 # A period of at most SMALL_PERIOD entries is loaded in a batch with others: up to
@@ -64,7 +64,7 @@ class SmallBatches:
     async def flush(self) -> None:
         if not self._batch:
             return
-        found = await rebuild_pages.small_periods(self.conn, self._batch)  # while Redis loads
+        found = await rebuild_small.small_periods(self.conn, self._batch)  # while Redis loads
         await self._wait()
         self._loading = asyncio.create_task(self._load(found))
         self._batch, self._members = [], 0

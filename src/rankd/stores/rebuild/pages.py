@@ -3,8 +3,8 @@
 PostgreSQL formats a page of members' ZADD arguments (and of exact times' HSET arguments)
 in one aggregate, with chr(1) standing in for CR LF, so the loader (redis/bulk.py) sends a
 page, not a row, at a time: one period by keyset pages, a sharded period's shards in one
-pass, many small periods in two queries. Also what a rebuild or a restart restores beside
-the boards: names, profile segments, players changed since a time.
+pass (many small periods in two queries: small.py; players' names and profile segments:
+players.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from psycopg import AsyncConnection
 from rankd.periods import PeriodRef
 from rankd.placement import SHARD_TIME_BUCKETS
 from rankd.stores.order_sql import entry_member_sql, shard_sql
-from rankd.stores.redis.bulk import SmallPeriod
 
 
 async def periods(
@@ -195,66 +194,6 @@ async def sharded_time_groups(
                 yield int(shard), int(bucket), int(count), arguments.encode()
 
 
-async def period_sizes(
-    conn: AsyncConnection[Any], board_id: str | None, window: str | None, period: str | None
-) -> dict[PeriodRef, int]:
-    """Entries per period (each segment apart), optionally narrowed: one scan of the
-    rebuild index, so the rebuild can load many small periods per round trip."""
-    cur = await conn.execute(
-        "SELECT board_id, win, period, segment, count(*) FROM player_best"
-        " WHERE (%(b)s::text IS NULL OR board_id = %(b)s)"
-        "   AND (%(w)s::text IS NULL OR win = %(w)s)"
-        "   AND (%(p)s::text IS NULL OR period = %(p)s)"
-        " GROUP BY board_id, win, period, segment",
-        {"b": board_id, "w": window, "p": period},
-    )
-    return {PeriodRef(r[0], r[1], r[2], r[3]): int(r[4]) for r in await cur.fetchall()}
-
-
-# Many small periods in one query: the periods are passed as four arrays; each period's
-# entries come back as one ZADD argument list in composite order, its exact times grouped
-# per hash bucket (as ENTRY_PAGE_SQL and TIME_GROUPS_SQL do for one period).
-_BATCH_JOIN = (
-    " FROM player_best e JOIN unnest(%(b)s::text[], %(w)s::text[], %(p)s::text[],"
-    " %(s)s::text[]) AS t(b, w, p, s)"
-    " ON e.board_id = t.b AND e.win = t.w AND e.period = t.p AND e.segment = t.s"
-)
-BATCH_ENTRIES_SQL = (
-    "SELECT e.board_id, e.win, e.period, e.segment, count(*),"
-    f" string_agg({resp_fragment('e.composite::text', entry_member_sql('e.'))}, ''"
-    "  ORDER BY e.composite, e.player_id)"
-    f"{_BATCH_JOIN} GROUP BY 1, 2, 3, 4"
-)
-BATCH_TIMES_SQL = (
-    "SELECT e.board_id, e.win, e.period, e.segment, e.time_bucket, count(*),"
-    f" string_agg({resp_fragment('e.player_id', 'e.achieved_ms::text')}, '')"
-    f"{_BATCH_JOIN} GROUP BY 1, 2, 3, 4, 5"
-)
-
-
-async def small_periods(
-    conn: AsyncConnection[Any], periods: list[tuple[PeriodRef, int]]
-) -> list[SmallPeriod]:
-    """The entries and exact times of ``periods`` ((ref, start ms)) in two queries."""
-    found = {ref: SmallPeriod(ref, start_ms) for ref, start_ms in periods}
-    params = {
-        "b": [r[0] for r, _ in periods],
-        "w": [r[1] for r, _ in periods],
-        "p": [r[2] for r, _ in periods],
-        "s": [r[3] for r, _ in periods],
-    }
-    cur = await conn.execute(BATCH_ENTRIES_SQL, params)
-    for board, win, period, segment, count, arguments in await cur.fetchall():
-        small = found[PeriodRef(board, win, period, segment)]
-        small.members, small.entries = int(count), arguments.encode()
-    cur = await conn.execute(BATCH_TIMES_SQL, params)
-    for board, win, period, segment, bucket, count, arguments in await cur.fetchall():
-        found[PeriodRef(board, win, period, segment)].times.append(
-            (int(bucket), int(count), arguments.encode())
-        )
-    return list(found.values())
-
-
 async def pages(
     conn: AsyncConnection[Any],
     sql: str,
@@ -286,44 +225,6 @@ async def pages(
         if row[0] < size:
             return
         cursor = (row[2], row[3])
-
-
-async def _player_chunks(
-    conn: AsyncConnection[Any], sql: str, size: int
-) -> AsyncIterator[dict[str, str]]:
-    """player_id -> value of ``sql``'s rows, a chunk at a time (a server-side cursor: needs
-    a transaction)."""
-    async with conn.cursor(name="rankd_players") as cur:
-        await cur.execute(sql.encode())
-        while rows := await cur.fetchmany(size):
-            yield dict(rows)
-
-
-def name_chunks(conn: AsyncConnection[Any], size: int = 10_000) -> AsyncIterator[dict[str, str]]:
-    """Every player's display name."""
-    return _player_chunks(conn, "SELECT player_id, name FROM players WHERE name IS NOT NULL", size)
-
-
-async def players_changed_since(
-    conn: AsyncConnection[Any], since_ms: int
-) -> list[tuple[str, str, str]]:
-    """(player_id, name, segments as JSON text) of players written at or after
-    ``since_ms`` (PostgreSQL's clock; ``updated_at`` is set on every write)."""
-    cur = await conn.execute(
-        "SELECT player_id, name, segments::text FROM players"
-        " WHERE updated_at >= to_timestamp(%s / 1000.0)",
-        (since_ms,),
-    )
-    return [(str(p), str(n), str(s)) for p, n, s in await cur.fetchall()]
-
-
-def profile_segment_chunks(
-    conn: AsyncConnection[Any], size: int = 10_000
-) -> AsyncIterator[dict[str, str]]:
-    """Every player's profile segments, as JSON text."""
-    return _player_chunks(
-        conn, "SELECT player_id, segments::text FROM players WHERE segments <> '{}'", size
-    )
 
 
 # Deferred readers of one period (a shard of it: ``shard`` = (k, shards)) for the loads
