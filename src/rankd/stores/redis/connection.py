@@ -2,17 +2,15 @@
 
 The URL picks the mode (contract "Starting it"):
 
-- ``redis://[user:pass@]host:port[/db]`` (``rediss://`` for TLS), ``unix:///path``: one
-  server;
+- ``redis://[user:pass@]host:port[/db]`` (``rediss://``: TLS), ``unix:///path``: one server;
 - ``redis+cluster://[user:pass@]host:port[,host:port...]`` (``rediss+cluster://``): a
   Redis Cluster, any of its nodes as seeds; the client learns the slot map from them;
 - ``redis+sentinel://[user:pass@]host:port[,host:port...]/<master-name>[/db]``
   (``rediss+sentinel://``): the primary the Sentinels name, found again after a failover.
 
-``RedisConn`` is what every concern of the Redis store (this package's other modules) sends
-through: the client, its per-node clients, the batcher (batch.py) and the script calls
-(scripts.py, where a lost script cache is handled), with Redis's errors turned into
-``Unavailable`` (``reachable``).
+``RedisConn`` is what every concern of the Redis store sends through: the client, its
+per-node clients, the batcher (batch.py) and the script calls (scripts.py: a lost script
+cache), with Redis's errors turned into ``Unavailable`` (``reachable``).
 
 Everything above the store speaks to one client object whatever the mode: redis-py's
 cluster client routes each command and script call by its keys' slot, splits pipelines per
