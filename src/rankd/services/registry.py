@@ -178,7 +178,7 @@ class BoardRegistry:
         if move is not None and move.phase == "copy" and new.shards == current.shards:
             # back to the served shards while the copy runs: the move is called off, and
             # the layout it was building goes (rankd/reshard.py)
-            off = replace(move, phase="drop", since_ms=int(time.time() * 1000))
+            off = replace(move, phase="drop", since_ms=await reshards.clock_ms(self.pg))
             if await reshards.step(self.pg, current, off):
                 return replace(new, shards=current.shards, reshard=off), None
         if current.reshard is not None:
@@ -191,7 +191,7 @@ class BoardRegistry:
         if not await self.has_runs(current):
             return replace(new, shards=Layout(new.shards), reshard=None), current
         target = Layout(new.shards, next_base(current.shards, new.shards))
-        start = Reshard(phase="copy", other=target, since_ms=int(time.time() * 1000))
+        start = Reshard(phase="copy", other=target, since_ms=await reshards.clock_ms(self.pg))
         return replace(new, shards=current.shards, reshard=start), current
 
     async def _removal_done(self, board_id: str) -> bool:

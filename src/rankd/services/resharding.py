@@ -159,19 +159,20 @@ class Resharding:
             move = None if config is None else config.reshard
             if config is None or move is None:
                 return True
-            if int(time.time() * 1000) < move.since_ms + self.settle_ms:
+            now_ms = await reshards.clock_ms(self.pg, held)
+            if now_ms < move.since_ms + self.settle_ms:
                 return False  # some instance may not know this phase yet
             if move.phase == "copy":
                 if not await self._copy(config, held):
                     return False
             elif move.phase == "drain":
-                then = replace(move, phase="drop", since_ms=_now())
+                then = replace(move, phase="drop", since_ms=now_ms)
                 await reshards.step(self.pg, config, then, conn=held)
             elif move.phase == "drop":
                 # nobody writes the other layout now: its keys go, and once more a settle
                 # time later (a request that began before this phase may still write one)
                 removed = await self._drop(board_id, move.other)
-                then = replace(move, phase="sweep", since_ms=_now())
+                then = replace(move, phase="sweep", since_ms=await reshards.clock_ms(self.pg, held))
                 await reshards.step(self.pg, config, then, conn=held)
                 logger.info("%s: %d keys of the layout left behind removed", board_id, removed)
             else:
@@ -234,7 +235,9 @@ class Resharding:
             return False  # restarted under the copy: the next pass starts it over
         # the switch: reads from the new layout; the old one keeps taking writes meanwhile
         old = Layout(config.shards, base_of(config.shards))
-        drain = replace(move, phase="drain", other=old, since_ms=_now())
+        drain = replace(
+            move, phase="drain", other=old, since_ms=await reshards.clock_ms(self.pg, held)
+        )
         return await reshards.step(self.pg, config, drain, served=move.other, conn=held)
 
     async def _caught_up(self) -> bool:
@@ -285,7 +288,3 @@ def in_layout(key: bytes | str, names: range | None) -> bool:
     if shard is None:
         return names is None
     return names is not None and int(shard[1]) in names
-
-
-def _now() -> int:
-    return int(time.time() * 1000)

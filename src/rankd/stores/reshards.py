@@ -37,6 +37,19 @@ _PERIODS = (
 )
 
 
+async def clock_ms(pg: PostgresStore, conn: Conn | None = None) -> int:
+    """PostgreSQL's clock, in ms: a move's phases start, and their settle times end, by one
+    clock for every instance, whatever their own clocks' skew."""
+    sql = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+    if conn is not None:
+        row = await (await conn.execute(sql)).fetchone()
+    else:
+        async with pg.connection() as own:
+            row = await (await own.execute(sql)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 async def moving(pg: PostgresStore) -> list[str]:
     """The boards with a move under way."""
     async with pg.connection() as conn:
