@@ -4,6 +4,8 @@ where its driver last saw it (a PUT, a deletion or another driver may have moved
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -37,15 +39,22 @@ _PERIODS = (
 )
 
 
+@contextlib.asynccontextmanager
+async def _on(pg: PostgresStore, conn: Conn | None) -> AsyncIterator[Conn]:
+    """``conn`` (the driver's lease connection) if given, else a pooled one."""
+    if conn is not None:
+        yield conn
+    else:
+        async with pg.connection() as own:
+            yield own
+
+
 async def clock_ms(pg: PostgresStore, conn: Conn | None = None) -> int:
     """PostgreSQL's clock, in ms: a move's phases start, and their settle times end, by one
     clock for every instance, whatever their own clocks' skew."""
-    sql = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-    if conn is not None:
-        row = await (await conn.execute(sql)).fetchone()
-    else:
-        async with pg.connection() as own:
-            row = await (await own.execute(sql)).fetchone()
+    async with _on(pg, conn) as on:
+        cur = await on.execute("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
+        row = await cur.fetchone()
     assert row is not None
     return int(row[0])
 
@@ -87,9 +96,6 @@ async def step(
         "generation": config.generation,
         "was": Jsonb(config.reshard.as_json()),
     }
-    if conn is not None:
-        cur = await conn.execute(_STEP, params)
-        return cur.rowcount == 1
-    async with pg.connection() as own:
-        cur = await own.execute(_STEP, params)
+    async with _on(pg, conn) as on:
+        cur = await on.execute(_STEP, params)
         return cur.rowcount == 1
