@@ -58,6 +58,10 @@ class ReshardInProgress(BoardImmutableField):
     """``shards`` cannot change while the board's last change of it is still being moved."""
 
 
+class NoRoomToReshard(BoardImmutableField):
+    """A new ``shards`` whose move would fill Redis past its memory warning ratio."""
+
+
 class BoardFull(RankdError):
     code = "board_full"
 

@@ -77,3 +77,32 @@ class Reshard:
         if self.phase == "copy":
             return {"done": self.done, "total": self.total}
         return {"done": self.total, "total": self.total}
+
+
+# Redis bytes one entry of a period takes besides its player id, which it holds twice (the
+# sorted set's member and its exact time's field): bench/reads.py measures about 130 B an
+# entry with 7-byte ids, 136 B on a cluster.
+ENTRY_BYTES = 125
+
+
+def move_bytes(entries: int, id_bytes: int) -> int:
+    """What the new layout of a board with ``entries`` (every window, period and segment;
+    ``id_bytes`` their player ids' total length) adds to Redis until the old one is dropped."""
+    return entries * ENTRY_BYTES + 2 * id_bytes
+
+
+def no_room(nodes: list[tuple[int, int]], need: int, shards: int, ratio: float) -> str | None:
+    """Why adding ``need`` bytes, spread over ``shards`` shards, would take a Redis node
+    (``nodes``: each one's used and maximum memory, 0 for none) past ``ratio`` of its
+    maximum, or None if it fits. At best a cluster spreads the shards evenly: its fullest
+    node takes ceil(shards / nodes) of them."""
+    share = need * -(-shards // len(nodes)) // shards if nodes else need
+    for used, limit in nodes:
+        if limit and used + share > ratio * limit:
+            return (
+                f"the move needs about {share >> 20} MiB more Redis memory on a node using"
+                f" {used >> 20} of its {limit >> 20} MiB, which would pass"
+                f" RANKD_REDIS_MEMORY_WARN_RATIO ({ratio:g}); raise RANKD_REDIS_MAX_MEMORY"
+                " (Redis's maxmemory) or free memory first"
+            )
+    return None

@@ -152,6 +152,7 @@ class Runtime:
             unknown_ttl_s=s.unknown_board_ttl_s,
             unknown_max_bytes=s.unknown_board_cache_bytes,
             recreate_wait_s=deletion_settle_s + RECREATE_SWEEP_S,
+            memory_ratio=s.redis_memory_warn_ratio,
         )
         rebuilder = Rebuilder(redis, pg, boards, streams=s.rebuild_streams)
         players = Players(pg, redis.profiles, names, lambda: rebuilder.restoring_profiles)

@@ -193,8 +193,8 @@ class Settings(BaseSettings):
     # recounted from their standings and repaired (services/approx.py); 0: never.
     histogram_reconcile_s: float = Field(300.0, ge=0)
     # Warn (log and rankd_redis_memory_used_ratio) once Redis uses this share of its
-    # maxmemory: past it, Redis refuses writes (noeviction) and submits answer 503. The
-    # embedded Redis's limit is RANKD_REDIS_MAX_MEMORY (default 2gb).
+    # maxmemory, and refuse a resharding that would pass it: past maxmemory Redis refuses
+    # writes (noeviction), submits answer 503. The embedded Redis's: RANKD_REDIS_MAX_MEMORY.
     redis_memory_warn_ratio: float = Field(0.8, gt=0, le=1)
     redis_memory_check_s: float = Field(10.0, gt=0)
     # checked here with the rest; the embedded Redis reads it (embedded/redis_server.py)

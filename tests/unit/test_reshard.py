@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankd.placement import Layout, base_of, next_base, shard_name, shard_of
-from rankd.reshard import PHASES, Reshard
+from rankd.reshard import ENTRY_BYTES, PHASES, Reshard, move_bytes, no_room
 from rankd.services.resharding import in_layout
 from rankd.stores.redis import keys
 
@@ -72,3 +72,48 @@ def test_the_old_layouts_keys_are_told_from_the_rest() -> None:
     assert not in_layout("lb:{b:league}:tiers:3", None)
     assert not in_layout("lb:{b:daily:2026-12-06#0}", None)
     assert not in_layout("lb:periods:{b}:daily", None)
+
+
+def test_a_move_counts_each_entry_and_its_id_twice() -> None:
+    assert move_bytes(0, 0) == 0
+    assert move_bytes(1000, 7000) == 1000 * ENTRY_BYTES + 14_000
+
+
+def test_a_move_fits_below_the_ratio_and_is_refused_past_it() -> None:
+    mib = 1 << 20
+    # one node of 1,000 MiB using 500: 290 MiB more stays under 80%, 310 would not
+    assert no_room([(500 * mib, 1000 * mib)], 290 * mib, 4, 0.8) is None
+    why = no_room([(500 * mib, 1000 * mib)], 310 * mib, 4, 0.8)
+    assert why is not None and "310 MiB" in why and "500 of its 1000 MiB" in why
+    # a Redis without maxmemory has no ratio to pass
+    assert no_room([(500 * mib, 0)], 10_000 * mib, 4, 0.8) is None
+
+
+def test_a_cluster_node_takes_its_share_of_the_shards_at_best() -> None:
+    mib = 1 << 20
+    nodes = [(500 * mib, 1000 * mib)] * 3
+    # 6 shards on 3 nodes: a third each (200 of 600 MiB fits; 400 of 1,200 does not)
+    assert no_room(nodes, 600 * mib, 6, 0.8) is None
+    assert no_room(nodes, 1200 * mib, 6, 0.8) is not None
+    # one shard lands on one node whole
+    assert no_room(nodes, 600 * mib, 1, 0.8) is not None
+    # 4 shards on 3 nodes: the fullest takes 2 of them (350 of 700 MiB)
+    assert no_room(nodes, 700 * mib, 4, 0.8) is not None
+    assert no_room(nodes, 700 * mib, 4, 1.0) is None
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 1 << 40), st.integers(0, 1 << 40)), min_size=1),
+    st.integers(0, 1 << 40),
+    counts,
+    st.floats(0.01, 1.0),
+)
+def test_no_room_is_said_exactly_when_a_limited_node_would_pass_the_ratio(
+    nodes: list[tuple[int, int]], need: int, shards: int, ratio: float
+) -> None:
+    share = need * -(-shards // len(nodes)) // shards
+    over = any(limit and used + share > ratio * limit for used, limit in nodes)
+    assert (no_room(nodes, need, shards, ratio) is not None) == over
+    # more need is never more room
+    if over:
+        assert no_room(nodes, need + 1, shards, ratio) is not None

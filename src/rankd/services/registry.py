@@ -9,11 +9,17 @@ from typing import Any
 
 from rankd.board_changes import apply_changes, changed_immutable, schedule_change_allowed
 from rankd.boards import BoardConfig
-from rankd.errors import BoardImmutableField, BoardNotFound, ReshardInProgress, Unavailable
+from rankd.errors import (
+    BoardImmutableField,
+    BoardNotFound,
+    NoRoomToReshard,
+    ReshardInProgress,
+    Unavailable,
+)
 from rankd.formats import check_board_id, clip, is_board_id
 from rankd.periods import WINDOWS
 from rankd.placement import Layout, next_base
-from rankd.reshard import Reshard
+from rankd.reshard import Reshard, move_bytes, no_room
 from rankd.stores import deletions, reshards
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.stores import RedisStores
@@ -51,13 +57,16 @@ class BoardRegistry:
         unknown_ttl_s: float = 1.0,
         unknown_max_bytes: int = 1 << 20,
         recreate_wait_s: float | None = None,
+        memory_ratio: float = 1.0,
     ) -> None:
         """``recreate_wait_s``: how long a PUT of a just-deleted board's id waits at most
         for the old board's Redis keys to be removed (by default the deletion's settle
         time, the cache's TTL and a second, plus RECREATE_SWEEP_S for the sweeps); it
-        answers as soon as they are."""
+        answers as soon as they are. ``memory_ratio``: the share of a Redis node's
+        maxmemory a resharding may fill at most (its new layout added to what is used)."""
         self.pg = pg
         self.redis = redis
+        self.memory_ratio = memory_ratio
         self._cache: TTLCache[str, BoardConfig] = TTLCache(
             ttl_s, max_bytes, lambda _, config: _CONFIG_BYTES + _CLOSE_BYTES * len(config.closes)
         )
@@ -191,8 +200,18 @@ class BoardRegistry:
         if not await self.has_runs(current):
             return replace(new, shards=Layout(new.shards), reshard=None), current
         target = Layout(new.shards, next_base(current.shards, new.shards))
+        await self._check_room(current.board_id, new.shards)
         start = Reshard(phase="copy", other=target, since_ms=await reshards.clock_ms(self.pg))
         return replace(new, shards=current.shards, reshard=start), current
+
+    async def _check_room(self, board_id: str, shards: int) -> None:
+        """Refuse a move whose new layout, beside the old one until it is dropped, would
+        fill a Redis node past the memory ratio: a full Redis refuses every write."""
+        entries, id_bytes = await reshards.footprint(self.pg, board_id)
+        nodes = await self.redis.conn.memory_nodes()
+        why = no_room(nodes, move_bytes(entries, id_bytes), shards, self.memory_ratio)
+        if why is not None:
+            raise NoRoomToReshard(f"board {board_id!r} ({entries} entries) cannot reshard: {why}")
 
     async def _removal_done(self, board_id: str) -> bool:
         """Whether a deleted board's keys are gone, waiting a few seconds for it: the

@@ -38,6 +38,15 @@ _PERIODS = (
     " WHERE s.board_id = %(b)s GROUP BY s.win, s.period"
 )
 
+# the board's entries in Redis as the durable copy has them (every window, period and
+# segment but those archived out of Redis) and their player ids' bytes: what a move copies
+_FOOTPRINT = (
+    "SELECT count(*), coalesce(sum(octet_length(b.player_id)), 0)::bigint FROM player_best b"
+    " WHERE b.board_id = %(b)s AND NOT EXISTS (SELECT 1 FROM period_archives a"
+    "  WHERE a.board_id = b.board_id AND a.win = b.win AND a.period = b.period"
+    "  AND a.segment = b.segment AND a.archived_ms IS NOT NULL)"
+)
+
 
 @contextlib.asynccontextmanager
 async def _on(pg: PostgresStore, conn: Conn | None) -> AsyncIterator[Conn]:
@@ -64,6 +73,15 @@ async def moving(pg: PostgresStore) -> list[str]:
     async with pg.connection() as conn:
         cur = await conn.execute(_MOVING)
         return [str(r[0]) for r in await cur.fetchall()]
+
+
+async def footprint(pg: PostgresStore, board_id: str) -> tuple[int, int]:
+    """(entries, their player ids' bytes) of the board in the durable copy."""
+    async with pg.connection() as conn:
+        cur = await conn.execute(_FOOTPRINT, {"b": board_id})
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
 
 
 async def periods(pg: PostgresStore, board_id: str) -> list[tuple[str, str, int]]:

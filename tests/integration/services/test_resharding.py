@@ -258,6 +258,36 @@ async def test_shards_cannot_change_again_while_a_move_runs(
     await check_reads(client, feed, random.Random(1))
 
 
+async def test_a_move_redis_has_no_room_for_is_refused_and_changes_nothing(
+    client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new layout sits beside the old one until the move drops it: a move that would
+    take Redis past its memory ratio is refused at the PUT, before anything is written."""
+    feed = await board_with_runs(client, 1, players=50, runs=100, seed=5)
+    used, limit = await runtime.redis.conn.memory()
+    assert limit > 0  # the test Redis has a maxmemory
+    # half of what Redis already uses: no move fits under it
+    monkeypatch.setattr(runtime.boards, "memory_ratio", used / limit / 2)
+    refused = await client.put(
+        f"/v1/boards/{feed.board_id}", json={"shards": 4, "grace_seconds": 60}, headers=ADMIN_H
+    )
+    assert refused.status_code == 409, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "board_immutable_field", error
+    assert "RANKD_REDIS_MEMORY_WARN_RATIO" in error["message"], error
+    board = await get(client, f"/v1/boards/{feed.board_id}")
+    assert board["shards"] == 1 and board["grace_seconds"] != 60, board
+    assert "resharding" not in board
+    # with room, the same PUT starts the move
+    monkeypatch.setattr(runtime.boards, "memory_ratio", 1.0)
+    assert (await reshard(client, feed.board_id, 4))["resharding"] == {"done": 0, "total": 0}
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
+    while await moving(client, feed.board_id) is not None:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
+    await check_reads(client, feed, random.Random(2))
+
+
 async def test_a_move_called_off_during_its_copy_leaves_the_served_layout_alone(
     client: httpx.AsyncClient, runtime: Runtime, redis: Redis
 ) -> None:

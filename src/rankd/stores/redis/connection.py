@@ -385,15 +385,16 @@ class RedisConn:
         return min(values) if values else None
 
     async def memory(self) -> tuple[int, int]:
-        """(used_memory, maxmemory) in bytes; maxmemory 0: no limit."""
+        """(used_memory, maxmemory) in bytes; maxmemory 0: no limit. On a cluster, the
+        fullest node's."""
+        nodes = await self.memory_nodes()
+        return max(nodes, key=lambda node: node[0] / max(node[1], 1), default=(0, 0))
+
+    async def memory_nodes(self) -> list[tuple[int, int]]:
+        """Each node's (used_memory, maxmemory) in bytes (one pair unless a cluster)."""
         with reachable():
             info = await self.client.info("memory")
-        if is_cluster(self.client):  # one reply per node: the fullest one's counts
-            nodes = [i for i in info.values() if isinstance(i, dict)]
-            fullest = max(
-                nodes,
-                key=lambda i: int(i.get("used_memory", 0)) / max(int(i.get("maxmemory", 0)), 1),
-                default={},
-            )
-            return int(fullest.get("used_memory", 0)), int(fullest.get("maxmemory", 0))
-        return int(info.get("used_memory", 0)), int(info.get("maxmemory", 0))
+        nodes = (
+            [i for i in info.values() if isinstance(i, dict)] if is_cluster(self.client) else [info]
+        )
+        return [(int(i.get("used_memory", 0)), int(i.get("maxmemory", 0))) for i in nodes]
