@@ -19,6 +19,8 @@ each):
 * the check: the new layout's keys hold N members, the old layout has no key left, the
   top 100 and sampled players' entries and ranks read through the store are the
   ones read before the move;
+* memory: Redis's used_memory added by the copy (read as it ends, both layouts held)
+  beside what the PUT's room check estimated for the board (services/registry.py);
 * for reference, the board rebuilt again in its new layout (``--to`` shards), members/s.
 
 Prints a line per measurement and writes bench/results/reshard_rate.json (or
@@ -44,12 +46,14 @@ from bench.giant import board_of, fill, prepare
 from bench.rebuild_rate_streams import emptied
 from rankd.boards import BoardConfig
 from rankd.periods import ALL_TIME, PeriodRef
+from rankd.reshard import move_bytes
 from rankd.runtime import Runtime
 from rankd.services.consumer import DURABLE
 from rankd.services.rebuild import Rebuilder
 from rankd.services.rebuild.rebuilder import RebuildReport
 from rankd.services.resharding import Resharding, in_layout
 from rankd.settings import Settings
+from rankd.stores import reshards
 from rankd.stores.postgres import Conn
 from rankd.stores.redis import keys
 
@@ -95,6 +99,7 @@ class TimedResharding(Resharding):
     copy_s: float = 0.0
     drop_s: float = 0.0
     drop_keys: int = 0
+    copied_used: int = 0  # Redis's used_memory as the copy ends: both layouts held
 
     async def _copy(self, config: BoardConfig, held: Conn) -> bool:
         started = time.perf_counter()
@@ -102,6 +107,7 @@ class TimedResharding(Resharding):
             return await super()._copy(config, held)
         finally:
             self.copy_s += time.perf_counter() - started
+            self.copied_used = (await self.redis.conn.memory())[0]
 
     async def _drop(self, board_id: str, old: int) -> int:
         started = time.perf_counter()
@@ -175,6 +181,9 @@ async def measure(
             DURABLE,
             settle_s=0.0,
         )
+        # what the PUT's room check (services/registry.py) counts, beside what Redis holds
+        estimate = move_bytes(*await reshards.footprint(runtime.pg, board_id))
+        used_before = (await runtime.redis.conn.memory())[0]
         started = time.perf_counter()
         config, _ = await runtime.boards.put(board_id, {"shards": target})
         assert config.reshard is not None and config.reshard.phase == "copy", config
@@ -209,6 +218,13 @@ async def measure(
             f" smallest {min(held):,}, largest {max(held):,}; old layout gone",
             flush=True,
         )
+        added = mover.copied_used - used_before
+        print(
+            f"{n:,} members: the new layout added {added / n:.1f} B a member to Redis"
+            f" ({added >> 20} MiB); the PUT's room check counted {estimate / n:.1f} B"
+            f" ({estimate / added:.2f}x)",
+            flush=True,
+        )
         # for reference: the board rebuilt in its new layout, as a plain rebuild does it
         again = await runtime.rebuilder.rebuild(board=board_id, fresh_config=after)
         assert again is not None and again.members == n, again
@@ -235,6 +251,8 @@ async def measure(
         "rebuild_to_seconds": round(again.seconds, 3),
         "rebuild_to_members_per_s": round(again_rate),
         "ratio_copy_over_rebuild_to": round(copy_rate / again_rate, 3),
+        "move_added_redis_bytes": added,
+        "room_check_estimated_bytes": estimate,
         "new_layout_keys": len(new_keys),
         "new_layout_smallest_key": min(held),
         "new_layout_largest_key": max(held),
