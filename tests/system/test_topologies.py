@@ -29,6 +29,7 @@ SELECTION = [
     "tests/integration/api/test_live.py::test_a_segment_stream_sees_its_segment_only",
     "tests/integration/services/test_moderation.py",
     "tests/integration/services/test_admin.py",  # board deletion: SCAN must reach every primary
+    "tests/integration/api/test_limits_work.py::test_every_primarys_memory_is_read",
     # the consumer's lag read against the log's own last message (three NATS servers)
     "tests/integration/stores/test_runlog.py::test_the_consumer_is_never_reported_idle_short_of_a_logged_run",
     "tests/integration/services/test_seasons.py::test_an_injected_clock_freezes_across_day_week_month_and_year",

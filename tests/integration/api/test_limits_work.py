@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from rankd.api.app import create_app
 from rankd.api.rate_limit import client_address
@@ -154,6 +154,16 @@ async def test_redis_memory_is_watched_against_its_limit(runtime: Runtime) -> No
     assert used > 0
     ratio = await runtime.check_redis_memory()
     assert 0.0 <= ratio < 1.0
+
+
+async def test_every_primarys_memory_is_read(runtime: Runtime) -> None:
+    """A cluster's INFO without target nodes answers for one node, as a flat dict: each
+    primary must be asked (the memory watch and a resharding's room check read them)."""
+    client = runtime.redis.client
+    primaries = len(client.get_primaries()) if isinstance(client, RedisCluster) else 1
+    nodes = await runtime.redis.conn.memory_nodes()
+    assert len(nodes) == primaries, nodes
+    assert all(used > 0 for used, _ in nodes), nodes
 
 
 async def test_a_redis_that_would_keep_exact_times_in_hashtables_is_warned_of(

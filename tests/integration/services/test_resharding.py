@@ -265,7 +265,7 @@ async def test_a_move_redis_has_no_room_for_is_refused_and_changes_nothing(
     take Redis past its memory ratio is refused at the PUT, before anything is written."""
     feed = await board_with_runs(client, 1, players=50, runs=100, seed=5)
     used, limit = await runtime.redis.conn.memory()
-    assert limit > 0  # the test Redis has a maxmemory
+    assert limit > 0  # the test Redis (each cluster primary) has a maxmemory
     # half of what Redis already uses: no move fits under it
     monkeypatch.setattr(runtime.boards, "memory_ratio", used / limit / 2)
     refused = await client.put(

@@ -385,16 +385,16 @@ class RedisConn:
         return min(values) if values else None
 
     async def memory(self) -> tuple[int, int]:
-        """(used_memory, maxmemory) in bytes; maxmemory 0: no limit. On a cluster, the
-        fullest node's."""
+        """The fullest primary's (used_memory, maxmemory) in bytes; maxmemory 0: no limit."""
         nodes = await self.memory_nodes()
         return max(nodes, key=lambda node: node[0] / max(node[1], 1), default=(0, 0))
 
     async def memory_nodes(self) -> list[tuple[int, int]]:
-        """Each node's (used_memory, maxmemory) in bytes (one pair unless a cluster)."""
+        """Each primary's (used_memory, maxmemory) in bytes (one pair unless a cluster)."""
         with reachable():
-            info = await self.client.info("memory")
-        nodes = (
-            [i for i in info.values() if isinstance(i, dict)] if is_cluster(self.client) else [info]
-        )
+            if isinstance(self.client, RedisCluster):  # else one node's INFO, as a flat dict
+                got = await self.client.info("memory", target_nodes=RedisCluster.PRIMARIES)
+                nodes = list(got.values())
+            else:
+                nodes = [await self.client.info("memory")]
         return [(int(i.get("used_memory", 0)), int(i.get("maxmemory", 0))) for i in nodes]
