@@ -24,7 +24,7 @@ from rankd.aio import keep_task
 from rankd.boards import BoardConfig
 from rankd.errors import Deadlock, InvalidRequest, Unavailable
 from rankd.placement import base_of
-from rankd.stores import board_rows
+from rankd.stores import apply_lock, board_rows
 
 # A connection handed to the durable-copy functions in stores/standings.py.
 Conn = AsyncConnection[Any]
@@ -180,6 +180,7 @@ class PostgresStore:
         self._started: object = None  # the server's start time as the probe last saw it
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()  # probes cut short, pool checks
+        self.shared_idle_s = apply_lock.SHARED_IDLE_S  # a stalled shared holder's grace
 
     async def open(self) -> None:
         await self.pool.open(wait=True, timeout=30)
@@ -258,7 +259,11 @@ class PostgresStore:
             if lock_timeout_s is not None:
                 await conn.execute(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
             await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
-            yield conn
+            if exclusive:
+                yield conn
+            else:  # a stalled shared holder must not hold up everyone (stores/apply_lock.py)
+                async with apply_lock.cut_off_if_stalled(conn, self.shared_idle_s):
+                    yield conn
 
     @contextlib.asynccontextmanager
     async def lease(self, key: int, *, wait_s: float = 0.0) -> AsyncIterator[Conn | None]:

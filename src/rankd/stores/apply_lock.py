@@ -1,0 +1,70 @@
+"""A shared holder of the apply lock that stalls is cut off by PostgreSQL.
+
+PostgreSQL queues lock requests in order: while a rebuild waits for the apply lock
+exclusively, every consumer batch that asks for it shared waits behind the rebuild. A
+shared holder whose process stalls with the lock (SIGSTOP, a VM or GC pause; its TCP
+connection stays up) would so hold up every instance's log consumer for as long as the
+stall lasts. Each shared holder therefore sets an idle-in-transaction timeout on its
+transaction and, while it lives, runs a statement on the connection every few seconds: a
+stalled holder goes quiet, PostgreSQL ends its session (its transaction rolls back, so
+its batch is applied again from the log), and the lock passes on.
+
+Exclusive holders (rebuilds) are not cut off: one that resumed after losing the lock would
+swap in a snapshot that misses batches committed meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+
+# A shared holder's session ends once idle inside its transaction this long; a live holder
+# runs a statement every fifth of it, so only a stalled one goes idle that long.
+SHARED_IDLE_S = 15.0
+BEATS = 5
+
+
+@contextlib.asynccontextmanager
+async def cut_off_if_stalled(
+    conn: AsyncConnection[Any], idle_s: float = SHARED_IDLE_S
+) -> AsyncIterator[None]:
+    """Within ``conn``'s transaction: PostgreSQL ends the session once it has been idle
+    ``idle_s``; a task keeps it busy while this process runs."""
+    await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {int(idle_s * 1000)}")
+    every_s = idle_s / BEATS
+    done = asyncio.Event()
+
+    async def beat() -> None:
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), every_s)
+                return
+            # psycopg's connection lock queues this behind the holder's own statement;
+            # it is never cancelled mid-statement (psycopg would cancel it in PostgreSQL
+            # and abort the transaction): it ends when ``done`` is set
+            await conn.execute("SELECT 1")
+
+    task = asyncio.create_task(beat())
+    failed: Exception | None = None
+    try:
+        yield
+    finally:
+        done.set()
+        try:
+            await task
+        except Exception as exc:  # the session ended under the holder
+            failed = exc
+    # The holder's work ended without an error: it must not be taken as committed if the
+    # session is gone. psycopg's transaction block skips the COMMIT of a broken connection
+    # without a word, so the caller (a consumer batch about to ack its messages) would
+    # think its writes durable.
+    if failed is not None or conn.broken or conn.closed:
+        raise psycopg.OperationalError(
+            "the apply lock's session ended while it was held (idle past"
+            f" {idle_s:g}s: this process stalled); nothing of it was committed"
+        ) from failed
