@@ -88,7 +88,11 @@ class BoardRegistry:
             raise self._not_found(board_id)  # e.g. a NUL: no such board can exist
         hit = self._cache.get(board_id, stale_ok=True)
         if hit is not None:
-            if hit.age_s >= self._cache.ttl_s + IDLE_S and board_id not in self._refreshing:
+            # a board being resharded is never served from a config past its settle time
+            # (services/resharding.py counts on it), even while a refresh is under way
+            if hit.age_s >= self._cache.ttl_s + IDLE_S and (
+                board_id not in self._refreshing or hit.value.reshard is not None
+            ):
                 return await self._reload_idle(board_id, hit.value)
             if hit.age_s >= self._cache.ttl_s and board_id not in self._refreshing:
                 task = asyncio.create_task(self._refresh(board_id))
@@ -112,12 +116,19 @@ class BoardRegistry:
         other instances count on this one having seen any change a settle time (the TTL and
         a second) after it was made (a resharding's next step, a deletion's second sweep).
         The one held is served only if PostgreSQL cannot answer (then for a second more
-        before the next try, in the background)."""
+        before the next try, in the background), and never if the board is being resharded:
+        its move may have gone on meanwhile, so that board's requests answer 503 until
+        PostgreSQL answers again."""
         try:
             # bounded whole: a paused PostgreSQL holds a query, not just the pool
             load = self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
             config = await asyncio.wait_for(load, LOAD_TIMEOUT_S)
-        except (Unavailable, TimeoutError):
+        except (Unavailable, TimeoutError) as exc:
+            if held.reshard is not None:
+                raise Unavailable(
+                    f"board {board_id!r} is being resharded and its config cannot be"
+                    " confirmed right now (PostgreSQL does not answer); retry shortly"
+                ) from exc
             self._cache.put(board_id, held, age_s=self._cache.ttl_s - 1.0)
             return held
         if config is None:
@@ -134,9 +145,10 @@ class BoardRegistry:
         try:
             config = await self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
         except Unavailable:
-            # keep serving the stale config; try again in about a second
+            # keep serving the stale config, trying again in about a second; a moving
+            # board's is left to age, so get() asks PostgreSQL itself past the settle time
             held = self._cache.get(board_id, stale_ok=True)
-            if held is not None:
+            if held is not None and held.value.reshard is None:
                 self._cache.put(board_id, held.value, age_s=self._cache.ttl_s - 1.0)
             return
         if config is None:

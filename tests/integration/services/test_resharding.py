@@ -24,15 +24,17 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from redis.asyncio import Redis
 
+from rankd.errors import Unavailable
 from rankd.periods import period_at
 from rankd.placement import Layout, next_base
 from rankd.reshard import Reshard
 from rankd.runtime import Runtime
-from rankd.services.registry import IDLE_S
+from rankd.services.registry import IDLE_S, BoardRegistry
 from rankd.services.resharding import RESHARD_LOCK
 from rankd.stores import deletions, reshards
+from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis import keys
-from tests.support.common import ADMIN_H, new_board_id
+from tests.support.common import ADMIN_H, Urls, new_board_id
 from tests.support.durable import wait_consumer_idle
 from tests.support.wire import send_batch
 
@@ -381,4 +383,45 @@ async def test_a_step_is_recorded_only_over_the_move_as_read_and_while_the_lease
         await reshards.step(runtime.pg, replace(read, reshard=ahead), None, conn=gone)
     assert (await runtime.boards.reload(board_id)).reshard == ahead
     response = await client.delete(f"/v1/boards/{board_id}", headers=ADMIN_H)
+    assert response.status_code == 200, response.text
+
+
+async def test_a_moving_boards_config_is_not_served_past_its_settle_time_unconfirmed(
+    client: httpx.AsyncClient, runtime: Runtime, urls: Urls, pg: AsyncConnection[Any]
+) -> None:
+    """Other instances go on with a move a settle time after each step: an instance that
+    cannot reach PostgreSQL answers 503 for a moving board once its config is that old,
+    rather than serve a layout the move may have left. Boards not moving keep being
+    served from the config held."""
+    still, moving_id = new_board_id("still"), new_board_id("held")
+    for board_id in (still, moving_id):
+        response = await client.put(f"/v1/boards/{board_id}", json={}, headers=ADMIN_H)
+        assert response.status_code == 201, response.text
+    # a move due in an hour: the session's own driver leaves it alone meanwhile
+    move = Reshard("copy", Layout(2, next_base(1, 2)), since_ms=int(time.time() * 1000) + 3_600_000)
+    await pg.execute(
+        "UPDATE boards SET config = config || %s WHERE board_id = %s",
+        (Jsonb({"reshard": move.as_json()}), moving_id),
+    )
+    ttl_s = 0.3
+    registry = BoardRegistry(runtime.pg, runtime.redis, ttl_s)
+    assert (await registry.get(moving_id)).reshard == move
+    assert (await registry.get(still)).reshard is None
+    # PostgreSQL out of reach from here on: a store whose pool never opened
+    registry.pg = PostgresStore(urls.postgres)
+    # within the TTL, and past it while a background refresh is tried (and fails)
+    assert (await registry.get(moving_id)).reshard == move
+    await asyncio.sleep(ttl_s + 0.05)
+    assert (await registry.get(moving_id)).reshard == move
+    await asyncio.sleep(IDLE_S)
+    with pytest.raises(Unavailable, match="being resharded"):
+        await registry.get(moving_id)
+    await asyncio.sleep(ttl_s + IDLE_S)
+    assert (await registry.get(still)).reshard is None
+    with pytest.raises(Unavailable, match="being resharded"):
+        await registry.get(moving_id)
+    # PostgreSQL back: served again
+    registry.pg = runtime.pg
+    assert (await registry.get(moving_id)).reshard == move
+    response = await client.delete(f"/v1/boards/{moving_id}", headers=ADMIN_H)
     assert response.status_code == 200, response.text
