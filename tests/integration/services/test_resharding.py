@@ -354,6 +354,18 @@ async def test_an_instance_idle_on_a_board_loads_its_config_before_serving_it(
     assert (await bare_runtime.boards.get(board_id)).grace_seconds == 77
 
 
+async def move_due_in_an_hour(pg: AsyncConnection[Any], board_id: str) -> Reshard:
+    """A move of the board to 2 shards stored as starting in an hour: the session's own
+    driver leaves it alone meanwhile."""
+    move = Reshard("copy", Layout(2, next_base(1, 2)), since_ms=int(time.time() * 1000) + 3_600_000)
+    await pg.execute(
+        "UPDATE boards SET config = config || %s WHERE board_id = %s",
+        (Jsonb({"reshard": move.as_json()}), board_id),
+    )
+    await pg.commit()
+    return move
+
+
 async def test_a_step_is_recorded_only_over_the_move_as_read_and_while_the_lease_lives(
     client: httpx.AsyncClient, runtime: Runtime, pg: AsyncConnection[Any]
 ) -> None:
@@ -362,13 +374,7 @@ async def test_a_step_is_recorded_only_over_the_move_as_read_and_while_the_lease
     board_id = new_board_id("step")
     response = await client.put(f"/v1/boards/{board_id}", json={}, headers=ADMIN_H)
     assert response.status_code == 201, response.text
-    # a move due in an hour: the session's own driver leaves it alone meanwhile
-    move = Reshard("copy", Layout(2, next_base(1, 2)), since_ms=int(time.time() * 1000) + 3_600_000)
-    await pg.execute(
-        "UPDATE boards SET config = config || %s WHERE board_id = %s",
-        (Jsonb({"reshard": move.as_json()}), board_id),
-    )
-    await pg.commit()
+    move = await move_due_in_an_hour(pg, board_id)
     read = await runtime.boards.reload(board_id)
     assert read.reshard == move
     ahead = replace(move, cursor="all-time/all-time", done=3, total=3)
@@ -397,12 +403,7 @@ async def test_a_moving_boards_config_is_not_served_past_its_settle_time_unconfi
     for board_id in (still, moving_id):
         response = await client.put(f"/v1/boards/{board_id}", json={}, headers=ADMIN_H)
         assert response.status_code == 201, response.text
-    # a move due in an hour: the session's own driver leaves it alone meanwhile
-    move = Reshard("copy", Layout(2, next_base(1, 2)), since_ms=int(time.time() * 1000) + 3_600_000)
-    await pg.execute(
-        "UPDATE boards SET config = config || %s WHERE board_id = %s",
-        (Jsonb({"reshard": move.as_json()}), moving_id),
-    )
+    move = await move_due_in_an_hour(pg, moving_id)
     ttl_s = 0.3
     registry = BoardRegistry(runtime.pg, runtime.redis, ttl_s)
     assert (await registry.get(moving_id)).reshard == move
