@@ -309,7 +309,9 @@ class Deletions:
         # erasure, which every reader would take for a new player's run. An erasure takes
         # the lock exclusively and reads the log's last sequence inside it, so it is
         # either seen here or made after the copy is published (and covers it).
-        async with self.pg.apply_lock(exclusive=False) as conn:
+        # kept even if this process stalls: an erasure that took the lock meanwhile would
+        # not cover the copy published below (stores/apply_lock.py)
+        async with self.pg.apply_lock(exclusive=False, stalled="keep") as conn:
             through = dict(pending)
             for player_id, log_seq in (
                 await db.erased_through(conn, {r.player_id for r in runs}, message.seq)

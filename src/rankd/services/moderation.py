@@ -27,9 +27,8 @@ The write pipeline (services/write_pipeline.py) takes moderation as an input: a
 :shadow), and the review decisions through ``follow_decisions``, which returns new targets.
 After a ban's sweep or a hold decision, ``invalidations`` tells this process's readers.
 
-Memory: the ban set holds one entry per banned player (about 100 bytes each); it is only
-grown by admins, never by a client's requests.
-"""
+Memory: the ban set holds one entry per banned player (about 100 bytes each), grown only
+by admins, never by a client's requests."""
 
 from __future__ import annotations
 
@@ -287,7 +286,7 @@ class Moderation:
         Under the shared apply lock (waiting ``wait_s`` at most; None: as long as needed),
         as a consumer batch: a rebuild, or a resharding's build of a new layout, has the
         ban in its snapshot or meets these moves after its swap, never half way."""
-        async with self.pg.apply_lock(exclusive=False, lock_timeout_s=wait_s):
+        async with self.pg.apply_lock(exclusive=False, lock_timeout_s=wait_s, stalled="barrier"):
             return await self._sweep(player_id, banned)
 
     async def _sweep(self, player_id: str, banned: bool) -> int:
@@ -320,7 +319,8 @@ class Moderation:
         """Approve (publish) or reject a held run; HoldNotFound if none waits. Under the
         shared apply lock, as a consumer batch: a rebuild (or a resharding's build of a
         new layout) has the decision in its snapshot or sees its moves after its swap."""
-        async with self.pg.apply_lock(exclusive=False, lock_timeout_s=LOCK_WAIT_S):
+        barrier = self.pg.apply_lock(exclusive=False, lock_timeout_s=LOCK_WAIT_S, stalled="barrier")
+        async with barrier:
             await self._decide(board, run_id, approve)
 
     async def _decide(self, board: BoardConfig, run_id: str, approve: bool) -> None:

@@ -9,7 +9,16 @@ transaction and, while it lives, runs a statement on the connection every few se
 stalled holder goes quiet, PostgreSQL ends its session (its transaction rolls back, so
 its batch is applied again from the log), and the lock passes on.
 
-Exclusive holders (rebuilds) are not cut off: one that resumed after losing the lock would
+What a shared holder is, says what a cut-off does to it (``Stalled``):
+
+- ``refuse`` (a consumer batch, a late sum's count): it writes through the lock's
+  connection, so its end raises when its session is gone;
+- ``barrier`` (a hold decision, a ban sweep): it only orders itself against rebuilds and
+  writes on other connections, which committed; its end says nothing;
+- ``keep`` (the log scrubber, which publishes a copy of runs it decided under the lock):
+  it is never cut off, as an erasure that took the lock meanwhile would not cover the copy.
+
+Exclusive holders (rebuilds) are kept too: one that resumed after losing the lock would
 swap in a snapshot that misses batches committed meanwhile.
 """
 
@@ -18,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from psycopg import AsyncConnection
@@ -28,13 +37,16 @@ from psycopg import AsyncConnection
 SHARED_IDLE_S = 15.0
 BEATS = 5
 
+Stalled = Literal["refuse", "barrier", "keep"]
+
 
 @contextlib.asynccontextmanager
 async def cut_off_if_stalled(
-    conn: AsyncConnection[Any], idle_s: float = SHARED_IDLE_S
+    conn: AsyncConnection[Any], idle_s: float = SHARED_IDLE_S, *, refuse: bool = True
 ) -> AsyncIterator[None]:
     """Within ``conn``'s transaction: PostgreSQL ends the session once it has been idle
-    ``idle_s``; a task keeps it busy while this process runs."""
+    ``idle_s``; a task keeps it busy while this process runs. ``refuse``: the holder's end
+    raises if the session is gone."""
     await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {int(idle_s * 1000)}")
     every_s = idle_s / BEATS
     done = asyncio.Event()
@@ -63,7 +75,7 @@ async def cut_off_if_stalled(
     # session is gone. psycopg's transaction block skips the COMMIT of a broken connection
     # without a word, so the caller (a consumer batch about to ack its messages) would
     # think its writes durable.
-    if failed is not None or conn.broken or conn.closed:
+    if refuse and (failed is not None or conn.broken or conn.closed):
         raise psycopg.OperationalError(
             "the apply lock's session ended while it was held (idle past"
             f" {idle_s:g}s: this process stalled); nothing of it was committed"

@@ -249,20 +249,26 @@ class PostgresStore:
 
     @contextlib.asynccontextmanager
     async def apply_lock(
-        self, *, exclusive: bool, lock_timeout_s: float | None = None
+        self,
+        *,
+        exclusive: bool,
+        lock_timeout_s: float | None = None,
+        stalled: apply_lock.Stalled = "refuse",
     ) -> AsyncIterator[Conn]:
         """A transaction holding the apply lock: shared by consumer batches, exclusive for a
         rebuild (see APPLY_LOCK). With ``lock_timeout_s`` (a request waiting on it), a lock
-        not had by then is Unavailable rather than a wait for a whole rebuild."""
+        not had by then is Unavailable rather than a wait for a whole rebuild. ``stalled``:
+        what a shared holder whose process stalls comes to (stores/apply_lock.py)."""
         lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         async with self.connection() as conn, conn.transaction():
             if lock_timeout_s is not None:
                 await conn.execute(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
             await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
-            if exclusive:
+            if exclusive or stalled == "keep":
                 yield conn
             else:  # a stalled shared holder must not hold up everyone (stores/apply_lock.py)
-                async with apply_lock.cut_off_if_stalled(conn, self.shared_idle_s):
+                refuse = stalled == "refuse"
+                async with apply_lock.cut_off_if_stalled(conn, self.shared_idle_s, refuse=refuse):
                     yield conn
 
     @contextlib.asynccontextmanager
