@@ -39,6 +39,7 @@ from redis.maint_notifications import MaintNotificationsConfig
 from rankd.errors import PeriodBusy, Unavailable
 from rankd.stores.redis import keys
 from rankd.stores.redis.batch import Batcher
+from rankd.stores.redis.node_info import primaries_info
 from rankd.stores.redis.packing import (
     FastConnection,
     FastSentinelConnection,
@@ -190,15 +191,10 @@ class NodeClients:
         self._nodes.clear()
 
 
-async def identity(client: Redis) -> str:
+async def identity(client: Redis | RedisCluster) -> str:
     """Which Redis processes hold the boards now: the primary's run id, or on a cluster
     every primary's, sorted. A restart or a failover changes it."""
-    if isinstance(client, RedisCluster):
-        cluster = cast(RedisCluster, client)
-        infos = await cluster.info("server", target_nodes=RedisCluster.PRIMARIES)
-        return ",".join(sorted(str(i["run_id"]) for i in infos.values()))
-    info = await client.info("server")
-    return str(info["run_id"])
+    return ",".join(sorted(str(i["run_id"]) for i in await primaries_info(client, "server")))
 
 
 HASH_LISTPACK = "hash-max-ziplist-entries"
@@ -392,9 +388,5 @@ class RedisConn:
     async def memory_nodes(self) -> list[tuple[int, int]]:
         """Each primary's (used_memory, maxmemory) in bytes (one pair unless a cluster)."""
         with reachable():
-            if isinstance(self.client, RedisCluster):  # else one node's INFO, as a flat dict
-                got = await self.client.info("memory", target_nodes=RedisCluster.PRIMARIES)
-                nodes = list(got.values())
-            else:
-                nodes = [await self.client.info("memory")]
+            nodes = await primaries_info(self.client, "memory")
         return [(int(i.get("used_memory", 0)), int(i.get("maxmemory", 0))) for i in nodes]
