@@ -46,7 +46,6 @@ from bench.giant import board_of, fill, prepare
 from bench.rebuild_rate_streams import emptied
 from rankd.boards import BoardConfig
 from rankd.periods import ALL_TIME, PeriodRef
-from rankd.reshard import move_bytes
 from rankd.runtime import Runtime
 from rankd.services.consumer import DURABLE
 from rankd.services.rebuild import Rebuilder
@@ -182,7 +181,8 @@ async def measure(
             settle_s=0.0,
         )
         # what the PUT's room check (services/registry.py) counts, beside what Redis holds
-        estimate = move_bytes(*await reshards.footprint(runtime.pg, board_id))
+        config = await runtime.boards.reload(board_id)
+        estimate = (await reshards.footprint(runtime.pg, config, target)).bytes()
         used_before = (await runtime.redis.conn.memory())[0]
         started = time.perf_counter()
         config, _ = await runtime.boards.put(board_id, {"shards": target})

@@ -79,29 +79,49 @@ class Reshard:
         return {"done": self.total, "total": self.total}
 
 
-# Redis bytes one entry of a period takes besides its player id, which it holds twice (the
-# sorted set's member and its exact time's field): bench/reads.py measures about 130 B an
-# entry with 7-byte ids, 136 B on a cluster.
+# Redis bytes a move's new layout takes (bench/reshard_rate.py measures it beside this
+# count): one entry besides its player id, which it holds twice (the sorted set's member
+# and its exact time's field), about 125 B; one exact-times hash's own key, about 120 B
+# (up to 65,521 a period, 4,093 a shard); a field of a :meta or :rid hash besides its
+# name and value, up to about 80 B in a hashtable.
 ENTRY_BYTES = 125
+BUCKET_KEY_BYTES = 120
+FIELD_BYTES = 80
 
 
-def move_bytes(entries: int, id_bytes: int) -> int:
-    """What the new layout of a board with ``entries`` (every window, period and segment;
-    ``id_bytes`` their player ids' total length) adds to Redis until the old one is dropped."""
-    return entries * ENTRY_BYTES + 2 * id_bytes
+@dataclass(frozen=True)
+class Footprint:
+    """A board's standings in Redis as the durable copy has them (every window, period and
+    segment, those archived out of Redis aside): what a move copies."""
+
+    entries: int = 0
+    id_bytes: int = 0  # their player ids'
+    bucket_keys: int = 0  # the exact-times hashes the new layout will hold
+    fields: int = 0  # their :meta (entries with metadata) and :rid (latest windows) fields
+    field_bytes: int = 0  # those fields' names and values
+
+    def bytes(self) -> int:
+        """What the new layout adds to Redis until the old one is dropped."""
+        return (
+            self.entries * ENTRY_BYTES
+            + 2 * self.id_bytes
+            + self.bucket_keys * BUCKET_KEY_BYTES
+            + self.fields * FIELD_BYTES
+            + self.field_bytes
+        )
 
 
-def no_room(nodes: list[tuple[int, int]], need: int, shards: int, ratio: float) -> str | None:
-    """Why adding ``need`` bytes, spread over ``shards`` shards, would take a Redis node
-    (``nodes``: each one's used and maximum memory, 0 for none) past ``ratio`` of its
-    maximum, or None if it fits. At best a cluster spreads the shards evenly: its fullest
-    node takes ceil(shards / nodes) of them."""
-    share = need * -(-shards // len(nodes)) // shards if nodes else need
+def no_room(nodes: list[tuple[int, int]], needs: list[tuple[int, int]], ratio: float) -> str | None:
+    """Why adding ``needs`` (bytes, each spread over its move's shard count) would take a
+    Redis node (``nodes``: each one's used and maximum memory, 0 for none) past ``ratio`` of
+    its maximum, or None if it fits. At best a cluster spreads a move's shards evenly: its
+    fullest node takes ceil(shards / nodes) of them."""
+    share = sum(need * -(-shards // max(len(nodes), 1)) // shards for need, shards in needs)
     for used, limit in nodes:
         if limit and used + share > ratio * limit:
             return (
-                f"the move needs about {share >> 20} MiB more Redis memory on a node using"
-                f" {used >> 20} of its {limit >> 20} MiB, which would pass"
+                f"the move needs about {share / 2**20:.1f} MiB more Redis memory on a node"
+                f" using {used / 2**20:.1f} of its {limit / 2**20:.1f} MiB, which would pass"
                 f" RANKD_REDIS_MEMORY_WARN_RATIO ({ratio:g}); raise RANKD_REDIS_MAX_MEMORY"
                 " (Redis's maxmemory) or free memory first"
             )

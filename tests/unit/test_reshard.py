@@ -7,7 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankd.placement import Layout, base_of, next_base, shard_name, shard_of
-from rankd.reshard import ENTRY_BYTES, PHASES, Reshard, move_bytes, no_room
+from rankd.reshard import (
+    BUCKET_KEY_BYTES,
+    ENTRY_BYTES,
+    FIELD_BYTES,
+    PHASES,
+    Footprint,
+    Reshard,
+    no_room,
+)
 from rankd.services.resharding import in_layout
 from rankd.stores.redis import keys
 
@@ -74,32 +82,37 @@ def test_the_old_layouts_keys_are_told_from_the_rest() -> None:
     assert not in_layout("lb:periods:{b}:daily", None)
 
 
-def test_a_move_counts_each_entry_and_its_id_twice() -> None:
-    assert move_bytes(0, 0) == 0
-    assert move_bytes(1000, 7000) == 1000 * ENTRY_BYTES + 14_000
+def test_a_move_counts_entries_ids_hashes_and_fields() -> None:
+    assert Footprint().bytes() == 0
+    fp = Footprint(entries=1000, id_bytes=7000, bucket_keys=900, fields=10, field_bytes=500)
+    assert fp.bytes() == (
+        1000 * ENTRY_BYTES + 14_000 + 900 * BUCKET_KEY_BYTES + 10 * FIELD_BYTES + 500
+    )
 
 
 def test_a_move_fits_below_the_ratio_and_is_refused_past_it() -> None:
     mib = 1 << 20
     # one node of 1,000 MiB using 500: 290 MiB more stays under 80%, 310 would not
-    assert no_room([(500 * mib, 1000 * mib)], 290 * mib, 4, 0.8) is None
-    why = no_room([(500 * mib, 1000 * mib)], 310 * mib, 4, 0.8)
-    assert why is not None and "310 MiB" in why and "500 of its 1000 MiB" in why
+    assert no_room([(500 * mib, 1000 * mib)], [(290 * mib, 4)], 0.8) is None
+    why = no_room([(500 * mib, 1000 * mib)], [(310 * mib, 4)], 0.8)
+    assert why is not None and "310.0 MiB" in why and "500.0 of its 1000.0 MiB" in why
     # a Redis without maxmemory has no ratio to pass
-    assert no_room([(500 * mib, 0)], 10_000 * mib, 4, 0.8) is None
+    assert no_room([(500 * mib, 0)], [(10_000 * mib, 4)], 0.8) is None
+    # another move still copying counts too
+    assert no_room([(500 * mib, 1000 * mib)], [(200 * mib, 4), (200 * mib, 2)], 0.8)
 
 
 def test_a_cluster_node_takes_its_share_of_the_shards_at_best() -> None:
     mib = 1 << 20
     nodes = [(500 * mib, 1000 * mib)] * 3
     # 6 shards on 3 nodes: a third each (200 of 600 MiB fits; 400 of 1,200 does not)
-    assert no_room(nodes, 600 * mib, 6, 0.8) is None
-    assert no_room(nodes, 1200 * mib, 6, 0.8) is not None
+    assert no_room(nodes, [(600 * mib, 6)], 0.8) is None
+    assert no_room(nodes, [(1200 * mib, 6)], 0.8) is not None
     # one shard lands on one node whole
-    assert no_room(nodes, 600 * mib, 1, 0.8) is not None
+    assert no_room(nodes, [(600 * mib, 1)], 0.8) is not None
     # 4 shards on 3 nodes: the fullest takes 2 of them (350 of 700 MiB)
-    assert no_room(nodes, 700 * mib, 4, 0.8) is not None
-    assert no_room(nodes, 700 * mib, 4, 1.0) is None
+    assert no_room(nodes, [(700 * mib, 4)], 0.8) is not None
+    assert no_room(nodes, [(700 * mib, 4)], 1.0) is None
 
 
 @given(
@@ -113,7 +126,7 @@ def test_no_room_is_said_exactly_when_a_limited_node_would_pass_the_ratio(
 ) -> None:
     share = need * -(-shards // len(nodes)) // shards
     over = any(limit and used + share > ratio * limit for used, limit in nodes)
-    assert (no_room(nodes, need, shards, ratio) is not None) == over
+    assert (no_room(nodes, [(need, shards)], ratio) is not None) == over
     # more need is never more room
     if over:
-        assert no_room(nodes, need + 1, shards, ratio) is not None
+        assert no_room(nodes, [(need + 1, shards)], ratio) is not None

@@ -19,7 +19,7 @@ from rankd.errors import (
 from rankd.formats import check_board_id, clip, is_board_id
 from rankd.periods import WINDOWS
 from rankd.placement import Layout, next_base
-from rankd.reshard import Reshard, move_bytes, no_room
+from rankd.reshard import Reshard, no_room
 from rankd.stores import deletions, reshards
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis.stores import RedisStores
@@ -212,18 +212,30 @@ class BoardRegistry:
         if not await self.has_runs(current):
             return replace(new, shards=Layout(new.shards), reshard=None), current
         target = Layout(new.shards, next_base(current.shards, new.shards))
-        await self._check_room(current.board_id, new.shards)
+        await self._check_room(current, new.shards)
         start = Reshard(phase="copy", other=target, since_ms=await reshards.clock_ms(self.pg))
         return replace(new, shards=current.shards, reshard=start), current
 
-    async def _check_room(self, board_id: str, shards: int) -> None:
+    async def _check_room(self, board: BoardConfig, shards: int) -> None:
         """Refuse a move whose new layout, beside the old one until it is dropped, would
-        fill a Redis node past the memory ratio: a full Redis refuses every write."""
-        entries, id_bytes = await reshards.footprint(self.pg, board_id)
+        fill a Redis node past the memory ratio (with what the other moves still copying
+        will add): a full Redis refuses every write."""
+        mine = await reshards.footprint(self.pg, board, shards)
+        needs = [(mine.bytes(), shards)]
+        for other_id in await reshards.moving(self.pg):
+            other = await self.pg.get_board(other_id) if other_id != board.board_id else None
+            move = None if other is None else other.reshard
+            if other is not None and move is not None and move.phase == "copy":
+                whole = (await reshards.footprint(self.pg, other, int(move.other))).bytes()
+                left = 1.0 - move.done / move.total if move.total else 1.0
+                needs.append((int(whole * left), int(move.other)))
         nodes = await self.redis.conn.memory_nodes()
-        why = no_room(nodes, move_bytes(entries, id_bytes), shards, self.memory_ratio)
+        why = no_room(nodes, needs, self.memory_ratio)
         if why is not None:
-            raise NoRoomToReshard(f"board {board_id!r} ({entries} entries) cannot reshard: {why}")
+            raise NoRoomToReshard(
+                f"board {board.board_id!r} ({mine.entries} entries) cannot reshard: {why}"
+                + (f" ({len(needs) - 1} other move(s) still copying counted)" if needs[1:] else "")
+            )
 
     async def _removal_done(self, board_id: str) -> bool:
         """Whether a deleted board's keys are gone, waiting a few seconds for it: the

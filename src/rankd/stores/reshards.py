@@ -11,8 +11,8 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from rankd.boards import BoardConfig
-from rankd.placement import Layout, base_of
-from rankd.reshard import Reshard
+from rankd.placement import SHARD_TIME_BUCKETS, TIME_BUCKETS, Layout, base_of
+from rankd.reshard import Footprint, Reshard
 from rankd.stores.postgres import Conn, PostgresStore
 
 _MOVING = (
@@ -38,13 +38,21 @@ _PERIODS = (
     " WHERE s.board_id = %(b)s GROUP BY s.win, s.period"
 )
 
-# the board's entries in Redis as the durable copy has them (every window, period and
-# segment but those archived out of Redis) and their player ids' bytes: what a move copies
+# a board's standings in Redis as the durable copy has them (every window, period and
+# segment but those archived out of Redis), one row each, summed up: what a move copies
 _FOOTPRINT = (
-    "SELECT count(*), coalesce(sum(octet_length(b.player_id)), 0)::bigint FROM player_best b"
-    " WHERE b.board_id = %(b)s AND NOT EXISTS (SELECT 1 FROM period_archives a"
-    "  WHERE a.board_id = b.board_id AND a.win = b.win AND a.period = b.period"
-    "  AND a.segment = b.segment AND a.archived_ms IS NOT NULL)"
+    "SELECT coalesce(sum(n), 0)::bigint, coalesce(sum(ids), 0)::bigint,"
+    " coalesce(sum(least(n, %(buckets)s)), 0)::bigint, coalesce(sum(fields), 0)::bigint,"
+    " coalesce(sum(field_bytes), 0)::bigint FROM ("
+    "  SELECT count(*) AS n, sum(octet_length(b.player_id)) AS ids,"
+    "   count(b.metadata) + count(*) FILTER (WHERE b.win = ANY(%(latest)s)) AS fields,"
+    "   coalesce(sum(octet_length(b.player_id) + octet_length(b.metadata)), 0)"
+    "   + coalesce(sum(octet_length(b.player_id) + octet_length(b.run_id))"
+    "     FILTER (WHERE b.win = ANY(%(latest)s)), 0) AS field_bytes"
+    "  FROM player_best b WHERE b.board_id = %(b)s AND NOT EXISTS (SELECT 1"
+    "   FROM period_archives a WHERE a.board_id = b.board_id AND a.win = b.win"
+    "   AND a.period = b.period AND a.segment = b.segment AND a.archived_ms IS NOT NULL)"
+    "  GROUP BY b.win, b.period, b.segment) s"
 )
 
 
@@ -75,13 +83,19 @@ async def moving(pg: PostgresStore) -> list[str]:
         return [str(r[0]) for r in await cur.fetchall()]
 
 
-async def footprint(pg: PostgresStore, board_id: str) -> tuple[int, int]:
-    """(entries, their player ids' bytes) of the board in the durable copy."""
+async def footprint(pg: PostgresStore, config: BoardConfig, shards: int) -> Footprint:
+    """What a move of the board into ``shards`` shards copies (rankd/reshard.py)."""
+    params = {
+        "b": config.board_id,
+        # a standing's exact-times hashes: one per bucket its members fall in
+        "buckets": TIME_BUCKETS if shards == 1 else shards * SHARD_TIME_BUCKETS,
+        "latest": [w for w in config.windows if config.policy_of(w) == "latest"],
+    }
     async with pg.connection() as conn:
-        cur = await conn.execute(_FOOTPRINT, {"b": board_id})
+        cur = await conn.execute(_FOOTPRINT, params)
         row = await cur.fetchone()
     assert row is not None
-    return int(row[0]), int(row[1])
+    return Footprint(*(int(v) for v in row))
 
 
 async def periods(pg: PostgresStore, board_id: str) -> list[tuple[str, str, int]]:

@@ -34,7 +34,7 @@ from rankd.services.resharding import RESHARD_LOCK
 from rankd.stores import deletions, reshards
 from rankd.stores.postgres import PostgresStore
 from rankd.stores.redis import keys
-from tests.support.common import ADMIN_H, Urls, new_board_id
+from tests.support.common import ADMIN_H, SERVER_H, Urls, new_board_id
 from tests.support.durable import wait_consumer_idle
 from tests.support.wire import send_batch
 
@@ -426,3 +426,37 @@ async def test_a_moving_boards_config_is_not_served_past_its_settle_time_unconfi
     assert (await registry.get(moving_id)).reshard == move
     response = await client.delete(f"/v1/boards/{moving_id}", headers=ADMIN_H)
     assert response.status_code == 200, response.text
+
+
+async def test_the_room_check_counts_metadata_and_a_latest_windows_run_ids(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    """A move copies each entry's :meta field and a latest window's :rid field too: a
+    board that keeps them needs more room than one that does not."""
+    counted = {}
+    for kind in ("plain", "meta"):
+        board_id = new_board_id(f"room-{kind}")
+        body = {"windows": ["all-time", "daily"], "window_policies": {"daily": "latest"}}
+        response = await client.put(f"/v1/boards/{board_id}", json=body, headers=ADMIN_H)
+        assert response.status_code == 201, response.text
+        runs = []
+        for i in range(20):
+            run: dict[str, Any] = {"run_id": f"run-{i:04d}", "player_id": f"p{i}", "score": i}
+            if kind == "meta":
+                run["metadata"] = {"car": "x" * 100}
+            runs.append(run)
+        sent = await client.post(
+            f"/v1/boards/{board_id}/runs:batch", json={"runs": runs}, headers=SERVER_H
+        )
+        assert sent.status_code == 200, sent.text
+        await wait_consumer_idle(client, runtime)
+        config = await runtime.boards.reload(board_id)
+        counted[kind] = await reshards.footprint(runtime.pg, config, 4)
+    plain, meta = counted["plain"], counted["meta"]
+    # 20 players in two windows; each in its own exact-times hash at most
+    assert (plain.entries, plain.bucket_keys) == (40, 40), plain
+    assert (meta.entries, meta.id_bytes) == (plain.entries, plain.id_bytes), meta
+    # the latest window's :rid field of each player; with metadata, a :meta field per entry
+    assert plain.fields == 20 and meta.fields == 20 + 40, (plain, meta)
+    assert meta.field_bytes - plain.field_bytes >= 40 * 100, (plain, meta)
+    assert meta.bytes() > plain.bytes()
