@@ -74,6 +74,8 @@ class BoardRegistry:
             unknown_ttl_s, unknown_max_bytes, lambda board_id, _: _UNKNOWN_BYTES + len(board_id)
         )
         self._refreshing: dict[str, asyncio.Task[None]] = {}
+        # at most one load a board (_load_once): boards in the cache only
+        self._loading: dict[str, asyncio.Task[BoardConfig | None]] = {}
         self.recreate_wait_s = (
             ttl_s + 1.0 + RECREATE_SWEEP_S if recreate_wait_s is None else recreate_wait_s
         )
@@ -120,10 +122,8 @@ class BoardRegistry:
         its move may have gone on meanwhile, so that board's requests answer 503 until
         PostgreSQL answers again."""
         try:
-            # bounded whole: a paused PostgreSQL holds a query, not just the pool
-            load = self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
-            config = await asyncio.wait_for(load, LOAD_TIMEOUT_S)
-        except (Unavailable, TimeoutError) as exc:
+            config = await self._load_once(board_id)
+        except Unavailable as exc:
             if held.reshard is not None:
                 raise Unavailable(
                     f"board {board_id!r} is being resharded and its config cannot be"
@@ -141,9 +141,31 @@ class BoardRegistry:
     def _not_found(board_id: str) -> BoardNotFound:
         return BoardNotFound(f"board {clip(board_id)!r} does not exist; create it with PUT first")
 
+    async def _load_once(self, board_id: str) -> BoardConfig | None:
+        """The board's config from PostgreSQL, one load at a time per board: the callers
+        meanwhile share it (a flood of requests while PostgreSQL is slow or down costs one
+        query a board, not one each). Bounded whole: a paused PostgreSQL holds a query, not
+        just the pool."""
+        task = self._loading.get(board_id)
+        if task is None:
+            load = self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
+            task = asyncio.create_task(asyncio.wait_for(load, LOAD_TIMEOUT_S))
+            self._loading[board_id] = task
+            task.add_done_callback(lambda done: self._loaded(board_id, done))
+        try:
+            return await asyncio.shield(task)
+        except TimeoutError as exc:
+            raise Unavailable(f"PostgreSQL did not answer within {LOAD_TIMEOUT_S:g}s") from exc
+
+    def _loaded(self, board_id: str, task: asyncio.Task[BoardConfig | None]) -> None:
+        if self._loading.get(board_id) is task:
+            del self._loading[board_id]
+        if not task.cancelled():
+            task.exception()  # seen, whether or not a caller was still waiting for it
+
     async def _refresh(self, board_id: str) -> None:
         try:
-            config = await self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
+            config = await self._load_once(board_id)
         except Unavailable:
             # keep serving the stale config, trying again in about a second; a moving
             # board's is left to age, so get() asks PostgreSQL itself past the settle time
@@ -212,23 +234,28 @@ class BoardRegistry:
         if not await self.has_runs(current):
             return replace(new, shards=Layout(new.shards), reshard=None), current
         target = Layout(new.shards, next_base(current.shards, new.shards))
-        await self._check_room(current, new.shards)
-        start = Reshard(phase="copy", other=target, since_ms=await reshards.clock_ms(self.pg))
+        need = await self._check_room(current, new.shards)
+        now_ms = await reshards.clock_ms(self.pg)
+        start = Reshard(phase="copy", other=target, since_ms=now_ms, bytes=need)
         return replace(new, shards=current.shards, reshard=start), current
 
-    async def _check_room(self, board: BoardConfig, shards: int) -> None:
-        """Refuse a move whose new layout, beside the old one until it is dropped, would
-        fill a Redis node past the memory ratio (with what the other moves still copying
-        will add): a full Redis refuses every write."""
+    async def _check_room(self, board: BoardConfig, shards: int) -> int:
+        """What the move's new layout adds to Redis; refused if, beside the old layout until
+        it is dropped and with what other moves still copying will add, it would fill a
+        Redis node past the memory ratio: a full Redis refuses every write."""
         mine = await reshards.footprint(self.pg, board, shards)
         needs = [(mine.bytes(), shards)]
         for other_id in await reshards.moving(self.pg):
             other = await self.pg.get_board(other_id) if other_id != board.board_id else None
             move = None if other is None else other.reshard
-            if other is not None and move is not None and move.phase == "copy":
-                whole = (await reshards.footprint(self.pg, other, int(move.other))).bytes()
-                left = 1.0 - move.done / move.total if move.total else 1.0
-                needs.append((int(whole * left), int(move.other)))
+            if other is None or move is None or move.phase != "copy":
+                continue
+            # counted when that move began (a move from before it was: counted now)
+            whole = (
+                move.bytes or (await reshards.footprint(self.pg, other, int(move.other))).bytes()
+            )
+            left = 1.0 - move.done / move.total if move.total else 1.0
+            needs.append((int(whole * left), int(move.other)))
         nodes = await self.redis.conn.memory_nodes()
         why = no_room(nodes, needs, self.memory_ratio)
         if why is not None:
@@ -236,6 +263,7 @@ class BoardRegistry:
                 f"board {board.board_id!r} ({mine.entries} entries) cannot reshard: {why}"
                 + (f" ({len(needs) - 1} other move(s) still copying counted)" if needs[1:] else "")
             )
+        return mine.bytes()
 
     async def _removal_done(self, board_id: str) -> bool:
         """Whether a deleted board's keys are gone, waiting a few seconds for it: the
