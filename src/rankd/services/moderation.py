@@ -319,8 +319,8 @@ class Moderation:
         """Approve (publish) or reject a held run; HoldNotFound if none waits. Under the
         shared apply lock, as a consumer batch: a rebuild (or a resharding's build of a
         new layout) has the decision in its snapshot or sees its moves after its swap."""
-        barrier = self.pg.apply_lock(exclusive=False, lock_timeout_s=LOCK_WAIT_S, stalled="barrier")
-        async with barrier:
+        # kept if stalled: cut off before its commit, a rebuild's swap would drop its moves
+        async with self.pg.apply_lock(exclusive=False, lock_timeout_s=LOCK_WAIT_S, stalled="keep"):
             await self._decide(board, run_id, approve)
 
     async def _decide(self, board: BoardConfig, run_id: str, approve: bool) -> None:

@@ -13,10 +13,13 @@ What a shared holder is, says what a cut-off does to it (``Stalled``):
 
 - ``refuse`` (a consumer batch, a late sum's count): it writes through the lock's
   connection, so its end raises when its session is gone;
-- ``barrier`` (a hold decision, a ban sweep): it only orders itself against rebuilds and
-  writes on other connections, which committed; its end says nothing;
-- ``keep`` (the log scrubber, which publishes a copy of runs it decided under the lock):
-  it is never cut off, as an erasure that took the lock meanwhile would not cover the copy.
+- ``barrier`` (a ban sweep): it only orders itself against rebuilds and writes on other
+  connections, after the ban is committed (a rebuild's snapshot has it; the second sweep
+  moves what a swap dropped); its end says nothing;
+- ``keep``: never cut off. The log scrubber publishes a copy of runs it decided under the
+  lock, which an erasure taking the lock meanwhile would not cover; a hold decision cut off
+  before its commit would let a rebuild snapshot the hold as pending and then drop the
+  decision's Redis moves in its swap.
 
 Exclusive holders (rebuilds) are kept too: one that resumed after losing the lock would
 swap in a snapshot that misses batches committed meanwhile.
