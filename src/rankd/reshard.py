@@ -39,6 +39,7 @@ class Reshard:
     total: int = 0  # entries of the periods to build, as counted when the copy began
     cursor: str = ""  # the last period built, "<window>/<period>" (in the copy's order)
     redis: str = ""  # the Redis run id the copy began on: another one starts it over
+    bytes: int = 0  # what the new layout adds to Redis, as counted when the move began
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +51,7 @@ class Reshard:
             "total": self.total,
             "cursor": self.cursor,
             "redis": self.redis,
+            "bytes": self.bytes,
         }
 
     @classmethod
@@ -65,6 +67,7 @@ class Reshard:
             total=int(raw.get("total", 0)),
             cursor=str(raw.get("cursor", "")),
             redis=str(raw.get("redis", "")),
+            bytes=int(raw.get("bytes", 0)),
         )
 
     @property

@@ -63,7 +63,16 @@ def test_a_plain_count_names_as_before() -> None:
 def test_a_move_round_trips_through_its_stored_json(
     phase: str, shards: int, base: int, done: int, cursor: str
 ) -> None:
-    move = Reshard(phase, Layout(shards, base), 1_700_000_000_000, done, done + 5, cursor, "r")  # type: ignore[arg-type]
+    move = Reshard(
+        phase,  # type: ignore[arg-type]
+        Layout(shards, base),
+        1_700_000_000_000,
+        done,
+        done + 5,
+        cursor,
+        "r",
+        done * 130,
+    )
     back = Reshard.from_json(move.as_json())
     assert back == move and base_of(back.other) == base_of(move.other)
     assert back.writes_other == (phase in ("copy", "drain"))

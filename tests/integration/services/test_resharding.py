@@ -266,6 +266,7 @@ async def test_a_move_redis_has_no_room_for_is_refused_and_changes_nothing(
     """The new layout sits beside the old one until the move drops it: a move that would
     take Redis past its memory ratio is refused at the PUT, before anything is written."""
     feed = await board_with_runs(client, 1, players=50, runs=100, seed=5)
+    await wait_consumer_idle(client, runtime)  # the room is counted from PostgreSQL's copy
     used, limit = await runtime.redis.conn.memory()
     assert limit > 0  # the test Redis (each cluster primary) has a maxmemory
     # half of what Redis already uses: no move fits under it
@@ -280,9 +281,11 @@ async def test_a_move_redis_has_no_room_for_is_refused_and_changes_nothing(
     board = await get(client, f"/v1/boards/{feed.board_id}")
     assert board["shards"] == 1 and board["grace_seconds"] != 60, board
     assert "resharding" not in board
-    # with room, the same PUT starts the move
+    # with room, the same PUT starts the move, its count kept for other moves' checks
     monkeypatch.setattr(runtime.boards, "memory_ratio", 1.0)
     assert (await reshard(client, feed.board_id, 4))["resharding"] == {"done": 0, "total": 0}
+    move = (await runtime.boards.reload(feed.board_id)).reshard
+    assert move is not None and move.bytes > 0, move
     deadline = time.monotonic() + MOVE_TIMEOUT_S
     while await moving(client, feed.board_id) is not None:
         assert time.monotonic() < deadline
