@@ -2,8 +2,7 @@
 
 A daily, weekly or monthly period lives three lives:
 
-* ``open`` until its end plus the board's ``grace_seconds``: runs land in it, reads come
-  from Redis;
+* ``open`` until its end plus ``grace_seconds``: runs land in it, reads come from Redis;
 * ``closed`` after that: the season job freezes its complete final standings (rank,
   player, score, achieved time, name) into the archive in PostgreSQL, streamed from Redis
   in pages into ``COPY`` (from ``player_best`` if the Redis key is gone); reads still come
@@ -323,13 +322,14 @@ class SeasonJob:
             state = ArchiveState(entries, archived=False)
             action = decide(board, period, state, now, self.settle_ms, through)
         if action == "expire":
-            # archived first, then unlinked: a read that still finds the key is right, and
-            # one that finds it gone turns to the archive
-            await archive_job.mark_archived(conn, ref, now)
-            await self.season_keys.unlink_period(ref)
-            league = board.league
-            if league is not None and ref.window == league.window and not ref.segment:
-                await self.leagues.keys.unlink_period(ref.board, ref.period)
+            # archived, then unlinked (a read finding the key gone turns to the archive), under
+            # the shared apply lock: a build sees it archived, or has swapped its keys in first
+            async with self.pg.apply_lock(exclusive=False, stalled="barrier"):
+                await archive_job.mark_archived(conn, ref, now)
+                await self.season_keys.unlink_period(ref)
+                league = board.league
+                if league is not None and ref.window == league.window and not ref.segment:
+                    await self.leagues.keys.unlink_period(ref.board, ref.period)
             report.archived += 1
             metrics.SEASON_PERIODS_ARCHIVED.inc()
 

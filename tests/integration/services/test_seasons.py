@@ -293,6 +293,30 @@ async def test_a_period_reads_the_same_live_frozen_and_archived(
     assert await every_read(client, board_id, config, players) == live
 
 
+async def test_a_period_leaves_redis_only_after_a_build_of_it_has_swapped(
+    client: httpx.AsyncClient, redis: Redis, runtime: Runtime
+) -> None:
+    """A rebuild, or a resharding's build of its new layout, holds the apply lock
+    exclusively and swaps its keys in at the end: the job marks a period archived and
+    unlinks its keys under the shared lock, so they cannot go before that swap and be left
+    in Redis for good, served by nothing."""
+    board_id, config, _ = await random_board(client, random.Random(11))
+    closed = await closed_periods(client, board_id, config)
+    assert (await job(runtime).run_pass(boards=[board_id])).frozen == len(closed)
+    await put_board(client, board_id, {"retention_days": dict.fromkeys(WINDOWS, 0)})
+    window, period, _ = sorted(closed)[0]
+    async with runtime.pg.apply_lock(exclusive=True):  # a build under way
+        passing = asyncio.create_task(job(runtime).run_pass(boards=[board_id]))
+        await asyncio.sleep(0.5)
+        assert not passing.done(), "the job unlinked while a build held the lock"
+        # the build's swap: the period's key, as the build wrote it
+        await redis.zadd(keys.period_keys(board_id, window, period).public, {"m": 1})
+    report = await asyncio.wait_for(passing, 60)
+    assert report.archived == len(closed), report
+    for w, p, _ in closed:
+        assert await in_redis(redis, board_id, w, p) == 0, (w, p)
+
+
 async def test_a_second_pass_finds_nothing_to_do(
     client: httpx.AsyncClient, runtime: Runtime
 ) -> None:
