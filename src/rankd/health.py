@@ -19,6 +19,7 @@ from rankd import metrics
 from rankd.aio import wait_or_stop
 from rankd.embedded.supervisor import describe, read_status
 from rankd.services.consumer import DURABLE
+from rankd.services.node_writers import NodeWriters
 from rankd.services.rebuild.restart import Restorer, RestoreReport
 from rankd.services.recovery import Recovery
 from rankd.settings import Settings
@@ -58,6 +59,7 @@ class Health:
         # the Redis process (or cluster primaries) this instance last found verified
         self.redis_seen: str | None = None
         self.consumer_started = False  # background work runs (not so for `rankd rebuild`)
+        self.writers = NodeWriters(pg, restorer)
 
     async def watch_redis(self) -> None:
         """Rebuild from PostgreSQL whenever Redis comes back as a different process (checked
@@ -87,6 +89,8 @@ class Health:
                             functools.partial(self.restorer.catch_up, seen),
                         )
                     self.redis_seen = run_id
+                    if sentinel:  # and what any instance wrote to a node since replaced
+                        await self.writers.round(run_id)
                     continue
                 if await self._redis_moved("restarted: restoring", self.restorer.restore):
                     # restored here: this instance wrote only to it since closing its
