@@ -60,6 +60,8 @@ class Health:
         self.redis_seen: str | None = None
         self.consumer_started = False  # background work runs (not so for `rankd rebuild`)
         self.writers = NodeWriters(pg, restorer)
+        self._writers: asyncio.Task[None] | None = None
+        self.catching_up = False  # a replaced node's writes replayed (services/node_writers.py)
 
     async def watch_redis(self) -> None:
         """Rebuild from PostgreSQL whenever Redis comes back as a different process (checked
@@ -71,6 +73,8 @@ class Health:
             await wait_or_stop(self.wake_redis_watch, interval)
             self.wake_redis_watch.clear()
             if self.stopping.is_set():
+                if self._writers is not None:
+                    self._writers.cancel()
                 return
             try:
                 if time.monotonic() - memory_checked >= self.settings.redis_memory_check_s:
@@ -89,8 +93,9 @@ class Health:
                             functools.partial(self.restorer.catch_up, seen),
                         )
                     self.redis_seen = run_id
-                    if sentinel:  # and what any instance wrote to a node since replaced
-                        await self.writers.round(run_id)
+                    if sentinel and (self._writers is None or self._writers.done()):
+                        # what any instance wrote to a node since replaced: beside this loop
+                        self._writers = asyncio.create_task(self._writers_round(run_id))
                     continue
                 if await self._redis_moved("restarted: restoring", self.restorer.restore):
                     # restored here: this instance wrote only to it since closing its
@@ -102,6 +107,26 @@ class Health:
                 logger.warning("redis watch: %r", exc)
             finally:
                 self.rebuilding = False
+
+    async def _writers_round(self, run_id: str) -> None:
+        try:
+            await self.writers.round(run_id, self._catch_up_others)
+        except Exception as exc:
+            logger.warning("redis writers: %r", exc)
+
+    async def _catch_up_others(self, node: str) -> RestoreReport:
+        """Replay what instances wrote to ``node``, a replaced primary, into this one: not
+        ready meanwhile (a full rebuild if the replay's start is unknown)."""
+        self.catching_up = True
+        self.recovery.begin("redis", f"catching up what was written to {node}")
+        try:
+            report = await self.restorer.catch_up(
+                node, lambda stage: self.recovery.begin("redis", stage)
+            )
+            logger.warning("redis node %s, written to before: %s", node, report.describe())
+            return report
+        finally:
+            self.catching_up = False
 
     async def _redis_moved(
         self, what: str, restore: Callable[[Callable[[str], None]], Awaitable[RestoreReport | None]]
@@ -141,7 +166,7 @@ class Health:
             if not self.recovery.waiting(name) or checks.get(name, "ok") != "ok":
                 continue
             if name == "redis" and (
-                self.rebuilding or not await self.redis.positions.is_verified()
+                self.rebuilding or self.catching_up or not await self.redis.positions.is_verified()
             ):
                 continue  # the rebuild sets its target when done
             if name == "postgres":

@@ -7,9 +7,9 @@ A daily, weekly or monthly period lives three lives:
   player, score, achieved time, name) into the archive in PostgreSQL, streamed from Redis
   in pages into ``COPY`` (from ``player_best`` if the Redis key is gone); reads still come
   from Redis;
-* ``archived`` once ``retention_days`` (per window) have passed after its grace: the job
-  marks it archived, from when on reads are served from the archive, and UNLINKs its keys
-  (retention 0: in the same pass as the freeze).
+* ``archived`` once ``retention_days`` (per window) have passed after its grace (0: in the
+  same pass as the freeze): the job marks it archived, reads turn to the archive, and it
+  UNLINKs its keys once every rebuild that did not see the mark has swapped its keys in.
 
 The job owns expiry: period keys carry no TTL. A key therefore never leaves Redis before
 its period is archived, whatever the job's downtime or the retention, and a change of
@@ -322,14 +322,14 @@ class SeasonJob:
             state = ArchiveState(entries, archived=False)
             action = decide(board, period, state, now, self.settle_ms, through)
         if action == "expire":
-            # archived, then unlinked (a read finding the key gone turns to the archive), under
-            # the shared apply lock: a build sees it archived, or has swapped its keys in first
+            # a turn of the apply lock: every build that did not see the mark has swapped
+            await archive_job.mark_archived(conn, ref, now)
             async with self.pg.apply_lock(exclusive=False, stalled="barrier"):
-                await archive_job.mark_archived(conn, ref, now)
-                await self.season_keys.unlink_period(ref)
-                league = board.league
-                if league is not None and ref.window == league.window and not ref.segment:
-                    await self.leagues.keys.unlink_period(ref.board, ref.period)
+                pass
+            await self.season_keys.unlink_period(ref)
+            league = board.league
+            if league is not None and ref.window == league.window and not ref.segment:
+                await self.leagues.keys.unlink_period(ref.board, ref.period)
             report.archived += 1
             metrics.SEASON_PERIODS_ARCHIVED.inc()
 

@@ -1,44 +1,45 @@
-"""PostgreSQL's record of the Redis nodes instances have written to (services/node_writers.py)."""
+"""PostgreSQL's record of the Redis nodes instances have written to (services/node_writers.py).
+Times are PostgreSQL's own clock, so instances' clock skew cannot make a node look quiet."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
+from rankd.stores.postgres import Conn, PostgresStore
 
-from rankd.stores.postgres import PostgresStore
+_NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 
-async def note(pg: PostgresStore, node: str, now_ms: int) -> None:
-    """``node`` took writes of this instance as of ``now_ms``."""
+async def note(pg: PostgresStore, node: str) -> None:
+    """``node`` takes writes of this instance now."""
     async with pg.connection() as conn:
         await conn.execute(
-            "INSERT INTO redis_writers (node, noted_ms) VALUES (%s, %s) ON CONFLICT (node)"
-            " DO UPDATE SET noted_ms = greatest(redis_writers.noted_ms, excluded.noted_ms)",
-            (node, now_ms),
+            f"INSERT INTO redis_writers (node, noted_ms) VALUES (%s, {_NOW_MS})"
+            " ON CONFLICT (node) DO UPDATE SET noted_ms = excluded.noted_ms",
+            (node,),
         )
 
 
-async def quiet(pg: PostgresStore, current: str, before_ms: int) -> list[str]:
-    """The nodes other than ``current`` nobody has said they write to since ``before_ms``."""
+async def quiet(pg: PostgresStore, current: str, quiet_s: float) -> list[str]:
+    """The nodes other than ``current`` nobody has noted for ``quiet_s``."""
     async with pg.connection() as conn:
         cur = await conn.execute(
-            "SELECT node FROM redis_writers WHERE node <> %s AND noted_ms < %s ORDER BY node",
-            (current, before_ms),
+            f"SELECT node FROM redis_writers WHERE node <> %s AND noted_ms < {_NOW_MS} - %s"
+            " ORDER BY node",
+            (current, int(quiet_s * 1000)),
         )
         return [str(r[0]) for r in await cur.fetchall()]
 
 
-@contextlib.asynccontextmanager
-async def claim(pg: PostgresStore, node: str, before_ms: int) -> AsyncIterator[bool]:
-    """Whether this instance holds ``node``'s row (still quiet since ``before_ms``, and no
-    other instance on it); the row goes when the block ends without an error. An instance
-    that dies meanwhile leaves it, with its lock, to the next one."""
-    async with pg.connection() as conn, conn.transaction():
-        cur = await conn.execute(
-            "SELECT 1 FROM redis_writers WHERE node = %s AND noted_ms < %s FOR UPDATE SKIP LOCKED",
-            (node, before_ms),
-        )
-        mine = await cur.fetchone() is not None
-        yield mine
-        if mine:
-            await conn.execute("DELETE FROM redis_writers WHERE node = %s", (node,))
+async def still_quiet(conn: Conn, node: str, quiet_s: float) -> bool:
+    cur = await conn.execute(
+        f"SELECT 1 FROM redis_writers WHERE node = %s AND noted_ms < {_NOW_MS} - %s",
+        (node, int(quiet_s * 1000)),
+    )
+    return await cur.fetchone() is not None
+
+
+async def drop(conn: Conn, node: str, quiet_s: float) -> None:
+    """Forget ``node``, unless an instance noted it meanwhile (it writes there again)."""
+    await conn.execute(
+        f"DELETE FROM redis_writers WHERE node = %s AND noted_ms < {_NOW_MS} - %s",
+        (node, int(quiet_s * 1000)),
+    )

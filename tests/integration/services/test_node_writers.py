@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 
 import httpx
+import pytest
 from redis.asyncio import Redis
 
 from rankd.runtime import Runtime
 from rankd.services.node_writers import NodeWriters
-from rankd.stores import redis_writers
 from rankd.stores.redis import keys
 from rankd.stores.redis.connection import identity
 from tests.support.common import ADMIN_H, SERVER_H, new_board_id, zmembers
@@ -53,22 +53,67 @@ async def test_a_quiet_replaced_node_is_caught_up_once_by_any_instance(
 
     now_ms = int(time.time() * 1000)
     await runtime.redis.positions.mark_restored_from("old-node", restore_began, now_ms - 60_000)
-    await redis_writers.note(runtime.pg, "old-node", now_ms - 60_000)
-    await redis_writers.note(runtime.pg, "busy-node", now_ms)  # still written to: left alone
-    await redis_writers.note(runtime.pg, "noteless-node", now_ms - 60_000)  # no restore's note
+    await note_at(runtime, "old-node", -60_000)
+    await note_at(runtime, "noteless-node", -60_000)  # no restore replaced it
+    await note_at(runtime, "busy-node", 0)  # still written to: left alone
     current = await identity(runtime.redis.client)
+    caught: list[str] = []
+
+    async def catch_up(node: str) -> None:
+        caught.append(node)
+        await runtime.restorer.catch_up(node, lambda _: None)
+
     writers = NodeWriters(runtime.pg, runtime.restorer, quiet_s=30.0)
-    assert await writers.round(current) == 1
+    assert await writers.round(current, catch_up) == 1
+    assert caught == ["old-node"]
     assert await top(client, board) == [("pB", 20), ("pA", 10)]
-    # both quiet notes are gone: one caught up, the other with nothing to replay from
-    quiet = await redis_writers.quiet(runtime.pg, "", now_ms + 1)
-    assert "old-node" not in quiet and "noteless-node" not in quiet, quiet
-    # noted: the current node; not caught up (it is the current one), nor the busy one
-    assert set(await redis_writers.quiet(runtime.pg, "", int(time.time() * 1000) + 1)) >= {
-        current,
-        "busy-node",
-    }
-    writers._last = 0.0  # the next round at once
-    assert await writers.round(current) == 0
+    # both quiet notes are gone (one caught up, one with nothing to replay from); the
+    # current node is noted, the busy one kept
+    assert await notes(runtime) >= {current, "busy-node"}
+    assert not await notes(runtime) & {"old-node", "noteless-node"}
+    # not again: the next round (due at once here) finds nothing quiet
+    writers._next = 0.0
+    assert await writers.round(current, catch_up) == 0 and caught == ["old-node"]
     async with runtime.pg.connection() as conn:  # leave no note behind for other tests
         await conn.execute("DELETE FROM redis_writers WHERE node = 'busy-node'")
+
+
+async def note_at(runtime: Runtime, node: str, offset_ms: int) -> None:
+    """A note as of ``offset_ms`` from now (PostgreSQL's clock)."""
+    async with runtime.pg.connection() as conn:
+        await conn.execute(
+            "INSERT INTO redis_writers VALUES"
+            " (%s, (extract(epoch FROM clock_timestamp()) * 1000)::bigint + %s)"
+            " ON CONFLICT (node) DO UPDATE SET noted_ms = excluded.noted_ms",
+            (node, offset_ms),
+        )
+
+
+async def notes(runtime: Runtime) -> set[str]:
+    async with runtime.pg.connection() as conn:
+        cur = await conn.execute("SELECT node FROM redis_writers")
+        return {str(r[0]) for r in await cur.fetchall()}
+
+
+async def test_a_failed_catch_up_keeps_the_note_and_waits_longer_each_time(
+    runtime: Runtime,
+) -> None:
+    now_ms = int(time.time() * 1000)
+    await runtime.redis.positions.mark_restored_from("failing-node", 1, now_ms)
+    await note_at(runtime, "failing-node", -60_000)
+    current = await identity(runtime.redis.client)
+
+    async def catch_up(node: str) -> None:
+        raise RuntimeError("the log cannot be read")
+
+    writers = NodeWriters(runtime.pg, runtime.restorer, quiet_s=30.0)
+    waits = []
+    for _ in range(3):
+        writers._next = 0.0
+        with pytest.raises(RuntimeError):
+            await writers.round(current, catch_up)
+        waits.append(writers._next - time.monotonic())
+    assert "failing-node" in await notes(runtime)
+    assert waits[0] < waits[1] < waits[2], waits
+    async with runtime.pg.connection() as conn:
+        await conn.execute("DELETE FROM redis_writers WHERE node = 'failing-node'")
