@@ -152,10 +152,12 @@ class BoardRegistry:
             task = asyncio.create_task(asyncio.wait_for(load, LOAD_TIMEOUT_S))
             self._loading[board_id] = task
             task.add_done_callback(lambda done: self._loaded(board_id, done))
-        try:
-            return await asyncio.shield(task)
-        except TimeoutError as exc:
-            raise Unavailable(f"PostgreSQL did not answer within {LOAD_TIMEOUT_S:g}s") from exc
+        # waited for LOAD_TIMEOUT_S at most, not for the load's cancel (psycopg may take
+        # seconds more to cancel a query on a paused server)
+        done, _ = await asyncio.wait({task}, timeout=LOAD_TIMEOUT_S)
+        if not done or isinstance(task.exception(), TimeoutError):
+            raise Unavailable(f"PostgreSQL did not answer within {LOAD_TIMEOUT_S:g}s")
+        return task.result()
 
     def _loaded(self, board_id: str, task: asyncio.Task[BoardConfig | None]) -> None:
         if self._loading.get(board_id) is task:
