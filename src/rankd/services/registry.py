@@ -74,7 +74,8 @@ class BoardRegistry:
             unknown_ttl_s, unknown_max_bytes, lambda board_id, _: _UNKNOWN_BYTES + len(board_id)
         )
         self._refreshing: dict[str, asyncio.Task[None]] = {}
-        # at most one load a board (_load_once): boards in the cache only
+        # at most one load a board (_load_once), gone when it ends: bounded by the requests
+        # in flight
         self._loading: dict[str, asyncio.Task[BoardConfig | None]] = {}
         self.recreate_wait_s = (
             ttl_s + 1.0 + RECREATE_SWEEP_S if recreate_wait_s is None else recreate_wait_s
@@ -104,7 +105,13 @@ class BoardRegistry:
         if recent_unknown_ok and self._unknown.get(board_id) is not None:
             raise self._not_found(board_id)
         try:
-            config = await self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
+            # shared and bounded whole; the log consumer's own load (a board created on
+            # another instance a moment ago must be found)
+            config = await (
+                self._load_once(board_id)
+                if recent_unknown_ok
+                else self.pg.get_board(board_id, timeout_s=LOAD_TIMEOUT_S)
+            )
         except Unavailable as exc:
             raise Unavailable("board configs cannot be loaded right now; retry shortly") from exc
         if config is None:
