@@ -35,6 +35,11 @@ from typing import Any, Literal
 import psycopg
 from psycopg import AsyncConnection
 
+# Readers of player_best (rebuild) take this exclusively; appliers share it, so a rebuild's
+# snapshot and its RENAME see either all of a consumer batch or none of it
+# (PostgresStore.apply_lock).
+APPLY_LOCK = 0x72616E6B65
+
 # A shared holder's session ends once idle inside its transaction this long; a live holder
 # runs a statement every fifth of it, so only a stalled one goes idle that long.
 SHARED_IDLE_S = 15.0
@@ -42,38 +47,46 @@ BEATS = 5
 
 Stalled = Literal["refuse", "barrier", "keep"]
 
+# The transaction's idle timeout (its value in ms a parameter), as a term of the statement
+# that takes the lock: set in the same round trip.
+IDLE_TIMEOUT = "set_config('idle_in_transaction_session_timeout', %s, true)"
+
 
 @contextlib.asynccontextmanager
 async def cut_off_if_stalled(
     conn: AsyncConnection[Any], idle_s: float = SHARED_IDLE_S, *, refuse: bool = True
 ) -> AsyncIterator[None]:
-    """Within ``conn``'s transaction: PostgreSQL ends the session once it has been idle
-    ``idle_s``; a task keeps it busy while this process runs. ``refuse``: the holder's end
-    raises if the session is gone."""
-    await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {int(idle_s * 1000)}")
+    """Within ``conn``'s transaction, its idle timeout ``idle_s`` set (IDLE_TIMEOUT): a task
+    keeps it busy while this process runs. ``refuse``: the holder's end raises if the
+    session is gone."""
     every_s = idle_s / BEATS
     done = asyncio.Event()
 
     async def beat() -> None:
         while not done.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), every_s)
-                return
             # psycopg's connection lock queues this behind the holder's own statement;
             # it is never cancelled mid-statement (psycopg would cancel it in PostgreSQL
             # and abort the transaction): it ends when ``done`` is set
             await conn.execute("SELECT 1")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), every_s)
 
-    task = asyncio.create_task(beat())
+    # a timer, not a task, for the common holder (a consumer batch of milliseconds): the
+    # beats begin only once it has held the lock for a beat's interval
+    beats: list[asyncio.Task[None]] = []
+    loop = asyncio.get_running_loop()
+    timer = loop.call_later(every_s, lambda: beats.append(loop.create_task(beat())))
     failed: Exception | None = None
     try:
         yield
     finally:
+        timer.cancel()
         done.set()
-        try:
-            await task
-        except Exception as exc:  # the session ended under the holder
-            failed = exc
+        for task in beats:
+            try:
+                await task
+            except Exception as exc:  # the session ended under the holder
+                failed = exc
     # The holder's work ended without an error: it must not be taken as committed if the
     # session is gone. psycopg's transaction block skips the COMMIT of a broken connection
     # without a word, so the caller (a consumer batch about to ack its messages) would
@@ -83,3 +96,11 @@ async def cut_off_if_stalled(
             "the apply lock's session ended while it was held (idle past"
             f" {idle_s:g}s: this process stalled); nothing of it was committed"
         ) from failed
+
+
+async def turn(conn: AsyncConnection[Any], *, exclusive: bool) -> None:
+    """One turn of the apply lock on ``conn`` (autocommit): taken and let go in a single
+    statement once every holder it must wait for has let go. A barrier that holds no
+    transaction and no pooled connection of its own."""
+    lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))

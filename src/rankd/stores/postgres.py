@@ -25,6 +25,7 @@ from rankd.boards import BoardConfig
 from rankd.errors import Deadlock, InvalidRequest, Unavailable
 from rankd.placement import base_of
 from rankd.stores import apply_lock, board_rows
+from rankd.stores.apply_lock import APPLY_LOCK
 
 # A connection handed to the durable-copy functions in stores/standings.py.
 Conn = AsyncConnection[Any]
@@ -38,9 +39,8 @@ Conn = AsyncConnection[Any]
 # per id, or a hashed test.
 ANY_IDS_UNPREPARED = False
 
-# Readers of player_best (rebuild) take this exclusively; appliers share it, so a rebuild's
-# snapshot and its RENAME see either all of a consumer batch or none of it.
-APPLY_LOCK = 0x72616E6B65
+# PostgreSQL's clock in ms, as SQL: one clock for every instance, whatever their skew.
+NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 
 @contextlib.contextmanager
@@ -263,13 +263,19 @@ class PostgresStore:
         async with self.connection() as conn, conn.transaction():
             if lock_timeout_s is not None:
                 await conn.execute(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
-            await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
             if exclusive or stalled == "keep":
+                await conn.execute(f"SELECT {lock}(%s)", (APPLY_LOCK,))
                 yield conn
-            else:  # a stalled shared holder must not hold up everyone (stores/apply_lock.py)
-                refuse = stalled == "refuse"
-                async with apply_lock.cut_off_if_stalled(conn, self.shared_idle_s, refuse=refuse):
-                    yield conn
+                return
+            # a stalled shared holder must not hold up everyone (stores/apply_lock.py); its
+            # idle timeout set by the lock's own statement, no round trip more
+            idle_ms = str(int(self.shared_idle_s * 1000))
+            await conn.execute(
+                f"SELECT {lock}(%s), {apply_lock.IDLE_TIMEOUT}", (APPLY_LOCK, idle_ms)
+            )
+            refuse = stalled == "refuse"
+            async with apply_lock.cut_off_if_stalled(conn, self.shared_idle_s, refuse=refuse):
+                yield conn
 
     @contextlib.asynccontextmanager
     async def lease(self, key: int, *, wait_s: float = 0.0) -> AsyncIterator[Conn | None]:
