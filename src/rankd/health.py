@@ -120,11 +120,10 @@ class Health:
         self.catching_up = True
         self.recovery.begin("redis", f"catching up what was written to {node}")
         try:
-            report = await self.restorer.catch_up(
+            # (the restorer logs what it did)
+            return await self.restorer.catch_up(
                 node, lambda stage: self.recovery.begin("redis", stage)
             )
-            logger.warning("redis node %s, written to before: %s", node, report.describe())
-            return report
         finally:
             self.catching_up = False
 

@@ -253,7 +253,8 @@ class BoardRegistry:
         it is dropped and with what other moves still copying will add, it would fill a
         Redis node past the memory ratio: a full Redis refuses every write."""
         mine = await reshards.footprint(self.pg, board, shards)
-        needs = [(mine.bytes(), shards)]
+        need = mine.bytes()
+        needs = [(need, shards)]
         for other_id in await reshards.moving(self.pg):
             other = await self.pg.get_board(other_id) if other_id != board.board_id else None
             move = None if other is None else other.reshard
@@ -272,7 +273,7 @@ class BoardRegistry:
                 f"board {board.board_id!r} ({mine.entries} entries) cannot reshard: {why}"
                 + (f" ({len(needs) - 1} other move(s) still copying counted)" if needs[1:] else "")
             )
-        return mine.bytes()
+        return need
 
     async def _removal_done(self, board_id: str) -> bool:
         """Whether a deleted board's keys are gone, waiting a few seconds for it: the

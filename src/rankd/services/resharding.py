@@ -48,7 +48,7 @@ from rankd.boards import BoardConfig
 from rankd.logs import Repeats
 from rankd.placement import Layout, base_of
 from rankd.services.rebuild import Rebuilder
-from rankd.stores import reshards
+from rankd.stores import apply_lock, reshards
 from rankd.stores.postgres import Conn, PostgresStore
 from rankd.stores.redis import keys
 from rankd.stores.redis.connection import reachable
@@ -194,8 +194,7 @@ class Resharding:
         # a barrier: every log consumer batch that took the apply lock before this has
         # committed (its new periods are listed below); every later one checks the layout
         # under the lock (services/applier.py _still_wanted) and writes both
-        async with self.pg.apply_lock(exclusive=True):
-            pass
+        await apply_lock.turn(held, exclusive=True)
         listed = await reshards.periods(self.pg, config.board_id)
         if move.total == 0:
             move = replace(move, total=sum(n for _, _, n in listed))
@@ -258,8 +257,8 @@ class Resharding:
         its standings and their side keys, of every period and segment."""
         # a barrier: a rebuild that read the config before this phase (it may write the
         # old layout too) has ended; every later one knows the phase (the settle time)
-        async with self.pg.apply_lock(exclusive=True):
-            pass
+        async with self.pg.connection() as conn:
+            await apply_lock.turn(conn, exclusive=True)
         names = range(base_of(old), base_of(old) + int(old)) if old > 1 else None
         removed = 0
         client = self.redis.conn.client

@@ -47,7 +47,7 @@ from rankd.services import rolling, webhooks
 from rankd.services.leagues import Leagues
 from rankd.services.rebuild import Rebuilder
 from rankd.services.registry import BoardRegistry
-from rankd.stores import archive_job, fingerprints
+from rankd.stores import apply_lock, archive_job, fingerprints
 from rankd.stores import leagues as leagues_db
 from rankd.stores.archive import ArchiveState, FrozenEntry
 from rankd.stores.postgres import Conn, PostgresStore
@@ -324,8 +324,7 @@ class SeasonJob:
         if action == "expire":
             # a turn of the apply lock: every build that did not see the mark has swapped
             await archive_job.mark_archived(conn, ref, now)
-            async with self.pg.apply_lock(exclusive=False, stalled="barrier"):
-                pass
+            await apply_lock.turn(conn, exclusive=False)
             await self.season_keys.unlink_period(ref)
             league = board.league
             if league is not None and ref.window == league.window and not ref.segment:

@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 from rankd.boards import BoardConfig
 from rankd.placement import SHARD_TIME_BUCKETS, TIME_BUCKETS, Layout, base_of
 from rankd.reshard import Footprint, Reshard
-from rankd.stores.postgres import Conn, PostgresStore
+from rankd.stores.postgres import NOW_MS, Conn, PostgresStore
 
 _MOVING = (
     "SELECT board_id FROM boards WHERE coalesce(config->'reshard', 'null') <> 'null'"
@@ -70,7 +70,7 @@ async def clock_ms(pg: PostgresStore, conn: Conn | None = None) -> int:
     """PostgreSQL's clock, in ms: a move's phases start, and their settle times end, by one
     clock for every instance, whatever their own clocks' skew."""
     async with _on(pg, conn) as on:
-        cur = await on.execute("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
+        cur = await on.execute(f"SELECT {NOW_MS}")
         row = await cur.fetchone()
     assert row is not None
     return int(row[0])

@@ -16,6 +16,7 @@ from redis.asyncio import Redis
 
 from rankd.runtime import Runtime
 from rankd.services.node_writers import NodeWriters
+from rankd.stores.postgres import NOW_MS
 from rankd.stores.redis import keys
 from rankd.stores.redis.connection import identity
 from tests.support.common import ADMIN_H, SERVER_H, new_board_id, zmembers
@@ -82,8 +83,7 @@ async def note_at(runtime: Runtime, node: str, offset_ms: int) -> None:
     """A note as of ``offset_ms`` from now (PostgreSQL's clock)."""
     async with runtime.pg.connection() as conn:
         await conn.execute(
-            "INSERT INTO redis_writers VALUES"
-            " (%s, (extract(epoch FROM clock_timestamp()) * 1000)::bigint + %s)"
+            f"INSERT INTO redis_writers VALUES (%s, {NOW_MS} + %s)"
             " ON CONFLICT (node) DO UPDATE SET noted_ms = excluded.noted_ms",
             (node, offset_ms),
         )
