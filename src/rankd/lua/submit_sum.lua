@@ -27,9 +27,9 @@
 -- ARGV[14] = the run's metadata JSON, or "": the entry keeps the latest counted run's, so
 --            it is written when this run is the latest (none: the previous one's goes)
 --
--- Returns {changed, rank, stored, counted, achieved}: counted is 1 if the run is counted in
--- the total, by this call or an earlier one (a resend of a counted run answers 1, changed
--- 0); achieved is the exact end time (ms) of the latest counted run (0: not recorded), kept
+-- Returns {changed, rank, stored, counted, achieved}: counted is 2 if this call counted the
+-- run in the total, 1 if an earlier one did (a resend of a counted run answers 1, changed
+-- 0: late_sums.py tells by it whether another writer's call counted the run first); achieved is the exact end time (ms) of the latest counted run (0: not recorded), kept
 -- in <KEYS[2]>:at:<bucket> beside the entry (see submit_best.lua). Then prev_rank,
 -- prev_stored, prev_achieved: the entry before the call, as submit_best.lua answers them.
 -- The total's time is the latest counted run's time (in the composite's time part and, to
@@ -97,4 +97,4 @@ if not old then
 end
 local rank = rank_in(KEYS[1], KEYS[2], member, old)
 if changed == 0 then prev = rank end
-return {changed, rank, old, counted, latest, prev, prev_stored, prev_at}
+return {changed, rank, old, counted + added, latest, prev, prev_stored, prev_at}

@@ -80,18 +80,21 @@ async def settle(
         decided = await _count(conn, board, ordered)
     send: list[tuple[int, Target]] = []  # (position in targets, the target as counted)
     replies: list[Reply | None] = [None] * len(targets)
-    # improved, where Redis's own answer may not tell: the log consumer counted this very
-    # submission first (same receipt time), so Redis saw the change there; the consumer
-    # applies the log in order, so its PostgreSQL view of whether it changed the entry is
-    # right. Only the first copy of a run in one batch claims it.
-    consumer_first: dict[int, bool] = {}
+    # improved, where Redis's own answer may not tell: this submission was counted first
+    # in PostgreSQL (same receipt time) by the log consumer, or by this call while the
+    # consumer, waiting on the count lock, wrote Redis between this call's commit and its
+    # Redis write (the script then answers counted 1, not 2). Redis saw the change on the
+    # other path; PostgreSQL's view of whether that count changed the entry is the one
+    # left (the consumer's is exact: it applies the log in order). Only the first copy of
+    # a run in one batch claims it.
+    first_count: dict[int, tuple[bool, bool]] = {}  # position: (counted now, changed)
     claimed: set[tuple[str, str, str, str, str]] = set()
     for i, (new, counted_ms, changed) in zip(order, decided, strict=True):
         target = targets[i]
         run = target.run
         copy = (target.window, target.period.id, target.segment, run.player_id, run.run_id)
-        if not new and counted_ms == run.received_at_ms and copy not in claimed:
-            consumer_first[i] = changed
+        if counted_ms == run.received_at_ms and copy not in claimed:
+            first_count[i] = (new, changed)
         claimed.add(copy)
         if new or recently_counted(board, counted_ms, now_ms):
             send.append((i, replace(target, counted_ms=counted_ms or now_ms)))
@@ -102,8 +105,10 @@ async def settle(
         for (i, _), [reply] in zip(send, sent, strict=True):
             if reply is not None:
                 improved, rank, stored, counted, achieved, *before = reply
-                if i in consumer_first:
-                    improved = int(consumer_first[i])
+                if i in first_count:
+                    new, changed = first_count[i]
+                    if not new or counted != 2:
+                        improved = int(changed)
                 replies[i] = (improved, rank, stored, counted, achieved, *before)  # type: ignore[assignment]
     for i in order:
         if replies[i] is None:

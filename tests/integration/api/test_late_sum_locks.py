@@ -9,10 +9,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import httpx
 import psycopg
 
+from rankd.runs import Run
 from rankd.runtime import Runtime
 from tests.integration.api.test_oracle import DAY_MS, iso, sum_board
 from tests.support.common import SERVER_H, Urls
@@ -54,6 +56,34 @@ async def test_a_late_run_waits_out_a_count_lock_held_for_seconds(
     assert response.status_code == 200, response.text
     [standing] = response.json()["standings"]
     assert (standing["score"], standing["improved"]) == (7, True)
+
+
+async def test_a_late_run_counted_in_redis_by_the_consumer_first_still_says_improved(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    """The log consumer, waiting on the count lock behind the submit path, sees the run
+    counted in PostgreSQL and writes it to Redis, and can do so between the submit path's
+    commit and its own Redis write. Redis then answers the submit path "not changed"; the
+    answer must still say improved, as PostgreSQL decided. Redis's state at the submit
+    path's write is made here as the consumer leaves it."""
+    board_id = await sum_board(client)
+    board = await runtime.boards.get(board_id)
+    now_ms = int(time.time() * 1000)
+    run = Run("late-first", "p-raced", 7, now_ms - 3 * DAY_MS, now_ms)
+    pipeline = runtime.submitter.pipeline
+    # the consumer's write: unmarked, counted at the run's receipt, as late_sums.settle sends
+    [consumers] = pipeline.plan(board, [run], now_ms)
+    [target] = [t for t in consumers if t.disposition == "late"]
+    await runtime.applier.writes.apply(
+        board, [[replace(target, counted_ms=run.received_at_ms)]], ranked=True
+    )
+    written = await pipeline.write(board, pipeline.plan(board, [run], now_ms, mark=True), now_ms)
+    [[reply]] = written.replies
+    assert reply is not None
+    assert (reply[0], reply[3]) == (1, 1)  # improved, counted
+    response = await client.get(f"/v1/boards/{board_id}/players/p-raced")
+    assert response.status_code == 200, response.text
+    assert response.json()["score"] == 7  # counted once
 
 
 async def test_late_runs_waiting_on_a_count_lock_leave_half_the_pool_to_the_rest(

@@ -338,9 +338,10 @@ def test_sum_counts_each_run_once_in_any_order(
                     counted_ids.add(run_id)
                     totals[member] = min(totals.get(member, 0) + score, codec.max_score)
                     latest[member] = max(latest.get(member, 0), offset)
+                    assert counted == 2  # counted by this call
                 else:
                     assert changed == 0  # a resend changes nothing
-                assert counted == 1  # ...but is reported as counted
+                    assert counted == 1  # ...but is reported as counted (before)
                 expected = codec.pack(totals[member], latest[member])
                 assert stored == expected
                 # a later time alone changes the entry too (it moves among its ties)
@@ -382,7 +383,7 @@ async def test_sum_saturates_at_max_score(redis: Redis) -> None:
         assert [codec.unpack(s)[0] for s in stored] == [70, 100, 100, 100]
         assert stored[-1] == codec.pack(100, 9000)
         assert [r[0] for r in replies] == [1, 1, 1, 0]  # r4 counted but changes nothing
-        assert [r[3] for r in replies] == [1, 1, 1, 1]
+        assert [r[3] for r in replies] == [2, 2, 2, 2]  # each counted by its own call
         await drop(redis, pk)
 
 
@@ -413,7 +414,7 @@ async def test_sum_refuses_runs_older_than_the_trim_horizon(redis: Redis) -> Non
     assert await redis.exists(pk.public) == 0
     fresh = sum_call(pk, codec, "new", "p", 7, 60_000, trim_before=horizon)
     [reply] = await run_pipeline(redis, [fresh])
-    assert reply[3] == 1 and codec.unpack(reply[2])[0] == 7
+    assert reply[3] == 2 and codec.unpack(reply[2])[0] == 7  # counted by this call
     # a counted id that falls behind a later horizon is forgotten, not kept forever
     later = sum_call(pk, codec, "newer", "p", 1, 90_000, trim_before=PERIOD_START + 70_000)
     [reply] = await run_pipeline(redis, [later])
