@@ -151,10 +151,12 @@ async def wait_until(
 
 
 async def wait_consumer_idle(
-    http: httpx.AsyncClient, runtime: Runtime | None = None, within_s: float = 10.0
+    http: httpx.AsyncClient, runtime: Runtime | None = None, within_s: float = 60.0
 ) -> float:
     """Until /readyz is 200 and says the log consumer has nothing pending or unacked (acks
-    follow the PostgreSQL commit); returns the seconds it took.
+    follow the PostgreSQL commit); returns the seconds it took. The bound is generous: it
+    costs nothing when the consumer is idle, and a loaded machine (the whole suite on two
+    cores) can take many seconds for a few runs.
 
     /readyz reports the lag of the consumer's latest refresh, which runs only every 2 s. Given
     the ``runtime`` of an app in this process, the lag is refreshed here before each look, so

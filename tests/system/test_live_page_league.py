@@ -19,6 +19,7 @@ from playwright.async_api import Page, expect
 
 from rankd.periods import period_at
 from tests.support.common import ADMIN_H, new_board_id
+from tests.support.durable import wait_consumer_idle
 from tests.system.test_live_page import Service, page, put_board, service, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -64,7 +65,7 @@ async def test_a_players_cohort_with_its_promotion_and_relegation_lines(
         for i, player in enumerate(players):
             ended = datetime.fromtimestamp((first + i) / 1000, UTC).isoformat()
             await submit(http, board, player, 100 + i, ended_at=ended)
-        await asyncio.sleep(0.5)  # the log consumer applies them before the freeze
+        await wait_consumer_idle(http, within_s=60)  # applied before the freeze
         # the first hour ends: the best of each bronze cohort (lp4, lp9) move up to silver
         await close(http, board, period_at("hourly", first).id)
         await asyncio.to_thread(season_pass, service, board)

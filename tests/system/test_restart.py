@@ -45,7 +45,8 @@ async def test_a_position_write_against_a_restarted_redis_is_refused(node: Redis
         await store.positions.mark_verified(first)
         assert await store.positions.record_position(5, 1000) == [1]
         assert await store.positions.record_position(4, 1001) == [0], "never moves back"
-        await asyncio.sleep(1.5)  # appendfsync everysec: on disk by now
+        # appendfsync everysec: written by now (a write behind a slow fsync waits up to 2 s)
+        await asyncio.sleep(3.0)
     finally:
         await store.close()
 

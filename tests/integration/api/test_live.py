@@ -126,16 +126,19 @@ async def test_at_most_ten_a_second_and_the_latest_state_last(http: httpx.AsyncC
         started = time.monotonic()
         for score in range(1, 41):
             await submit(http, board_id, "climber", score)
-        took = time.monotonic() - started
-        events = await stream.quiet(1.0)
-        assert events, "no event after 40 improvements"
+        # every event until the latest state, however long a loaded machine takes to send it
+        events = [await stream.next(within=15)]
+        while players(events[-1].data) != [("climber", 40)]:
+            events.append(await stream.next(within=15))
+        events += await stream.quiet(0.5)  # and nothing after it
         assert players(events[-1].data) == [("climber", 40)]
-        # 10 per second over the submits and the quiet second after, and one at the start
-        assert len(events) <= 10 * (took + 1.0) + 1
-        # the reads start at least 100 ms apart; an event leaves when its read is done, so one
-        # slow read (a loaded machine) brings two events closer: 5 gaps span 0.5 s less one read
+        # 10 per second from the first submit to the last event, and one at the start
+        assert len(events) <= 10 * (events[-1].at - started) + 1, len(events)
+        # the reads start at least 100 ms apart; an event leaves when its read is done, and
+        # arrives when this loop gets to it, so a slow read or a busy loop (a loaded machine)
+        # brings events closer: 5 gaps span 0.5 s less those delays
         spans = [b.at - a.at for a, b in zip(events, events[5:], strict=False)]
-        assert all(span > 0.4 for span in spans), spans
+        assert all(span > 0.25 for span in spans), spans
 
 
 @pytest.mark.parametrize("shards", [1, 3], ids=lambda n: f"shards{n}")
@@ -191,7 +194,7 @@ async def test_streams_past_the_cap_get_503_and_slots_come_back(
     ):
         assert hub(live_app).count == MAX_STREAMS
         assert_error(await http.get(path), 503, "unavailable")
-    for _ in range(100):  # the server sees the hang-ups shortly after
+    for _ in range(600):  # the server sees the hang-ups shortly after (later when loaded)
         if hub(live_app).count == 0:
             break
         await asyncio.sleep(0.05)
@@ -251,7 +254,7 @@ async def test_a_client_that_stops_reading_is_dropped(
             )
             assert response.status_code == 200
             await asyncio.sleep(0.1)
-        for _ in range(100):
+        for _ in range(600):
             if hub(live_app).count == 0:
                 break
             await asyncio.sleep(0.05)

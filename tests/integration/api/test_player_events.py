@@ -98,10 +98,15 @@ async def test_at_most_one_event_a_second_the_latest_last(http: httpx.AsyncClien
         await stream.next("standing")
         for i in range(8):  # eight players pass one after another
             await submit(http, arena, f"fast{i}", 2000 + i)
-        events = await stream.quiet(2.5, "standing")
-        times = [e.at for e in events]
-        assert all(b - a >= 0.9 for a, b in itertools.pairwise(times)), times
+        # every standing until the latest (rank 9), however long a loaded machine takes
+        events = [await stream.next("standing", within=15)]
+        while events[-1].data["rank"] != 9:
+            events.append(await stream.next("standing", within=15))
+        events += await stream.quiet(1.5, "standing")  # and nothing after it
         assert events[-1].data["rank"] == 9
+        # a second apart, less the time this loop may take to get to an event when busy
+        times = [e.at for e in events]
+        assert all(b - a >= 0.7 for a, b in itertools.pairwise(times)), times
 
 
 async def test_a_banned_player_sees_their_own_view(http: httpx.AsyncClient) -> None:
@@ -162,7 +167,7 @@ async def test_an_unknown_board_is_404_and_the_cap_is_503(
         assert rt.players_live.count == 3
         refused = await http.get(path)
         assert refused.status_code == 503
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while rt.players_live.count:  # each closed stream gives its slot back
         assert time.monotonic() < deadline
         await http.get("/healthz")

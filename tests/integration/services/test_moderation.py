@@ -22,7 +22,7 @@ from rankd.plan import Visibility
 from rankd.runtime import Runtime
 from rankd.services.replay import replay
 from tests.support.common import ADMIN_H, SERVER_H, MakeBoard, new_board_id
-from tests.support.durable import wait_consumer_idle
+from tests.support.durable import wait_consumer_idle, wait_until
 from tests.support.wire import assert_error
 
 # --- helpers ---------------------------------------------------------------------------
@@ -33,6 +33,16 @@ def make_board(make_sharded_board):  # type: ignore[no-untyped-def]
     """Every test here runs on an unsharded board and on one of 4 shards: bans, holds and
     the own view must not differ."""
     return make_sharded_board
+
+
+async def second_sweeps_done(runtime: Runtime) -> None:
+    """Until the bans' second sweeps (ban_settle_s after each ban, then waiting for the log
+    consumer) have run: on a loaded machine, well past ban_settle_s."""
+
+    async def done() -> bool:
+        return not runtime.moderation._later
+
+    assert await wait_until(done, timeout_s=30), "second sweeps still pending after 30 s"
 
 
 async def submit(
@@ -268,7 +278,7 @@ async def test_ban_and_unban_under_a_concurrent_submit_stream_lose_and_double_no
 
     await asyncio.gather(stream(), flip())
     await ban(client, target, False)
-    await asyncio.sleep(runtime.settings.ban_settle_s + 0.2)  # the second sweeps
+    await second_sweeps_done(runtime)
     await wait_consumer_idle(client, runtime)
     me = await read(client, f"/v1/boards/{best}/players/{target}")
     assert me["score"] == 120
@@ -456,7 +466,7 @@ async def test_rebuild_restores_shadow_and_pending_from_postgres(
     await wait_consumer_idle(client, runtime)
     # rogue's segment came from the run, not the profile: the second sweep finds it in the
     # durable copy once the consumer has applied it
-    await asyncio.sleep(runtime.settings.ban_settle_s + 0.3)
+    await second_sweeps_done(runtime)
     views: list[tuple[dict[str, str], dict[str, Any]]] = []
     for window in ("all-time", "daily"):
         for segment in ({}, {"segment": "country:FR"}):

@@ -5,6 +5,7 @@ has not acknowledged (applied to PostgreSQL), however old; erased gaps are cross
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -61,8 +62,11 @@ async def test_old_messages_go_only_once_applied(log: JetStreamLog) -> None:
     old = await publish(log, 20)
     await asyncio.sleep(1.2)
     new = await publish(log, 5)
-    sub = await consume(log)
-    retention = LogRetention(log, DURABLE_NAME, Retention(max_age_s=1, max_bytes=None))
+    now = int(time.time() * 1000)  # the clock stops here: however slow the steps below,
+    sub = await consume(log)  # the new messages stay younger than the age
+    retention = LogRetention(
+        log, DURABLE_NAME, Retention(max_age_s=1, max_bytes=None), clock_ms=lambda: now
+    )
     # nothing applied: nothing may go, however old
     trim = await retention.trim()
     assert (trim.purged, trim.wanted) == (0, new[0])
@@ -97,12 +101,13 @@ async def test_erased_messages_are_crossed(log: JetStreamLog) -> None:
     old = await publish(log, 10)
     await asyncio.sleep(1.2)
     new = await publish(log, 3)
+    now = int(time.time() * 1000)  # the new messages stay younger than the age
     for seq in old[3:8]:  # an erasure's holes among the old
         await log.erase(seq)
     await log.erase(new[0])
     sub = await consume(log)
     await sub.ack_through(new[-1])
-    trim = await LogRetention(log, DURABLE_NAME, Retention(1, None)).trim()
+    trim = await LogRetention(log, DURABLE_NAME, Retention(1, None), clock_ms=lambda: now).trim()
     assert trim.wanted in (new[0], new[1])  # new[0] is gone: cutting before either is one
     assert (await log.state()).first == new[1]
     await sub.sub.close()

@@ -115,8 +115,10 @@ class RecordingApplier:
         self.fail_on = fail_on
         self.takes_s = takes_s
         self.applied: list[int] = []
+        self.started = asyncio.Event()  # a batch is being applied
 
     async def apply(self, messages: list[LogMessage]) -> Outcome:
+        self.started.set()
         await asyncio.sleep(self.takes_s)
         if any(m.seq == self.fail_on for m in messages):
             raise Unavailable("PostgreSQL is down")
@@ -241,8 +243,9 @@ async def test_a_slow_batch_is_reported_as_worked_on_until_it_is_applied() -> No
 
 
 async def _one_slow_batch(urls: Urls, progress_every_s: float | None) -> list[int]:
-    """A real JetStream consumer whose ack wait is 0.3 s applies one message in 1.2 s; what
-    a second instance on the same consumer is delivered meanwhile."""
+    """A real JetStream consumer whose ack wait is 0.8 s applies one message in 3 s; what
+    a second instance on the same consumer is delivered meanwhile. (Times with room for a
+    loaded machine's pauses: the reports come four times an ack wait.)"""
     tag = uuid.uuid4().hex[:10]
     log = JetStreamLog(
         urls.nats, stream=f"PROGRESS_{tag}", subject_prefix=f"progress{tag}", timeout_s=5
@@ -250,9 +253,9 @@ async def _one_slow_batch(urls: Urls, progress_every_s: float | None) -> list[in
     await log.open()
     try:
         await log.publish("board", b"{}", f"m-{tag}")
-        durable = Durable(f"slow-{tag}", backoff_s=[0.3, 0.3], max_deliver=5, max_ack_pending=100)
+        durable = Durable(f"slow-{tag}", backoff_s=[0.8, 0.8], max_deliver=5, max_ack_pending=100)
         first, second = await log.subscribe(durable), await log.subscribe(durable)
-        applier = RecordingApplier(takes_s=1.2)
+        applier = RecordingApplier(takes_s=3.0)
         applying = asyncio.create_task(
             apply_log(
                 first,
@@ -263,8 +266,8 @@ async def _one_slow_batch(urls: Urls, progress_every_s: float | None) -> list[in
                 progress_every_s=progress_every_s,
             )
         )
-        await asyncio.sleep(0.1)  # the first instance has the message
-        again = await second.fetch(10, timeout_s=1.0)
+        await asyncio.wait_for(applier.started.wait(), 10)  # the first instance has it
+        again = await second.fetch(10, timeout_s=2.5)
         await applying
         assert applier.applied == [1]
         await first.close()
@@ -278,6 +281,6 @@ async def _one_slow_batch(urls: Urls, progress_every_s: float | None) -> list[in
 
 
 async def test_a_batch_applying_past_the_ack_wait_is_not_delivered_again(urls: Urls) -> None:
-    assert await _one_slow_batch(urls, progress_every_s=0.075) == []
+    assert await _one_slow_batch(urls, progress_every_s=0.2) == []
     # the control: without the reports the log hands the same message to the other instance
     assert await _one_slow_batch(urls, progress_every_s=None) == [1]
