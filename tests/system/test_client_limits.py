@@ -118,6 +118,10 @@ class Conn:
             status, _, body = await self.answer(within_s)
         except TimeoutError:
             return None
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                raise
+            return None  # taken, then closed as an idle probe-only connection
         return status, orjson.loads(body)
 
     def close(self) -> None:
@@ -218,7 +222,9 @@ async def test_streams_and_connections_are_capped_per_address_and_probes_still_a
             assert all(r is None for r in await asyncio.gather(*(c.refused() for c in fill)))
             reserve = await open_many(port, "127.0.0.7", PROBES)
             held += reserve
-            assert all(r is None for r in await asyncio.gather(*(c.refused() for c in reserve)))
+            # briefly: these are probe-only, closed if silent for PROBE_HEADER_TIMEOUT_S, and
+            # are used below
+            assert all(r is None for r in await asyncio.gather(*(c.refused(0.5) for c in reserve)))
             past = await open_many(port, "127.0.0.8", 3)
             held += past
             answered = await asyncio.gather(*(c.refused() for c in past))

@@ -87,7 +87,7 @@ async def test_a_players_cohort_with_its_promotion_and_relegation_lines(
 
         # a better run moves lp4 above the promotion line, live
         await submit(http, board, "lp4", 60, ended_at=ended)
-        await expect(rows.nth(0)).to_contain_text("lp4", timeout=3000)
+        await expect(rows.nth(0)).to_contain_text("lp4", timeout=5000)
         await expect(rows.nth(0)).to_have_class("zone-promote me")
         await expect(rows.nth(3)).to_contain_text("lp9")
 

@@ -29,7 +29,8 @@
 --
 -- Returns {changed, rank, stored, counted, achieved}: counted is 2 if this call counted the
 -- run in the total, 1 if an earlier one did (a resend of a counted run answers 1, changed
--- 0: late_sums.py tells by it whether another writer's call counted the run first); achieved is the exact end time (ms) of the latest counted run (0: not recorded), kept
+-- 0), 3 if an earlier call did with this late call's own count time: the same count by
+-- PostgreSQL, sent by another writer first (services/late_sums.py); achieved is the exact end time (ms) of the latest counted run (0: not recorded), kept
 -- in <KEYS[2]>:at:<bucket> beside the entry (see submit_best.lua). Then prev_rank,
 -- prev_stored, prev_achieved: the entry before the call, as submit_best.lua answers them.
 -- The total's time is the latest counted run's time (in the composite's time part and, to
@@ -52,11 +53,18 @@ end
 local late = ARGV[10] ~= '0'
 local fresh = late or tonumber(ARGV[8]) >= tonumber(ARGV[9])
 local added = 0
+local reported = 0  -- the counted value answered (see Returns)
 if fresh then
   local seen_at = ARGV[8]
   if late then seen_at = ARGV[10] end
-  added = redis.call('ZADD', KEYS[4], 'NX', seen_at, ARGV[2] .. '|' .. ARGV[1])
+  local id = ARGV[2] .. '|' .. ARGV[1]
+  added = redis.call('ZADD', KEYS[4], 'NX', seen_at, id)
   counted = 1
+  reported = 1 + added
+  if late and added == 0
+      and tonumber(redis.call('ZSCORE', KEYS[4], id)) == tonumber(seen_at) then
+    reported = 3  -- an earlier call counted this same late count (PostgreSQL's)
+  end
 end
 local member, old, latest = locate(KEYS[1], KEYS[2], ARGV[2])
 local had = old and true or false  -- locate answers false for no entry
@@ -97,4 +105,4 @@ if not old then
 end
 local rank = rank_in(KEYS[1], KEYS[2], member, old)
 if changed == 0 then prev = rank end
-return {changed, rank, old, counted + added, latest, prev, prev_stored, prev_at}
+return {changed, rank, old, reported, latest, prev, prev_stored, prev_at}

@@ -82,11 +82,12 @@ async def settle(
     replies: list[Reply | None] = [None] * len(targets)
     # improved, where Redis's own answer may not tell: this submission was counted first
     # in PostgreSQL (same receipt time) by the log consumer, or by this call while the
-    # consumer, waiting on the count lock, wrote Redis between this call's commit and its
-    # Redis write (the script then answers counted 1, not 2). Redis saw the change on the
-    # other path; PostgreSQL's view of whether that count changed the entry is the one
-    # left (the consumer's is exact: it applies the log in order). Only the first copy of
-    # a run in one batch claims it.
+    # consumer, waiting on the count lock, wrote that same count to Redis between this
+    # call's commit and its Redis write (the script then answers counted 3). Redis saw
+    # the change on the other path; PostgreSQL's view of whether that count changed the
+    # entry is the one left. The consumer's is exact (it applies the log in order); the
+    # submit path's may miss a run within the horizon still on its way through the log.
+    # Only the first copy of a run in one batch claims it.
     first_count: dict[int, tuple[bool, bool]] = {}  # position: (counted now, changed)
     claimed: set[tuple[str, str, str, str, str]] = set()
     for i, (new, counted_ms, changed) in zip(order, decided, strict=True):
@@ -107,7 +108,7 @@ async def settle(
                 improved, rank, stored, counted, achieved, *before = reply
                 if i in first_count:
                     new, changed = first_count[i]
-                    if not new or counted != 2:
+                    if not new or counted == 3:
                         improved = int(changed)
                 replies[i] = (improved, rank, stored, counted, achieved, *before)  # type: ignore[assignment]
     for i in order:

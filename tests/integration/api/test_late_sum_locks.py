@@ -58,32 +58,52 @@ async def test_a_late_run_waits_out_a_count_lock_held_for_seconds(
     assert (standing["score"], standing["improved"]) == (7, True)
 
 
+async def submit_after_redis_counted(
+    client: httpx.AsyncClient, runtime: Runtime, player: str, counted_by_end: bool
+) -> tuple[int, int]:
+    """A late run of ``player`` written through the submit path's pipeline after Redis
+    has counted its id already: scored by its receipt, as the log consumer sends the count
+    PostgreSQL made, or (``counted_by_end``) by its end, as within the horizon. The answer's
+    (improved, counted); the entry holds the run once."""
+    board_id = await sum_board(client)
+    board = await runtime.boards.get(board_id)
+    now_ms = int(time.time() * 1000)
+    run = Run(f"late-{player}", player, 7, now_ms - 3 * DAY_MS, now_ms)
+    pipeline = runtime.submitter.pipeline
+    [unmarked] = pipeline.plan(board, [run], now_ms)
+    [target] = [t for t in unmarked if t.disposition == "late"]
+    counted_ms = run.ended_at_ms if counted_by_end else run.received_at_ms
+    await runtime.applier.writes.apply(
+        board, [[replace(target, counted_ms=counted_ms)]], ranked=True
+    )
+    written = await pipeline.write(board, pipeline.plan(board, [run], now_ms, mark=True), now_ms)
+    [[reply]] = written.replies
+    assert reply is not None
+    response = await client.get(f"/v1/boards/{board_id}/players/{player}")
+    assert response.status_code == 200, response.text
+    assert response.json()["score"] == 7  # counted once
+    return reply[0], reply[3]
+
+
 async def test_a_late_run_counted_in_redis_by_the_consumer_first_still_says_improved(
     client: httpx.AsyncClient, runtime: Runtime
 ) -> None:
     """The log consumer, waiting on the count lock behind the submit path, sees the run
     counted in PostgreSQL and writes it to Redis, and can do so between the submit path's
     commit and its own Redis write. Redis then answers the submit path "not changed"; the
-    answer must still say improved, as PostgreSQL decided. Redis's state at the submit
-    path's write is made here as the consumer leaves it."""
-    board_id = await sum_board(client)
-    board = await runtime.boards.get(board_id)
-    now_ms = int(time.time() * 1000)
-    run = Run("late-first", "p-raced", 7, now_ms - 3 * DAY_MS, now_ms)
-    pipeline = runtime.submitter.pipeline
-    # the consumer's write: unmarked, counted at the run's receipt, as late_sums.settle sends
-    [consumers] = pipeline.plan(board, [run], now_ms)
-    [target] = [t for t in consumers if t.disposition == "late"]
-    await runtime.applier.writes.apply(
-        board, [[replace(target, counted_ms=run.received_at_ms)]], ranked=True
-    )
-    written = await pipeline.write(board, pipeline.plan(board, [run], now_ms, mark=True), now_ms)
-    [[reply]] = written.replies
-    assert reply is not None
-    assert (reply[0], reply[3]) == (1, 1)  # improved, counted
-    response = await client.get(f"/v1/boards/{board_id}/players/p-raced")
-    assert response.status_code == 200, response.text
-    assert response.json()["score"] == 7  # counted once
+    answer must still say improved, as PostgreSQL decided."""
+    improved, counted = await submit_after_redis_counted(client, runtime, "p-raced", False)
+    assert (improved, counted) == (1, 3)  # counted before, by this very count
+
+
+async def test_a_run_counted_within_the_horizon_and_resent_late_says_not_improved(
+    client: httpx.AsyncClient, runtime: Runtime
+) -> None:
+    """A run Redis counted while it was within the horizon, resent once it is late and
+    before the log consumer wrote the first copy to PostgreSQL: PostgreSQL counts it (new
+    to it), Redis had it; a resend, not improved."""
+    improved, counted = await submit_after_redis_counted(client, runtime, "p-resent", True)
+    assert (improved, counted) == (0, 1)  # counted before
 
 
 async def test_late_runs_waiting_on_a_count_lock_leave_half_the_pool_to_the_rest(

@@ -403,14 +403,15 @@ async def test_a_moving_boards_config_is_not_served_past_its_settle_time_unconfi
     move = await move_due_in_an_hour(pg, moving_id)
     ttl_s = 0.3
     registry = BoardRegistry(runtime.pg, runtime.redis, ttl_s)
-    assert (await registry.get(moving_id)).reshard == move
+    held = await registry.get(moving_id)
+    assert held.reshard == move
     assert (await registry.get(still)).reshard is None
     # PostgreSQL out of reach from here on: a store whose pool never opened
     registry.pg = PostgresStore(urls.postgres)
     # within the TTL, and past it while a background refresh is tried (and fails); the
     # config's age set, not slept for: a loaded machine's pause would eat the settle time
-    held = await registry.get(moving_id)
-    assert held.reshard == move
+    registry._cache.put(moving_id, held)
+    assert (await registry.get(moving_id)).reshard == move
     registry._cache.put(moving_id, held, age_s=ttl_s + 0.05)
     assert (await registry.get(moving_id)).reshard == move
     registry._cache.put(moving_id, held, age_s=ttl_s + IDLE_S + 0.05)

@@ -92,7 +92,9 @@ def sum_call(
     offset_ms: int,
     *,
     trim_before: int = 0,
+    counted_at: int = 0,
 ) -> Call:
+    """``counted_at``: a late run's, when PostgreSQL first counted it (ms)."""
     return (
         SUBMIT_SUM,
         (pk.public, pk.public, pk.shadow, pk.runs, pk.applied),
@@ -106,7 +108,7 @@ def sum_call(
             codec.order,
             PERIOD_START + offset_ms,
             trim_before,
-            0,
+            counted_at,
             "",
             0,
             0,
@@ -364,6 +366,37 @@ def test_sum_counts_each_run_once_in_any_order(
             await drop(redis, pk)
 
     in_fresh_loop(urls, go)
+
+
+async def test_a_late_sum_call_tells_its_own_count_sent_before_from_another(
+    redis: Redis,
+) -> None:
+    """A late run's count, sent to Redis by the log consumer before the submit path that
+    made it: the submit path's call answers counted 3 (late_sums.py then takes
+    PostgreSQL's word on the change). A run counted within the horizon and resent late
+    answers 1, as any resend."""
+    codec = Codec.create(1000, "desc", SPAN_MS["daily"])
+    counted_at = PERIOD_START + 50_000
+    raced = fresh_keys("daily", "2026-11-03")
+    replies = await run_pipeline(
+        redis,
+        [
+            sum_call(raced, codec, "r", "p", 5, 1000, counted_at=counted_at),
+            sum_call(raced, codec, "r", "p", 5, 1000, counted_at=counted_at),
+        ],
+    )
+    assert [(r[0], r[3]) for r in replies] == [(1, 2), (0, 3)]
+    resent = fresh_keys("daily", "2026-11-04")
+    replies = await run_pipeline(
+        redis,
+        [
+            sum_call(resent, codec, "r", "p", 5, 1000),
+            sum_call(resent, codec, "r", "p", 5, 1000, counted_at=counted_at),
+        ],
+    )
+    assert [(r[0], r[3]) for r in replies] == [(1, 2), (0, 1)]
+    assert codec.unpack(replies[-1][2])[0] == 5  # counted once
+    await drop(redis, raced, resent)
 
 
 async def test_sum_saturates_at_max_score(redis: Redis) -> None:
