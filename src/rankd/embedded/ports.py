@@ -7,12 +7,24 @@ PostgreSQL), any connection on the machine could take that port, and the server 
 "Address already in use" (seen in CI: a Sentinel's port). A server restarted on its kept
 port meets the same risk. Ports below the ephemeral range are never handed to outgoing
 connections, so only another listener could take them.
+
+Another listener can be one of ours: a server that another process (a parallel test worker,
+a second ``rankd serve``) picked the same free port for, moments apart, and started first.
+Seen in CI too (a Sentinel's port, again). So each pick is also reserved, across processes,
+for ``RESERVED_S``: a file per port under ``RESERVATIONS``, decided under one file lock.
+Within that time no other pick on the machine hands the port out, whoever binds it first.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import random
 import socket
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 HOST = "127.0.0.1"
@@ -22,6 +34,12 @@ BUS_OFFSET = 10_000  # a Redis Cluster node's bus port is its port + 10000
 _LINUX_DEFAULT = (32_768, 60_999)
 _ATTEMPTS = 200
 _RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+# where picks are reserved, and for how long: past the slowest start of a whole topology
+# (its last server binds seconds after the pick). A file per port, kept (its mtime says
+# when it was reserved), so never more files than ports; reserved at once, at most the ports
+# picked in RESERVED_S (thousands in a test run, of about 22,000 below the range).
+RESERVATIONS = Path(tempfile.gettempdir()) / "rankd-ports"
+RESERVED_S = 300.0
 
 
 def ephemeral_range() -> tuple[int, int]:
@@ -67,16 +85,51 @@ def pick_ports(count: int, taken: set[int] | None = None, *, bus: bool = False) 
         wanted = (port, port + BUS_OFFSET) if bus else (port,)
         if any(p in taken or p > 65_535 for p in wanted) or not all(is_free(p) for p in wanted):
             return
+        if not _reserve(wanted):
+            return
         picked.append(port)
         taken.update(wanted)
 
-    for _ in range(_ATTEMPTS):
-        if len(picked) == count or top - LOWEST < 4 * count:
-            break
-        claim(random.randrange(LOWEST, top))
-    while len(picked) < count:
-        claim(_kernel_pick())
+    with _reservations():
+        for _ in range(_ATTEMPTS):
+            if len(picked) == count or top - LOWEST < 4 * count:
+                break
+            claim(random.randrange(LOWEST, top))
+        while len(picked) < count:
+            claim(_kernel_pick())
     return picked
+
+
+@contextlib.contextmanager
+def _reservations() -> Iterator[None]:
+    """The reservations, held by this process alone meanwhile (a lock file's flock, let go
+    with the process if it dies). Without a usable directory, picks are not reserved."""
+    try:
+        RESERVATIONS.mkdir(mode=0o777, parents=True, exist_ok=True)
+        lock = os.open(RESERVATIONS / ".lock", os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock)  # lets the flock go
+
+
+def _reserve(ports: tuple[int, ...]) -> bool:
+    """Reserve ``ports`` (under ``_reservations``) unless another pick reserved one of them
+    within ``RESERVED_S``."""
+    now = time.time()
+    files = [RESERVATIONS / str(p) for p in ports]
+    try:
+        if any(now - f.stat().st_mtime < RESERVED_S for f in files if f.exists()):
+            return False
+        for f in files:
+            f.write_text(str(os.getpid()))  # a rewrite moves its mtime: a fresh reservation
+    except OSError:
+        pass  # not reserved (an unusable directory): still free a moment ago
+    return True
 
 
 def free_port() -> int:
