@@ -231,8 +231,9 @@ async def test_a_slow_batch_is_reported_as_worked_on_until_it_is_applied() -> No
         progress_every_s=0.1,
     )
     assert sub.acked == [1, 2, 3]
-    # about three reports a batch, each naming the whole batch, none after its ack
-    assert 4 <= len(sub.told) <= 8, sub.told
+    # about three reports a batch (fewer when a loaded machine delays the timer), each
+    # naming the whole batch, none after its ack
+    assert 2 <= len(sub.told) <= 8, sub.told
     assert sub.told[0] == [1, 2] and sub.told[-1] == [3]
     assert set(map(tuple, sub.told)) == {(1, 2), (3,)}
 
