@@ -55,6 +55,10 @@ class Run:
     # the n-th to wait), or
     # "" (no league, or the run places no one)
     league: str = ""
+    # when the log stored the run's message (0: not known; the log consumer's, not logged
+    # itself): its submitter writes Redis right after, so the consumer counts its wait for
+    # the run's mark from then too (services/write_pipeline.py)
+    logged_ms: int = 0
 
 
 def encode_message(board_id: str, runs: list[Run], generation: int = 0) -> bytes:

@@ -177,6 +177,44 @@ async def test_the_consumer_leaves_what_the_submit_path_marked(
     assert metrics.TARGETS_ALREADY_APPLIED._value.get() - before == 40
 
 
+class SlowPublish:
+    """The run log, publishing after ``before_s`` and answering ``after_s`` later (a log
+    electing its leader, then a slow ack)."""
+
+    def __init__(self, log: Any, before_s: float, after_s: float) -> None:
+        self.log, self.before_s, self.after_s = log, before_s, after_s
+
+    async def publish(self, board_id: str, payload: bytes, msg_id: str) -> int:
+        await asyncio.sleep(self.before_s)
+        seq: int = await self.log.publish(board_id, payload, msg_id)
+        await asyncio.sleep(self.after_s)
+        return seq
+
+
+async def test_a_run_published_slowly_is_still_left_to_its_submitter(
+    client: httpx.AsyncClient,
+    make_board: MakeBoard,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The consumer waits for a run's mark counting from when the log stored it, not only
+    from the run's receipt: a publish slower than the mark wait left the consumer to write
+    the run first, and its submitter answered "not improved" for a new best."""
+    board = await make_board(windows=["all-time"])
+    await wait_consumer_idle(client, runtime)
+    before = metrics.TARGETS_ALREADY_APPLIED._value.get()
+    committer = runtime.submitter.committer
+    wait_s = runtime.settings.consumer_mark_wait_s
+    monkeypatch.setattr(committer, "runlog", SlowPublish(committer.runlog, wait_s + 0.5, 0.5))
+    body = {"run_id": "slow-1", "player_id": "slow", "score": 5}
+    response = await client.post(f"/v1/boards/{board}/runs", json=body, headers=SERVER_H)
+    assert response.status_code == 200, response.text
+    [standing] = response.json()["standings"]
+    assert (standing["score"], standing["improved"]) == (5, True)
+    await wait_consumer_idle(client, runtime)
+    assert metrics.TARGETS_ALREADY_APPLIED._value.get() - before == 1  # left to the submitter
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 async def test_workers_log_alike_and_one_scrape_shows_the_whole_service(
     urls: Urls, tmp_path: Path, workers: int

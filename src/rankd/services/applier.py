@@ -181,6 +181,9 @@ class Applier:
         for message in messages:
             try:
                 board_id, generation, runs = decode_batch(message.data)
+                if message.stored_ms:
+                    for run in runs:
+                        run.logged_ms = message.stored_ms
                 if not is_board_id(board_id):
                     raise ValueError(f"{board_id!r} is not a board id")
                 config = await self._config(configs, board_id, generation)

@@ -37,6 +37,10 @@ from rankd.stores.redis.marks import Marks
 from rankd.stores.redis.reads import Reads
 from rankd.stores.redis.writes import Writes
 
+# how long after its receipt a run's log store time is believed: a publish's timeout, with
+# room (a log server whose clock runs far ahead cannot hold the consumer up for long)
+LOGGED_WITHIN_MS = 10_000
+
 
 @dataclass(frozen=True, slots=True)
 class Written:
@@ -154,8 +158,11 @@ class WritePipeline:
     async def _marked(
         self, board: BoardConfig, plans: list[list[Target]], wait_ms: int
     ) -> set[int]:
-        """The targets (by id) the submit path marked as applied; for runs received less
-        than ``wait_ms`` ago, wait for their marks (polling) until then."""
+        """The targets (by id) the submit path marked as applied; for runs received or
+        logged less than ``wait_ms`` ago, wait for their marks (polling) until then. The
+        submitter writes Redis once the log has its run: from its receipt, a publish slower
+        than ``wait_ms`` (a log electing its leader) let the consumer write first, and the
+        submitter's answer then said its run changed nothing."""
         # late runs too: the submit path counted them in PostgreSQL and Redis, under a mark
         waiting = [t for p in plans for t in p if t.disposition in ("apply", "late")]
         marked: set[int] = set()
@@ -167,7 +174,7 @@ class WritePipeline:
             waiting = [
                 t
                 for t, m in zip(waiting, found, strict=True)
-                if not m and t.run.received_at_ms > now_ms - wait_ms
+                if not m and _since_ms(t.run) > now_ms - wait_ms
             ]
             if waiting:
                 await asyncio.sleep(delay)
@@ -175,3 +182,9 @@ class WritePipeline:
         if marked:
             metrics.TARGETS_ALREADY_APPLIED.inc(len(marked))
         return marked
+
+
+def _since_ms(run: Run) -> int:
+    """From when the consumer waits for ``run``'s mark: its receipt, or its message's store
+    time if later (within LOGGED_WITHIN_MS)."""
+    return max(run.received_at_ms, min(run.logged_ms, run.received_at_ms + LOGGED_WITHIN_MS))

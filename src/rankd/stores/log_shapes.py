@@ -7,16 +7,28 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
 class LogMessage:
-    """One logged message as the applier takes it; ``handle`` is the log's own, for acks."""
+    """One logged message as the applier takes it; ``handle`` is the log's own, for acks;
+    ``stored_ms``: when the log stored it, by the log's clock (0: not known, e.g. a parked
+    message replayed from PostgreSQL)."""
 
     seq: int
     subject: str
     data: bytes
     handle: object = field(default=None, compare=False, repr=False)
+    stored_ms: int = field(default=0, compare=False)
+
+    @classmethod
+    def of_jetstream(cls, msg: Any) -> LogMessage:
+        """A JetStream message (nats-py's ``Msg``) as handed out: its stream sequence and
+        stored time come with its ack subject (parsed once, kept by nats-py)."""
+        meta = msg.metadata
+        stored_ms = int(meta.timestamp.timestamp() * 1000)
+        return cls(int(meta.sequence.stream), msg.subject, msg.data, msg, stored_ms)
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,7 +152,7 @@ class JetStreamSubscription:
                 await asyncio.sleep(0.05)
             except (nats.errors.Error, OSError) as exc:
                 raise LogUnavailable(f"cannot read the run log: {exc!r}") from exc
-        return [LogMessage(int(m.metadata.sequence.stream), m.subject, m.data, m) for m in msgs]
+        return [LogMessage.of_jetstream(m) for m in msgs]
 
     async def ack(self, messages: Sequence[LogMessage]) -> None:
         try:
