@@ -30,9 +30,10 @@
 -- Returns {changed, rank, stored, counted, achieved}: counted is 2 if this call counted the
 -- run in the total, 1 if an earlier one did (a resend of a counted run answers 1, changed
 -- 0), 3 if an earlier call did with this late call's own count time: the same count by
--- PostgreSQL, sent by another writer first (services/late_sums.py); achieved is the exact end time (ms) of the latest counted run (0: not recorded), kept
--- in <KEYS[2]>:at:<bucket> beside the entry (see submit_best.lua). Then prev_rank,
--- prev_stored, prev_achieved: the entry before the call, as submit_best.lua answers them.
+-- PostgreSQL, sent by another writer first (services/late_sums.py); achieved is the exact
+-- end time (ms) of the latest counted run (0: not recorded), kept in <KEYS[2]>:at:<bucket>
+-- beside the entry (see submit_best.lua). Then prev_rank, prev_stored, prev_achieved: the
+-- entry before the call, as submit_best.lua answers them.
 -- The total's time is the latest counted run's time (in the composite's time part and, to
 -- the ms, in the member's stamp; see lib.lua), so any order of the same runs gives the same
 -- entry. All arithmetic stays below 2^53, where Lua's doubles are exact.
