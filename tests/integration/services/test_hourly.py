@@ -81,8 +81,12 @@ async def test_hours_are_ranked_apart_listed_frozen_and_rebuilt(
         response = await client.get(path, params={"window": "hourly", "period": bad})
         assert response.status_code == 400, (bad, response.text)
 
-    # the earlier hour closes: frozen into the archive, it leaves Redis and reads the same
-    await client.put(f"/v1/boards/{board}", json={"grace_seconds": 0}, headers=ADMIN_H)
+    # the earlier hour closes: frozen into the archive, it leaves Redis and reads the same.
+    # The log consumer first applies the runs: it decides a run's periods by the config it
+    # finds, so a run still in the log once the grace is 0 would count as late there
+    await wait_consumer_idle(client, runtime)
+    response = await client.put(f"/v1/boards/{board}", json={"grace_seconds": 0}, headers=ADMIN_H)
+    assert response.status_code == 200, response.text
 
     async def statuses() -> dict[str, str]:
         params = {"window": "hourly"}
@@ -91,7 +95,6 @@ async def test_hours_are_ranked_apart_listed_frozen_and_rebuilt(
 
     # the consumer has applied this board's runs; the pass is told so. It reads the whole
     # log's ack floor otherwise, which other tests sharing this log may hold back
-    await wait_consumer_idle(client, runtime)
 
     async def all_applied() -> int | None:
         return None
