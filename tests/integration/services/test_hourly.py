@@ -93,8 +93,8 @@ async def test_hours_are_ranked_apart_listed_frozen_and_rebuilt(
         listed = (await client.get(f"/v1/boards/{board}/periods", params=params)).json()
         return {p["period"]: p["status"] for p in listed["periods"]}
 
-    # the consumer has applied this board's runs; the pass is told so. It reads the whole
-    # log's ack floor otherwise, which other tests sharing this log may hold back
+    # the consumer has applied this board's runs (above); the pass is told so, as
+    # test_seasons' job is, rather than read the whole shared log's ack floor
 
     async def all_applied() -> int | None:
         return None
